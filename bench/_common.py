@@ -1,0 +1,406 @@
+"""Shared plumbing for the bench scripts: the shared stub server and workload generator,
+running ``memgauge run`` as a measured subprocess, and result output.
+
+The stub (``stub_server.py``) and the generator (``make_memlens_like.py``) live in
+``../shared/tools`` next to the repository (they produced the reference anchors in
+``../shared/research/perf-anchors.md``). They are not part of this repository; when they are
+absent every bench script stops with a message saying so.
+
+Nothing here hard-codes a machine path: the work dir defaults to ``bench/out/`` (git-ignored)
+and can be moved with ``--work DIR``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+TOOLS = Path(__file__).resolve().parents[1].parent / "shared" / "tools"
+DEFAULT_WORK = BENCH_DIR / "out"
+PY = sys.executable
+TIME_BIN = "/usr/bin/time"  # GNU time; its -v output has wall time and peak RSS
+
+PRESET_SMALL = "small"
+PRESET_256K = "256k"
+
+
+# --------------------------------------------------------------------------------------------
+# Shared tools
+
+def tool(name: str) -> Path:
+    """Path of a shared tool; exits with a clear message when ../shared/tools is absent."""
+    path = TOOLS / name
+    if not path.is_file():
+        sys.exit(f"bench: {name} not found at {path}.\n"
+                 "These benchmarks use the shared reference tools (make_memlens_like.py, "
+                 "stub_server.py) from ../shared/tools next to the repository root; they are not "
+                 "part of the repository. Put them there to run the benchmarks.")
+    return path
+
+
+def require_tools() -> None:
+    tool("make_memlens_like.py")
+    tool("stub_server.py")
+    try:
+        import aiohttp  # noqa: F401  (the stub needs it; fail here rather than in a child)
+    except ImportError:
+        sys.exit(f"bench: the stub server needs aiohttp; install it into {sys.prefix} "
+                 "(pip install aiohttp, or pip install -e '.[test]').")
+
+
+# --------------------------------------------------------------------------------------------
+# Workloads
+
+@dataclass
+class Workload:
+    data: Path
+    image_dir: Path
+    info: dict[str, Any]
+
+
+def _generate(out: Path, image_dir: Path, args: list[str]) -> Workload:
+    """Run make_memlens_like.py unless ``out`` already exists with the same arguments."""
+    sidecar = out.with_suffix(out.suffix + ".gen.json")
+    if out.is_file() and sidecar.is_file():
+        prior = json.loads(sidecar.read_text())
+        if prior.get("args") == args:
+            return Workload(out, image_dir, prior["info"])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [PY, str(tool("make_memlens_like.py")), *args, "--out", str(out),
+           "--image-dir", str(image_dir)]
+    print(f"bench: generating {out.name} ...", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        sys.exit(f"bench: workload generation failed ({proc.returncode}):\n{proc.stderr}")
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    info["generate_wall_s"] = round(time.perf_counter() - t0, 2)
+    sidecar.write_text(json.dumps({"args": args, "info": info}, indent=2) + "\n")
+    return Workload(out, image_dir, info)
+
+
+def workload_small(work: Path) -> Workload:
+    """The anchor workload: 200 items x 8 images (512x384), ~26 MB."""
+    d = work / "data"
+    return _generate(d / "dataset_small.json", d / "images", ["--preset", PRESET_SMALL])
+
+
+def workload_256k(work: Path) -> Workload:
+    """The 786 MB file: 789 items x 40 sessions x 12 turns, 64 images each (same image pool)."""
+    d = work / "data"
+    return _generate(d / "dataset_256k_like.json", d / "images", ["--preset", PRESET_256K])
+
+
+def workload_tiny(work: Path, items: int, chars_per_turn: int | None = None) -> Workload:
+    """The small preset's shape (8 sessions x 10 turns, 8 images per item) with 16x16 PNGs,
+    so a request is mostly text and the harness's own per-item cost shows."""
+    d = work / "data"
+    args = ["--preset", PRESET_SMALL, "--items", str(items), "--image-size", "16x16"]
+    name = f"dataset_tiny_{items}"
+    if chars_per_turn is not None:
+        args += ["--chars-per-turn", str(chars_per_turn)]
+        name += f"_c{chars_per_turn}"
+    return _generate(d / f"{name}.json", d / "tiny_images", args)
+
+
+# --------------------------------------------------------------------------------------------
+# The stub server
+
+class Stub:
+    """The shared stub on 127.0.0.1, on a free port. Stop with SIGTERM (to its PID only); on
+    SIGTERM it writes its stats file (requests, inline_images, mb_in, max_inflight, ...)."""
+
+    def __init__(self, work: Path, latency_ms: float, tag: str) -> None:
+        self.dir = work / "stub"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.ready = self.dir / f"{tag}.ready"
+        self.stats_file = self.dir / f"{tag}.stats.json"
+        self.log = self.dir / f"{tag}.log"
+        for p in (self.ready, self.stats_file):
+            p.unlink(missing_ok=True)
+        self.latency_ms = latency_ms
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port: int | None = None
+        self.final: dict[str, Any] | None = None
+
+    def start(self, timeout_s: float = 20.0) -> "Stub":
+        cmd = [PY, str(tool("stub_server.py")), "--host", "127.0.0.1", "--port", "0",
+               "--latency-ms", str(self.latency_ms), "--ready-file", str(self.ready),
+               "--stats-file", str(self.stats_file)]
+        self._log = open(self.log, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.ready.is_file() and self.ready.read_text().strip():
+                self.port = int(self.ready.read_text().strip().rsplit(":", 1)[1])
+                return self
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        self.stop()
+        sys.exit(f"bench: the stub server did not start; see {self.log}")
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stats(self) -> dict[str, Any]:
+        """Live counters from GET /stats."""
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=5) as r:
+            return json.loads(r.read())
+
+    def stop(self) -> dict[str, Any] | None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if getattr(self, "_log", None):
+            self._log.close()
+        if self.stats_file.is_file():
+            self.final = json.loads(self.stats_file.read_text())
+        return self.final
+
+
+@contextmanager
+def stub(work: Path, latency_ms: float, tag: str) -> Iterator[Stub]:
+    s = Stub(work, latency_ms, tag).start()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+# --------------------------------------------------------------------------------------------
+# Running memgauge as a measured subprocess
+
+def memgauge_cmd() -> list[str]:
+    """The installed console script next to this interpreter, else ``python -m memgauge.cli``."""
+    script = Path(PY).parent / "memgauge"
+    return [str(script)] if script.is_file() else [PY, "-m", "memgauge.cli"]
+
+
+def run_args(wl: Workload, base_url: str, out: Path, concurrency: int, *,
+             limit: int | None = None, extra: list[str] | None = None) -> list[str]:
+    args = ["run", "--bench", "memlens", "--data", str(wl.data), "--image-dir", str(wl.image_dir),
+            "--system", "full-context", "--model", "openai:stub", "--base-url", base_url,
+            "--out", str(out), "--concurrency", str(concurrency), "--no-cache"]
+    if limit is not None:
+        args += ["--limit", str(limit)]
+    return args + list(extra or [])
+
+
+@dataclass
+class Measured:
+    cmd: list[str]
+    rc: int
+    wall_s: float  # our own clock around the child: includes interpreter start and exit
+    max_rss_mb: float | None
+    user_s: float | None
+    sys_s: float | None
+    cpu_pct: str | None
+    rss_source: str
+    stderr_tail: str
+    t_start: float  # time.time() just before the child was started
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+_TIME_FIELDS = {
+    "Maximum resident set size (kbytes)": "max_rss_kb",
+    "User time (seconds)": "user_s",
+    "System time (seconds)": "sys_s",
+    "Percent of CPU this job got": "cpu_pct",
+}
+
+
+def _parse_time_v(text: str) -> tuple[dict[str, str], str]:
+    found: dict[str, str] = {}
+    keep = []
+    for line in text.splitlines():
+        s = line.strip()
+        hit = False
+        for label, key in _TIME_FIELDS.items():
+            if s.startswith(label + ":"):
+                found[key] = s.split(":", 1)[1].strip()
+                hit = True
+        if not hit and not s.startswith(("Command being timed", "Elapsed", "Average",
+                                         "Major", "Minor", "Voluntary", "Involuntary", "Swaps",
+                                         "File system", "Socket", "Signals", "Page size",
+                                         "Exit status", "Maximum resident")):
+            keep.append(line)
+    return found, "\n".join(keep)
+
+
+def measure(cmd: list[str], *, env: dict[str, str] | None = None,
+            on_start: Any = None) -> Measured:
+    """Run ``cmd`` under ``/usr/bin/time -v`` (or, without it, read RUSAGE_CHILDREN) and return
+    wall time, peak RSS and CPU. ``on_start(t_start)`` is called right after the child starts."""
+    use_time = os.path.isfile(TIME_BIN) and os.access(TIME_BIN, os.X_OK)
+    full = [TIME_BIN, "-v", *cmd] if use_time else list(cmd)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t_start = time.time()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    if on_start is not None:
+        on_start(t_start)
+    out, err = proc.communicate()
+    wall = time.perf_counter() - t0
+    text = err.decode("utf-8", "replace") + out.decode("utf-8", "replace")
+    if use_time:
+        found, rest = _parse_time_v(text)
+        rss = float(found["max_rss_kb"]) / 1024 if "max_rss_kb" in found else None
+        user = float(found["user_s"]) if "user_s" in found else None
+        sys_ = float(found["sys_s"]) if "sys_s" in found else None
+        pct = found.get("cpu_pct")
+        source = "/usr/bin/time -v"
+    else:
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # ru_maxrss of children is the max over every child waited for so far (the stub is
+        # still running, so it is not included); good enough without GNU time.
+        rss = after.ru_maxrss / 1024
+        user = after.ru_utime - before.ru_utime
+        sys_ = after.ru_stime - before.ru_stime
+        pct = f"{100 * (user + sys_) / wall:.0f}%" if wall > 0 else None
+        rest = text
+        source = "getrusage(RUSAGE_CHILDREN)"
+    return Measured(cmd=list(cmd), rc=proc.returncode, wall_s=wall, max_rss_mb=rss, user_s=user,
+                    sys_s=sys_, cpu_pct=pct, rss_source=source, stderr_tail=rest[-3000:],
+                    t_start=t_start)
+
+
+def count_records(run_dir: Path) -> dict[str, int]:
+    path = run_dir / "records.jsonl"
+    ok = errors = 0
+    kinds: dict[str, int] = {}
+    if path.is_file():
+        with open(path, "rb") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                rec = json.loads(line)
+                if rec.get("status") == "ok":
+                    ok += 1
+                else:
+                    errors += 1
+                    kind = ((rec.get("response") or {}).get("error") or {}).get("kind", "?")
+                    kinds[kind] = kinds.get(kind, 0) + 1
+    return {"records": ok + errors, "ok": ok, "errors": errors, "error_kinds": kinds}
+
+
+def fresh_dir(path: Path) -> Path:
+    if path.exists():
+        shutil.rmtree(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# A 10 ms poller of the stub's request counter (for time to first request)
+
+class FirstRequestPoller:
+    def __init__(self, stub: Stub, interval_s: float = 0.01) -> None:
+        self.stub = stub
+        self.interval_s = interval_s
+        self.t_first: float | None = None  # time.time() when requests >= 1 was first seen
+        self.polls = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> "FirstRequestPoller":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        url = f"http://127.0.0.1:{self.stub.port}/stats"
+        while not self._stop.is_set():
+            try:
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    n = json.loads(r.read()).get("requests", 0)
+            except OSError:
+                n = 0
+            self.polls += 1
+            if n >= 1:
+                self.t_first = time.time()
+                return
+            self._stop.wait(self.interval_s)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+# --------------------------------------------------------------------------------------------
+# Output
+
+def machine() -> dict[str, Any]:
+    info: dict[str, Any] = {"python": platform.python_version(), "cpus": os.cpu_count(),
+                            "platform": platform.platform()}
+    try:
+        with open("/proc/meminfo") as f:
+            total = next(line for line in f if line.startswith("MemTotal"))
+        info["mem_total_gib"] = round(int(re.findall(r"\d+", total)[0]) / 1024 / 1024, 1)
+    except (OSError, StopIteration, IndexError):
+        pass
+    try:
+        from importlib import metadata
+        info["packages"] = {p: metadata.version(p) for p in
+                            ("memgauge", "openai", "orjson", "ijson", "pydantic", "aiohttp",
+                             "pillow", "bpe-openai")}
+    except Exception:  # noqa: BLE001 - informational only
+        pass
+    return info
+
+
+def md_table(rows: list[dict[str, Any]], cols: list[tuple[str, str]]) -> str:
+    head = "| " + " | ".join(title for _, title in cols) + " |"
+    sep = "|" + "|".join("---" for _ in cols) + "|"
+    body = ["| " + " | ".join(_fmt(r.get(key)) for key, _ in cols) + " |" for r in rows]
+    return "\n".join([head, sep, *body])
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
+    return str(v)
+
+
+def write_result(work: Path, name: str, obj: dict[str, Any]) -> Path:
+    path = work / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=2, default=str) + "\n")
+    return path
+
+
+def shell_quote(cmd: list[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(c) for c in cmd)
+
+
+def rel(path: Path | str) -> str:
+    """A path relative to the repo root when inside it (for printed commands)."""
+    p = Path(path).resolve()
+    try:
+        return str(p.relative_to(REPO))
+    except ValueError:
+        return str(p)

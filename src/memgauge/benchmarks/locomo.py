@@ -1,0 +1,370 @@
+"""LoCoMo (snap-research/locomo): very long two-person conversations, many questions each.
+
+``--data`` is one conversation file, a folder of them (every ``*.json``, in natural order), or
+the combined ``locomo10.json`` (a JSON list of conversations). The session keys may sit at the
+top level (the per-conversation files) or under ``conversation`` (the combined release).
+
+Shared photos are recorded, never fetched: an :class:`ImageRef` with the first ``img_url``
+(if any), ``path=None`` and the BLIP caption as its ``generic`` caption.
+
+Category 5 questions are adversarial: they ask about something never said, so the right
+answer is to say it was not mentioned (answer type ``refusal``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import ijson
+
+from ..errors import InputError
+from ..registry import benchmark
+from ..schema import (
+    Ability,
+    AnswerType,
+    BenchmarkInfo,
+    Episode,
+    EvidenceRef,
+    ImageRef,
+    Question,
+    Session,
+    Turn,
+)
+from ._base import BenchmarkOptions, HashingReader, file_sha256, iter_json_items, read_id_list
+from .memlens import _fast_builder, _tname, build_session, build_turn
+
+LOADER_VERSION = "1"
+ADVERSARIAL_GOLD = "Not mentioned in the conversation"
+
+CATEGORIES = {
+    1: Ability.MULTI_HOP,
+    2: Ability.TEMPORAL_REASONING,
+    3: Ability.OPEN_DOMAIN,
+    4: Ability.SINGLE_HOP,
+    5: Ability.ADVERSARIAL,
+}
+
+_SESSION_RE = re.compile(r"^session_(\d+)$")
+_DATE_RE = re.compile(r"^session_(\d+)_date_time$")
+_DIA_RE = re.compile(r"^D:?(\d+):(\d+)$")  # also takes the typo "D:11:26"
+_SPLIT_RE = re.compile(r"[;,\s]+")
+_TURN_KEYS = {"speaker", "dia_id", "text", "img_url", "blip_caption", "query", "re-download"}
+
+build_image = _fast_builder(ImageRef)
+
+
+def _natural_key(path: Path) -> list[Any]:
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", path.name)]
+
+
+def _iter_conversations(reader: HashingReader) -> Iterator[tuple[int, Any]]:
+    """A JSON list (or ``{"data": [...]}``, or JSON Lines) of conversations, or one
+    conversation object. Streams the list forms; a single conversation is one object."""
+    head = reader._f.peek(64) if hasattr(reader._f, "peek") else b""  # type: ignore[attr-defined]
+    if head.lstrip()[:1] != b"{" or Path(reader.path).suffix in (".jsonl", ".ndjson"):
+        yield from iter_json_items(reader)
+        return
+    try:
+        root = next(iter(ijson.items(reader, "", use_float=True)), None)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"file is not valid UTF-8 ({exc.reason} at byte {exc.start})",
+                         file=reader.path) from None
+    except ijson.JSONError as exc:
+        msg = str(exc)
+        if any(w in msg.lower() for w in ("utf-8", "utf8", "decode")):
+            raise InputError(f"file is not valid UTF-8 ({msg})", file=reader.path) from None
+        raise InputError(f"invalid JSON ({msg})", file=reader.path) from None
+    if isinstance(root, dict) and isinstance(root.get("data"), list):
+        yield from enumerate(root["data"])
+    else:
+        yield 0, root
+
+
+class LoCoMoBenchmark:
+    name = "locomo"
+    version = LOADER_VERSION
+
+    def __init__(self, opts: BenchmarkOptions) -> None:
+        self.opts = opts
+        root = Path(opts.data)
+        if root.is_dir():
+            self.files = sorted((p for p in root.glob("*.json") if p.is_file()), key=_natural_key)
+            if not self.files:
+                raise InputError("folder holds no *.json conversation files", file=str(root))
+        elif root.is_file():
+            self.files = [root]
+        else:
+            raise InputError("data file or folder not found", file=str(root))
+        self.keep: set[str] | None = read_id_list(opts.question_ids) if opts.question_ids else None
+        self.info = BenchmarkInfo(name=self.name, tier=opts.tier)
+        self._shas: dict[str, str] = {}
+        self._counts = {"episodes": 0, "questions": 0, "images": 0, "missing_images": 0}
+        self._notes: dict[str, Any] = {}
+
+    # -- streaming --------------------------------------------------------------------------
+
+    def episodes(self) -> Iterator[Episode]:
+        counts = {"episodes": 0, "questions": 0, "images": 0, "missing_images": 0}
+        self._counts, self._shas = counts, {}
+        notes: dict[str, Any] = {"bad_evidence": 0, "repaired_evidence": 0}
+        self._notes = notes
+        seen_eps: set[str] = set()
+        seen_qs: set[str] = set()
+        for path in self.files:
+            file = str(path)
+            reader = HashingReader(file)
+            try:
+                for index, raw in _iter_conversations(reader):
+                    ep, n_images = self._episode(raw, index, path)
+                    if ep.episode_id in seen_eps:
+                        raise InputError(f"duplicate conversation id {ep.episode_id!r}",
+                                         file=file, item=ep.episode_id, field="sample_id")
+                    seen_eps.add(ep.episode_id)
+                    seen_qs.update(q.question_id for q in ep.questions)
+                    for q in ep.questions:
+                        notes["bad_evidence"] += len(q.meta.get("bad_evidence", []))
+                        notes["repaired_evidence"] += len(q.meta.get("evidence_repaired", []))
+                    if self.keep is not None:
+                        kept = [q for q in ep.questions if q.question_id in self.keep]
+                        if not kept:
+                            continue
+                        ep = ep.model_copy(update={"questions": kept})
+                    counts["episodes"] += 1
+                    counts["questions"] += len(ep.questions)
+                    counts["images"] += n_images
+                    yield ep
+                self._shas[file] = reader.hexdigest()
+            finally:
+                reader.close()
+        if self.keep is not None:
+            absent = sorted(self.keep - seen_qs)
+            if absent:
+                shown = ", ".join(absent[:20]) + (f" … ({len(absent)} in all)"
+                                                  if len(absent) > 20 else "")
+                raise InputError(f"{len(absent)} question id(s) in the id list are not in the "
+                                 f"data: {shown}", file=self.opts.question_ids)
+
+    def _episode(self, raw: Any, index: int, path: Path) -> tuple[Episode, int]:
+        file = str(path)
+        where = f"#{index}"
+
+        def err(message: str, field: str | None = None, item: str | None = None) -> InputError:
+            return InputError(message, file=file, item=item or where, field=field)
+
+        if type(raw) is not dict:
+            raise err(f"expected a conversation object, got {_tname(raw)}")
+        sample_id = raw.get("sample_id")
+        if sample_id is not None and type(sample_id) not in (str, int):
+            raise err(f"expected str, got {_tname(sample_id)}", "sample_id")
+        if sample_id is not None:
+            episode_id = str(sample_id)
+        elif index == 0:
+            episode_id = path.stem
+        else:
+            episode_id = f"{path.stem}-{index}"
+        where = episode_id
+        conv = raw.get("conversation", raw)
+        cprefix = "conversation." if conv is not raw else ""
+        if type(conv) is not dict:
+            raise err(f"expected an object, got {_tname(conv)}", "conversation")
+
+        speakers = {}
+        for key, role in (("speaker_a", "user"), ("speaker_b", "assistant")):
+            name = conv.get(key, raw.get(key))
+            if type(name) is not str:
+                raise err("missing required field" if name is None else
+                          f"expected str, got {_tname(name)}", cprefix + key)
+            speakers[name] = role
+        if len(speakers) != 2:
+            raise err("speaker_a and speaker_b have the same name", cprefix + "speaker_b")
+
+        numbers = sorted(int(m.group(1)) for k in conv if (m := _SESSION_RE.match(k)))
+        dated = sorted(int(m.group(1)) for k in conv if (m := _DATE_RE.match(k)))
+        sessions: list[Session] = []
+        dia_session: dict[str, str] = {}
+        n_images = 0
+        for n in numbers:
+            key = f"session_{n}"
+            sid = key
+            turns_raw = conv[key]
+            if type(turns_raw) is not list:
+                raise err(f"expected a list of turns, got {_tname(turns_raw)}", cprefix + key)
+            date = conv.get(f"session_{n}_date_time")
+            if date is not None and type(date) is not str:
+                raise err(f"expected str, got {_tname(date)}", f"{cprefix}{key}_date_time")
+            turns: list[Turn] = []
+            for j, t in enumerate(turns_raw):
+                field = f"{cprefix}{key}[{j}]"
+                if type(t) is not dict:
+                    raise err(f"expected a turn object, got {_tname(t)}", field)
+                speaker = t.get("speaker")
+                role = speakers.get(speaker) if type(speaker) is str else None
+                if role is None:
+                    raise err("missing required field" if speaker is None else
+                              f"speaker {speaker!r} is neither speaker_a nor speaker_b",
+                              field + ".speaker")
+                dia_id = t.get("dia_id")
+                if type(dia_id) is not str or not dia_id:
+                    raise err("missing required field" if dia_id is None else
+                              f"expected a non-empty str, got {_tname(dia_id)}",
+                              field + ".dia_id")
+                if dia_id in dia_session:
+                    raise err(f"duplicate dia_id {dia_id!r}", field + ".dia_id")
+                dia_session[dia_id] = sid
+                text = t.get("text", "")
+                if type(text) is not str:
+                    raise err(f"expected str, got {_tname(text)}", field + ".text")
+                images: list[ImageRef] = []
+                if t.get("img_url") or t.get("blip_caption"):
+                    images.append(self._image(t, dia_id, field, err))
+                    n_images += 1
+                extra = {k: v for k, v in t.items() if k not in _TURN_KEYS}
+                turns.append(build_turn({"turn_id": dia_id, "role": role, "text": text,
+                                         "images": images, "speaker": speaker, "meta": extra}))
+            sessions.append(build_session({"session_id": sid, "date": date, "turns": turns,
+                                           "meta": {}}))
+
+        qa = raw.get("qa", conv.get("qa"))
+        if type(qa) is not list:
+            raise err("missing required field" if qa is None else
+                      f"expected list, got {_tname(qa)}", "qa")
+        questions = [self._question(q, k, episode_id, dia_session, err)
+                     for k, q in enumerate(qa)]
+        meta: dict[str, Any] = {"speaker_a": next(iter(speakers)),
+                                "speaker_b": list(speakers)[1], "file": path.name}
+        orphan_dates = sorted(set(dated) - set(numbers))
+        if orphan_dates:  # e.g. 26.json dates sessions 20-35, which it does not have
+            meta["dates_without_sessions"] = orphan_dates
+        episode = Episode(episode_id=episode_id, sessions=sessions, questions=questions,
+                          benchmark=self.info, meta=meta)
+        return episode, n_images
+
+    @staticmethod
+    def _image(t: dict[str, Any], dia_id: str, field: str, err: Any) -> ImageRef:
+        urls = t.get("img_url")
+        if isinstance(urls, str):
+            urls = [urls]
+        if urls is not None and (type(urls) is not list
+                                 or not all(isinstance(u, str) for u in urls)):
+            raise err(f"expected a list of URLs, got {_tname(urls)}", field + ".img_url")
+        url = urls[0] if urls else None
+        caption = t.get("blip_caption")
+        if caption is not None and type(caption) is not str:
+            raise err(f"expected str, got {_tname(caption)}", field + ".blip_caption")
+        meta: dict[str, Any] = {}
+        if t.get("query") is not None:
+            meta["query"] = t["query"]
+        if urls and len(urls) > 1:
+            meta["more_urls"] = urls[1:]
+        if "re-download" in t:
+            meta["re-download"] = t["re-download"]
+        if url is None:
+            meta["caption_only"] = True  # the release dropped the URL; only the caption is left
+        return build_image({"source": url or f"{dia_id}:blip_caption", "path": None, "url": url,
+                            "sha256": None, "width": None, "height": None,
+                            "captions": {"generic": caption} if caption else {},
+                            "missing": False, "meta": meta})
+
+    @staticmethod
+    def _question(q: Any, k: int, episode_id: str, dia_session: dict[str, str],
+                  err: Any) -> Question:
+        qid = f"{episode_id}:q{k}"
+        field = f"qa[{k}]"
+        if type(q) is not dict:
+            raise err(f"expected a question object, got {_tname(q)}", field, qid)
+        text = q.get("question")
+        if type(text) is not str:
+            raise err("missing required field" if text is None else
+                      f"expected str, got {_tname(text)}", field + ".question", qid)
+        category = q.get("category")
+        if type(category) is not int or category not in CATEGORIES:
+            raise err("missing required field" if category is None else
+                      f"expected a category 1-5, got {category!r}", field + ".category", qid)
+        meta: dict[str, Any] = {"category": category}
+
+        def as_str(key: str) -> str | None:
+            v = q.get(key)
+            if v is None:
+                return None
+            if type(v) is str:
+                return v
+            if type(v) in (int, float):
+                return str(int(v)) if type(v) is float and v.is_integer() else str(v)
+            raise err(f"expected str, got {_tname(v)}", f"{field}.{key}", qid)
+
+        if category == 5:
+            adversarial = as_str("adversarial_answer")
+            if adversarial is not None:
+                meta["adversarial_answer"] = adversarial
+            original = as_str("answer")
+            if original is not None:  # two items in 26.json carry one; recorded, not used
+                meta["original_answer"] = original
+            answer, answer_type = ADVERSARIAL_GOLD, AnswerType.REFUSAL
+        else:
+            answer = as_str("answer")
+            if answer is None:
+                raise err("missing required field", field + ".answer", qid)
+            answer_type = AnswerType.FREE_TEXT
+
+        evidence: list[EvidenceRef] = []
+        raw_ev = q.get("evidence")
+        if raw_ev is None:
+            raw_ev = []
+        if type(raw_ev) is not list:
+            raise err(f"expected list, got {_tname(raw_ev)}", field + ".evidence", qid)
+        bad: list[Any] = []
+        repaired: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for entry in raw_ev:
+            if type(entry) is not str:
+                bad.append(entry)
+                continue
+            got = []
+            for token in _SPLIT_RE.split(entry.strip()):
+                m = _DIA_RE.match(token)
+                dia = f"D{int(m.group(1))}:{int(m.group(2))}" if m else None
+                if dia is None or dia not in dia_session:
+                    bad.append(token)
+                    continue
+                got.append(dia)
+                if dia not in seen:
+                    seen.add(dia)
+                    evidence.append(EvidenceRef(session_id=dia_session[dia], turn_id=dia))
+            if got and got != [entry]:
+                repaired.append({"raw": entry, "as": got})
+        if bad:
+            meta["bad_evidence"] = bad
+        if repaired:
+            meta["evidence_repaired"] = repaired
+        return Question(question_id=qid, text=text, answer=answer, answer_type=answer_type,
+                        ability=CATEGORIES[category], subtype=f"category_{category}",
+                        evidence=evidence, meta=meta)
+
+    # -- manifest ---------------------------------------------------------------------------
+
+    def manifest(self) -> dict[str, Any]:
+        inputs = {str(p): self._shas.get(str(p)) or file_sha256(p) for p in self.files}
+        if self.opts.question_ids:
+            inputs[str(self.opts.question_ids)] = file_sha256(self.opts.question_ids)
+        out: dict[str, Any] = {
+            "name": self.name,
+            "version": self.version,
+            "tier": self.opts.tier,
+            "inputs": inputs,
+            "counts": dict(self._counts),
+            "evidence_problems": dict(self._notes),
+        }
+        if self.keep is not None:
+            out["subset"] = {"file": str(self.opts.question_ids), "ids": len(self.keep)}
+        if self.opts.allow_missing_images:
+            out["missing_images"] = []
+        return out
+
+
+@benchmark("locomo")
+def locomo(opts: BenchmarkOptions) -> LoCoMoBenchmark:
+    """LoCoMo: a conversation file, a folder of them, or the combined ``locomo10.json``."""
+    return LoCoMoBenchmark(opts)

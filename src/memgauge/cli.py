@@ -1,0 +1,203 @@
+"""The ``memgauge`` command line."""
+
+from __future__ import annotations
+
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from .errors import MemgaugeError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Build, run, score and explain evaluations of long-term multimodal memory.")
+err = Console(stderr=True)
+out = Console()
+
+
+def _fail(exc: Exception) -> None:
+    err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+@app.command()
+def run(
+    bench: Annotated[str, typer.Option(help="Benchmark loader: memlens, longmemeval, locomo")],
+    data: Annotated[str, typer.Option(help="Data file (or folder, for locomo)")],
+    out_dir: Annotated[str, typer.Option("--out", help="Run folder (rerun to resume)")],
+    model: Annotated[str, typer.Option(help="openai:<model> or replay:<predictions file>")],
+    system: Annotated[str, typer.Option(help="System under test")] = "full-context",
+    image_dir: Annotated[str | None, typer.Option(help="Folder image paths are relative to")] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint URL")] = None,
+    api_key_env: Annotated[str, typer.Option(help="Env var holding the API key")] = "OPENAI_API_KEY",
+    concurrency: Annotated[int, typer.Option(help="Requests in flight")] = 8,
+    limit: Annotated[int | None, typer.Option(help="Only the first N questions")] = None,
+    shard: Annotated[str | None, typer.Option(help="i/N: this run's share (0 <= i < N)")] = None,
+    allow_missing_images: Annotated[bool, typer.Option(
+        help="Record missing images per item instead of stopping")] = False,
+    question_ids: Annotated[str | None, typer.Option(help="File of question ids to keep")] = None,
+    tier: Annotated[str | None, typer.Option(help="Tier label (e.g. 32k)")] = None,
+    context_mode: Annotated[str, typer.Option(help="image | text | caption | no-context")] = "image",
+    instruction: Annotated[str, typer.Option(help="direct | cot | reasoning")] = "direct",
+    label_images: Annotated[bool, typer.Option(help="Insert [Image N] labels")] = False,
+    max_context_tokens: Annotated[int | None, typer.Option(
+        help="Prompt limit in cross-modal tokens")] = None,
+    overflow: Annotated[str, typer.Option(help="Over the limit: error | drop-oldest")] = "error",
+    max_tokens: Annotated[int, typer.Option(help="Generation limit")] = 512,
+    temperature: Annotated[float, typer.Option()] = 0.0,
+    seed: Annotated[int | None, typer.Option(help="Sampling seed sent to the model")] = None,
+    image_max_side: Annotated[int, typer.Option(help="Resize images above this side; 0 = never")] = 800,
+    image_format: Annotated[str, typer.Option(help="keep | png | jpeg")] = "keep",
+    image_mode: Annotated[str, typer.Option(help="inline (data URLs) | url")] = "inline",
+    tokenizer: Annotated[str, typer.Option(help="Text tokenizer for counting")] = "o200k_base",
+    image_formula: Annotated[str, typer.Option(help="openai-tiles | qwen-patches")] = "openai-tiles",
+    timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds")] = 120.0,
+    max_attempts: Annotated[int, typer.Option(help="Attempts per request")] = 6,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the response cache")] = False,
+    cache_path: Annotated[str | None, typer.Option(help="Response cache SQLite file")] = None,
+) -> None:
+    """Evaluate a system on a benchmark; rerun the same command to resume."""
+    from .runner import RunConfig, parse_shard
+
+    try:
+        config = RunConfig(
+            bench=bench, data=data, out=out_dir, system=system, model=model, image_dir=image_dir,
+            allow_missing_images=allow_missing_images, question_ids=question_ids, tier=tier,
+            base_url=base_url, api_key_env=api_key_env, concurrency=concurrency, limit=limit,
+            shard=parse_shard(shard) if shard else None, context_mode=context_mode,
+            instruction=instruction, label_images=label_images,
+            max_context_tokens=max_context_tokens, overflow=overflow, max_tokens=max_tokens,
+            temperature=temperature, seed=seed, image_max_side=image_max_side or None,
+            image_format=image_format, image_mode=image_mode, tokenizer=tokenizer,
+            image_formula=image_formula, timeout_s=timeout, max_attempts=max_attempts,
+            cache=not no_cache, cache_path=cache_path, argv=sys.argv[1:])
+        _execute(config)
+    except MemgaugeError as exc:
+        _fail(exc)
+
+
+def _execute(config) -> None:  # type: ignore[no-untyped-def]
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .runner import Runner
+
+    show = err.is_terminal
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("ok {task.fields[ok]} · errors {task.fields[errors]}"),
+                        TimeElapsedColumn(), console=err, disable=not show, transient=False)
+    task = progress.add_task("answering", total=config.limit, ok=0, errors=0)
+
+    def tick(result, record) -> None:  # type: ignore[no-untyped-def]
+        progress.update(task, advance=1, ok=result.ok, errors=result.errors)
+
+    with progress:
+        result = Runner(config, on_progress=tick).run_sync()
+    err.print(f"{result.done} answered now ({result.ok} ok, {result.errors} errors), "
+              f"{result.skipped} already done; records in {result.run_dir / 'records.jsonl'}"
+              f" ({result.wall_s:.1f} s)", highlight=False)
+    if result.errors:
+        err.print(f"[yellow]{result.errors} questions failed; they are reported apart. "
+                  "Rerun the same command to retry them.[/]")
+
+
+@app.command()
+def report(
+    run_dirs: Annotated[list[str], typer.Argument(help="Run folder(s)")],
+    fmt: Annotated[str, typer.Option("--format", help="md | json")] = "md",
+    out_file: Annotated[str | None, typer.Option("--out", help="Write here as well")] = None,
+    primary: Annotated[str | None, typer.Option(help="Headline scorer")] = None,
+) -> None:
+    """Accuracy by ability and subtype with CIs, coverage, and errors shown apart."""
+    from .analysis import summarize
+    from .report import render_json, render_markdown
+    from .runner import load_manifest, read_records
+
+    try:
+        if fmt not in ("md", "json"):
+            raise MemgaugeError(f"unknown format {fmt!r}; use md or json")
+        texts = []
+        for run_dir in run_dirs:
+            manifest = load_manifest(run_dir)
+            if manifest is None:
+                raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
+            records = read_records(run_dir).values()
+            summary = summarize(records, primary=primary)
+            meta = _report_meta(run_dir, manifest)
+            if fmt == "md":
+                texts.append(render_markdown(summary, title=f"memgauge report: {Path(run_dir).name}",
+                                             meta=meta))
+            else:
+                texts.append(render_json(summary, meta))
+        text = "\n\n".join(texts)
+        if out_file:
+            Path(out_file).write_text(text + "\n", encoding="utf-8")
+        print(text)
+    except (MemgaugeError, ValueError) as exc:
+        _fail(exc)
+
+
+def _report_meta(run_dir: str, manifest: dict) -> dict:
+    ident = manifest.get("config", {}).get("identity", {})
+    bench = manifest.get("benchmark") or {}
+    return {"model": ident.get("model"), "benchmark": ident.get("bench"),
+            "system": ident.get("system"), "context_mode": ident.get("context_mode"),
+            "tier": ident.get("tier"), "inputs": bench.get("inputs"),
+            "token_counter": manifest.get("token_counter"),
+            "config_hash": manifest.get("config_hash"), "memgauge": manifest.get("memgauge_version"),
+            "git_sha": manifest.get("git_sha")}
+
+
+@app.command()
+def merge(
+    run_dirs: Annotated[list[str], typer.Argument(help="Run folders to merge (e.g. shards)")],
+    out_dir: Annotated[str, typer.Option("--out", help="Merged run folder")],
+) -> None:
+    """Merge shard runs into one run folder."""
+    from .runner import merge_runs
+
+    try:
+        status = merge_runs(run_dirs, out_dir)
+    except MemgaugeError as exc:
+        _fail(exc)
+    err.print(f"merged {len(run_dirs)} runs into {out_dir}: {status['records']} records "
+              f"({status['ok']} ok, {status['errors']} errors)", highlight=False)
+
+
+@app.command()
+def demo(
+    out_dir: Annotated[str, typer.Option("--out", help="Where to write the demo run")] = "memgauge-demo",
+) -> None:
+    """Offline end-to-end demo on a small fixture shipped with the package (no keys)."""
+    from .runner import RunConfig
+
+    fixture = resources.files("memgauge") / "data" / "memlens_mini"
+    dataset = str(fixture / "dataset.json")
+    predictions = str(fixture / "predictions.json")
+    err.print("[bold]memgauge demo[/]: a small MemLens-format fixture shipped with the package,\n"
+              "answered by replaying saved predictions (no model, no network, no keys).\n"
+              "The built-in benchmark generator will replace this fixture.", highlight=False)
+    config = RunConfig(bench="memlens", data=dataset, out=out_dir, model=f"replay:{predictions}",
+                       image_dir=str(fixture), concurrency=4, cache=False,
+                       argv=sys.argv[1:])
+    try:
+        _execute(config)
+        report([out_dir], fmt="md", out_file=str(Path(out_dir) / "report.md"), primary=None)
+    except MemgaugeError as exc:
+        _fail(exc)
+    err.print(
+        "\n[bold]Evaluate a real model on the same data[/] (any OpenAI-compatible server):\n"
+        f"  memgauge run --bench memlens --data {dataset} --image-dir {fixture} \\\n"
+        "      --system full-context --model openai:<model-name> --base-url http://127.0.0.1:8000/v1 \\\n"
+        "      --out runs/my-model\n"
+        "  memgauge report runs/my-model", highlight=False, soft_wrap=True)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+"""Errors that name the file, the item and the field, so bad input is easy to fix."""
+
+from __future__ import annotations
+
+
+class MemgaugeError(Exception):
+    """Base class for errors memgauge raises on purpose."""
+
+
+class InputError(MemgaugeError):
+    """Bad input data: names where it is so the user can fix it."""
+
+    def __init__(self, message: str, *, file: str | None = None, item: str | None = None,
+                 field: str | None = None) -> None:
+        self.file, self.item, self.field, self.reason = file, item, field, message
+        where = []
+        if file:
+            where.append(f"file {file}")
+        if item:
+            where.append(f"item {item}")
+        if field:
+            where.append(f"field {field!r}")
+        super().__init__(f"{', '.join(where)}: {message}" if where else message)
+
+
+class ConfigError(MemgaugeError):
+    """A bad command-line option or configuration value."""
+
+
+class ContextOverflowError(MemgaugeError):
+    """The assembled prompt is longer than the model's context and the policy is 'error'."""
+
+    def __init__(self, tokens: int, limit: int) -> None:
+        self.tokens, self.limit = tokens, limit
+        super().__init__(f"prompt has {tokens} tokens, over the limit of {limit}")

@@ -1,0 +1,212 @@
+"""Images: resolving source entries to files, and encoding each image once per run.
+
+The MemLens reference re-reads and re-encodes every PNG for every request (80 % of its CPU)
+and silently drops images it cannot find. Here an unresolvable image is an error naming the
+item (or, with ``allow_missing``, a recorded gap), and encoded images are kept by
+(path, size, mtime, policy) so each is read, resized and base64-encoded once.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PIL import Image, UnidentifiedImageError
+
+from .errors import InputError
+from .schema import ImageRef
+
+PATH_KEYS = ("file", "path", "file_path", "img_file")
+URL_KEYS = ("image_hf_url", "image_url", "url")
+_MIME = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
+
+
+def _is_url(value: str) -> bool:
+    return value.startswith(("http://", "https://"))
+
+
+class ImageResolver:
+    """Turns image entries (strings or dicts) into :class:`ImageRef` objects.
+
+    Local paths are resolved against ``root`` (the ``--image-dir``) and must stay inside it.
+    Each distinct file is checked once (exists, is an image, its size), then memoised.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, allow_missing: bool = False) -> None:
+        self.root = Path(root).resolve()
+        self.allow_missing = allow_missing
+        self._checked: dict[str, tuple[int, int] | str] = {}
+
+    def resolve(self, entry: Any, *, file: str, item: str, field: str) -> ImageRef:
+        if isinstance(entry, str):
+            source = entry
+            path_value, url = (None, entry) if _is_url(entry) else (entry, None)
+        elif isinstance(entry, dict):
+            source = entry
+            path_value = next((entry[k] for k in PATH_KEYS if entry.get(k)), None)
+            if isinstance(path_value, list):
+                path_value = path_value[0] if path_value else None
+            url = next((entry[k] for k in URL_KEYS if isinstance(entry.get(k), str)
+                        and _is_url(entry[k])), None)
+            if path_value is not None and not isinstance(path_value, str):
+                raise InputError(f"image path must be a string, got {type(path_value).__name__}",
+                                 file=file, item=item, field=field)
+            if path_value and _is_url(path_value):
+                path_value, url = None, url or path_value
+        else:
+            raise InputError(f"image entry must be a string or an object, got {type(entry).__name__}",
+                             file=file, item=item, field=field)
+        src = source if isinstance(source, str) else (path_value or url or "")
+        if not path_value and not url:
+            raise InputError("image entry has neither a file path nor a URL",
+                             file=file, item=item, field=field)
+        if not path_value:
+            return ImageRef.model_construct(source=src, path=None, url=url, sha256=None, width=None,
+                                            height=None, captions={}, missing=False, meta={})
+        full = os.path.normpath(os.path.join(self.root, path_value))
+        if not (full == str(self.root) or full.startswith(str(self.root) + os.sep)):
+            raise InputError(f"image path {path_value!r} escapes the image dir",
+                             file=file, item=item, field=field)
+        checked = self._checked.get(full)
+        if checked is None:
+            checked = self._check(full)
+            self._checked[full] = checked
+        if isinstance(checked, str):  # a problem description
+            if not self.allow_missing:
+                raise InputError(f"image {path_value!r} {checked} (under {self.root}); "
+                                 "pass --allow-missing-images to record it and go on",
+                                 file=file, item=item, field=field)
+            return ImageRef.model_construct(source=src, path=full, url=url, sha256=None, width=None,
+                                            height=None, captions={}, missing=True,
+                                            meta={"problem": checked})
+        w, h = checked
+        return ImageRef.model_construct(source=src, path=full, url=url, sha256=None, width=w,
+                                        height=h, captions={}, missing=False, meta={})
+
+    @staticmethod
+    def _check(full: str) -> tuple[int, int] | str:
+        real = os.path.realpath(full)
+        if not os.path.isfile(real):
+            return "was not found"
+        try:
+            with Image.open(real) as im:
+                return im.size
+        except (UnidentifiedImageError, OSError) as exc:
+            return f"is not a readable image ({type(exc).__name__})"
+
+
+@dataclass(frozen=True)
+class ImagePolicy:
+    """How images are prepared before sending. Recorded in the run manifest."""
+
+    max_side: int | None = 800  # longest side cap (LANCZOS); None keeps the original size
+    format: str = "keep"  # keep | png | jpeg
+    jpeg_quality: int = 90
+
+    def describe(self) -> dict[str, Any]:
+        return {"max_side": self.max_side, "format": self.format, "jpeg_quality": self.jpeg_quality}
+
+    def target_size(self, width: int, height: int) -> tuple[int, int]:
+        if self.max_side is None or max(width, height) <= self.max_side:
+            return width, height
+        scale = self.max_side / max(width, height)
+        return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+@dataclass(frozen=True)
+class EncodedImage:
+    sha256: str  # of the original file bytes
+    mime: str
+    data_url: str
+    width: int
+    height: int
+
+
+class ImageEncoder:
+    """Reads, resizes and base64-encodes images, each once, kept in a byte-bounded LRU."""
+
+    def __init__(self, policy: ImagePolicy | None = None, budget_bytes: int = 1 << 30) -> None:
+        self.policy = policy or ImagePolicy()
+        self.budget = budget_bytes
+        self._cache: OrderedDict[tuple[Any, ...], EncodedImage] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self._key_locks: dict[tuple[Any, ...], threading.Lock] = {}
+        self.encodes = 0
+        self.hits = 0
+
+    def cached(self, ref: ImageRef) -> EncodedImage | None:
+        """The encoded image if it is already in memory (no file read), else None."""
+        if ref.path is None:
+            return None
+        st = os.stat(ref.path)
+        with self._lock:
+            hit = self._cache.get((ref.path, st.st_size, st.st_mtime_ns))
+            if hit is not None:
+                self.hits += 1
+            return hit
+
+    def encode(self, ref: ImageRef) -> EncodedImage:
+        if ref.path is None:
+            raise InputError(f"image {ref.source!r} has only a URL; use --image-mode url to send URLs")
+        st = os.stat(ref.path)
+        key = (ref.path, st.st_size, st.st_mtime_ns)
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                self.hits += 1
+                return hit
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:  # one encode per image even when many requests want it at once
+            with self._lock:
+                hit = self._cache.get(key)
+                if hit is not None:
+                    self.hits += 1
+                    return hit
+            enc = self._encode_file(ref.path)
+            with self._lock:
+                self.encodes += 1
+                self._cache[key] = enc
+                self._bytes += len(enc.data_url)
+                while self._bytes > self.budget and len(self._cache) > 1:
+                    _, old = self._cache.popitem(last=False)
+                    self._bytes -= len(old.data_url)
+                self._key_locks.pop(key, None)
+            return enc
+
+    def _encode_file(self, path: str) -> EncodedImage:
+        raw = Path(path).read_bytes()
+        sha = hashlib.sha256(raw).hexdigest()
+        with Image.open(io.BytesIO(raw)) as im:
+            fmt = im.format or "PNG"
+            size = im.size
+            target = self.policy.target_size(*size)
+            out_fmt = {"keep": fmt, "png": "PNG", "jpeg": "JPEG"}[self.policy.format]
+            if out_fmt not in _MIME:
+                out_fmt = "PNG"
+            if target == size and out_fmt == fmt:
+                data = raw  # already fine: send the original bytes untouched
+            else:
+                img = im.convert("RGB") if out_fmt == "JPEG" or im.mode not in ("RGB", "RGBA", "L") else im
+                if target != size:
+                    img = img.resize(target, Image.Resampling.LANCZOS)
+                buf = io.BytesIO()
+                if out_fmt == "JPEG":
+                    img.save(buf, format="JPEG", quality=self.policy.jpeg_quality)
+                else:
+                    img.save(buf, format=out_fmt)
+                data = buf.getvalue()
+        mime = _MIME[out_fmt]
+        url = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+        return EncodedImage(sha256=sha, mime=mime, data_url=url, width=target[0], height=target[1])
+
+    def stats(self) -> dict[str, int]:
+        return {"encodes": self.encodes, "hits": self.hits, "cached_bytes": self._bytes}

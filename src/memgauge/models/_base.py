@@ -1,0 +1,81 @@
+"""The ChatModel protocol and the message types systems hand to models."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ..schema import ImageRef, Usage
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    image: ImageRef
+
+
+Part = TextPart | ImagePart
+
+
+@dataclass(slots=True)
+class Message:
+    role: Literal["system", "user", "assistant"]
+    parts: list[Part]
+
+
+@dataclass(frozen=True)
+class GenerateConfig:
+    """Generation settings; part of every cache key. Greedy by default for reproducibility."""
+
+    max_tokens: int = 512
+    temperature: float = 0.0
+    top_p: float | None = None
+    seed: int | None = None
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        return {"max_tokens": self.max_tokens, "temperature": self.temperature,
+                "top_p": self.top_p, "seed": self.seed, "extra_body": self.extra_body}
+
+
+@dataclass
+class ModelOutput:
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+    cached: bool = False
+    attempts: int = 1
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class ModelError(Exception):
+    """A model call that failed for good (after retries, or not retryable)."""
+
+    def __init__(self, kind: str, message: str, *, retryable: bool = False, attempts: int = 1):
+        self.kind, self.message, self.retryable, self.attempts = kind, message, retryable, attempts
+        super().__init__(f"{kind}: {message}")
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Anything that turns chat messages into a reply.
+
+    Example::
+
+        class Echo:
+            name = "echo"
+            def describe(self): return {"provider": "echo"}
+            async def generate(self, messages, config, *, question_id=None):
+                return ModelOutput(text=messages[-1].parts[-1].text)
+    """
+
+    name: str
+
+    def describe(self) -> dict[str, Any]: ...
+
+    async def generate(self, messages: list[Message], config: GenerateConfig, *,
+                       question_id: str | None = None) -> ModelOutput: ...

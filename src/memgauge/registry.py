@@ -1,0 +1,76 @@
+"""Name -> factory registries for benchmarks, systems, models and scorers.
+
+Adding a benchmark, a memory system or a scorer is one new module with a decorated factory
+plus one import line in that package's ``__init__``. Outside packages register through the
+entry-point groups ``memgauge.benchmarks``, ``memgauge.systems``, ``memgauge.scorers`` and
+``memgauge.models`` (each entry point names a module to import; its decorators register).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any, TypeVar
+
+from .errors import ConfigError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_KINDS = ("benchmark", "system", "scorer", "model")
+_REGISTRY: dict[str, dict[str, Callable[..., Any]]] = {k: {} for k in _KINDS}
+_loaded_plugins: set[str] = set()
+
+
+def _register(kind: str, name: str) -> Callable[[F], F]:
+    def deco(fn: F) -> F:
+        if name in _REGISTRY[kind] and _REGISTRY[kind][name] is not fn:
+            raise ValueError(f"{kind} {name!r} is registered twice")
+        _REGISTRY[kind][name] = fn
+        fn.registry_name = name  # type: ignore[attr-defined]
+        return fn
+
+    return deco
+
+
+def benchmark(name: str) -> Callable[[F], F]:
+    return _register("benchmark", name)
+
+
+def system(name: str) -> Callable[[F], F]:
+    return _register("system", name)
+
+
+def scorer(name: str) -> Callable[[F], F]:
+    return _register("scorer", name)
+
+
+def model(name: str) -> Callable[[F], F]:
+    """Register a model provider; ``--model <name>:<arg>`` calls the factory with ``arg``."""
+    return _register("model", name)
+
+
+def _load_builtins() -> None:
+    # Importing the packages runs their registration decorators.
+    from . import benchmarks, models, scoring, systems  # noqa: F401
+
+    for kind in _KINDS:
+        group = f"memgauge.{kind}s"
+        if group in _loaded_plugins:
+            continue
+        _loaded_plugins.add(group)
+        for ep in metadata.entry_points(group=group):
+            ep.load()
+
+
+def lookup(kind: str, name: str) -> Callable[[...], Any]:
+    _load_builtins()
+    try:
+        return _REGISTRY[kind][name]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY[kind])) or "none"
+        raise ConfigError(f"unknown {kind} {name!r}; known: {known}") from None
+
+
+def names(kind: str) -> list[str]:
+    _load_builtins()
+    return sorted(_REGISTRY[kind])

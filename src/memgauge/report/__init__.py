@@ -1,0 +1,5 @@
+"""Reports of a run's :class:`~memgauge.analysis.Summary`: Markdown and JSON."""
+
+from memgauge.report._markdown import render_json, render_markdown
+
+__all__ = ["render_json", "render_markdown"]

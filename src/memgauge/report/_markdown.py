@@ -1,0 +1,195 @@
+"""Render a :class:`~memgauge.analysis.Summary` as a readable Markdown report, or as JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from memgauge.analysis import GroupStat, Summary
+
+__all__ = ["render_json", "render_markdown"]
+
+MISSING = "—"
+MESSAGE_LIMIT = 120
+
+
+def _pct(x: float | None) -> str:
+    """A share in [0, 1] as a percentage with one decimal; ``MISSING`` when undefined."""
+    if x is None or not math.isfinite(x):
+        return MISSING
+    return f"{x * 100:.1f}%"
+
+
+def _ci(low: float, high: float) -> str:
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return MISSING
+    return f"[{low * 100:.1f}, {high * 100:.1f}]"
+
+
+def _cell(value: Any) -> str:
+    """Text safe inside a Markdown table cell: one line, pipes escaped."""
+    if isinstance(value, (dict, list, tuple)):
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    else:
+        text = str(value)
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _truncate(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _table(header: list[str], rows: list[list[str]], align: list[str] | None = None) -> str:
+    align = align or ["l"] * len(header)
+    sep = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _ci_label(summary: Summary) -> str:
+    return f"{summary.confidence * 100:g}% CI"
+
+
+def _group_table(summary: Summary, groups: Mapping[str, GroupStat], key_header: str) -> str:
+    primary = summary.primary
+    others = [s for s in summary.scorers if s != primary]
+    header = [key_header, "n"]
+    align = ["l", "r"]
+    if primary is not None:
+        header.append(f"{_cell(primary)} ({_ci_label(summary)})")
+        align.append("r")
+    header += [_cell(s) for s in others]
+    align += ["r"] * len(others)
+    header += ["Coverage", "Per-answer acc.", "Refusal acc.", "Errors"]
+    align += ["r", "r", "r", "r"]
+
+    rows = []
+    for key, g in groups.items():
+        row = [_cell(key), str(g.n)]
+        if primary is not None:
+            st = g.scores.get(primary)
+            row.append(MISSING if st is None or st.n == 0
+                       else f"{_pct(st.accuracy)} {_ci(st.ci_low, st.ci_high)}")
+        for s in others:
+            st = g.scores.get(s)
+            row.append(MISSING if st is None else _pct(st.accuracy))
+        cov = g.coverage
+        row += [
+            _pct(cov.coverage),
+            _pct(cov.per_answer_accuracy),
+            _pct(cov.refusal_accuracy),
+            str(g.n_errors),
+        ]
+        rows.append(row)
+    return _table(header, rows, align)
+
+
+def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | None = None) -> str:
+    """A Markdown report: run facts, overall table, by-ability and by-subtype tables, errors.
+
+    ``meta`` holds run facts shown in the header (``model`` and ``benchmark`` first, then
+    the rest in their given order). Percentages have one decimal; ``—`` marks a value with
+    no data.
+    """
+    meta = dict(meta or {})
+    out: list[str] = [f"# {title}", ""]
+
+    # --- header: run facts -----------------------------------------------------------
+    facts: list[tuple[str, str]] = []
+    for key in ("model", "benchmark"):
+        if key in meta:
+            facts.append((key.capitalize(), _cell(meta.pop(key))))
+    facts += [(_cell(k), _cell(v)) for k, v in meta.items()]
+    facts.append(("Records", f"{summary.n_records} ({summary.n_ok} ok, "
+                             f"{summary.n_errors} errors)"))
+    if summary.error_kinds:
+        kinds = ", ".join(f"{_cell(k)}: {n}" for k, n in summary.error_kinds.items())
+        facts.append(("Errors", f"{summary.n_errors} ({kinds})"))
+    else:
+        facts.append(("Errors", "0"))
+    if summary.primary is not None:
+        head = summary.overall.get(summary.primary)
+        facts.append(("Primary scorer", f"`{summary.primary}`"))
+        if head is not None:
+            facts.append(("Accuracy (micro)",
+                          f"{_pct(summary.micro_accuracy)} {_ci(head.ci_low, head.ci_high)}"))
+        n_abilities = sum(1 for g in summary.by_ability.values()
+                          if summary.primary in g.scores and g.scores[summary.primary].n)
+        facts.append((f"Task-averaged accuracy (macro over {n_abilities} abilities)",
+                      _pct(summary.macro_accuracy)))
+        cov = summary.coverage
+        facts.append(("Coverage", f"{_pct(cov.coverage)} ({cov.n_attempted}/"
+                                  f"{cov.n_answerable} answerable attempted)"))
+        facts.append(("Per-answer accuracy", _pct(cov.per_answer_accuracy)))
+        facts.append(("Refusal accuracy", f"{_pct(cov.refusal_accuracy)} "
+                                          f"(n={cov.n_refusal})"))
+    out += [f"- **{k}:** {v}" for k, v in facts]
+    out.append("")
+
+    # --- overall -----------------------------------------------------------------------
+    out += ["## Overall", ""]
+    if summary.scorers:
+        rows = []
+        for name, st in summary.overall.items():
+            label = f"{_cell(name)} (primary)" if name == summary.primary else _cell(name)
+            rows.append([label, str(st.n), _pct(st.accuracy), _ci(st.ci_low, st.ci_high)])
+        out.append(_table(["Scorer", "n", "Accuracy", _ci_label(summary)], rows,
+                          ["l", "r", "r", "r"]))
+    else:
+        out.append("No scored records.")
+    out.append("")
+
+    # --- by ability / subtype ----------------------------------------------------------
+    out += ["## By ability", ""]
+    out.append(_group_table(summary, summary.by_ability, "Ability") if summary.by_ability
+               else "No records.")
+    out.append("")
+    out += ["## By subtype", ""]
+    out.append(_group_table(summary, summary.by_subtype, "Ability/subtype")
+               if summary.by_subtype else "No records.")
+    out.append("")
+
+    # --- errors ------------------------------------------------------------------------
+    out += [f"## Errors ({summary.n_errors})", ""]
+    if summary.errors:
+        rows = [[_cell(e.question_id), _cell(e.ability), _cell(e.kind),
+                 _cell(_truncate(e.message))] for e in summary.errors]
+        out.append(_table(["Question", "Ability", "Kind", "Message"], rows))
+    else:
+        out.append("No errors.")
+    out.append("")
+
+    # --- method note -------------------------------------------------------------------
+    out.append(
+        f"_Accuracy counts status=ok records only; errors are listed apart and never scored "
+        f"as wrong. {_ci_label(summary)}: {summary.ci_method}, {summary.n_resamples} "
+        f"resamples, seed {summary.seed}. Coverage: share of answerable questions attempted "
+        f"(not refused); per-answer accuracy: primary accuracy among those attempted._"
+    )
+    return "\n".join(out) + "\n"
+
+
+def _sanitize(value: Any) -> Any:
+    """Make ``value`` strict-JSON safe: non-finite floats become ``None``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _sanitize(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_sanitize(v) for v in value]
+    return value
+
+
+def render_json(summary: Summary, meta: Mapping[str, Any] | None = None) -> str:
+    """The summary as JSON: ``{"meta": ..., "summary": Summary.to_dict()}``.
+
+    Keys are sorted (stable output), indent 2, strict JSON (no NaN: missing values are
+    ``null``); values JSON cannot hold (paths, dates) are written as strings.
+    """
+    payload = {"meta": _sanitize(dict(meta or {})), "summary": summary.to_dict()}
+    return json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False,
+                      allow_nan=False, default=str) + "\n"

@@ -1,0 +1,326 @@
+"""Run a system over a benchmark: stream episodes, answer, score, persist, resume.
+
+Episodes stream from the loader and are worked on as they arrive (bounded in flight), so
+the first request goes out before a large file has been read. A rerun of the same run
+folder skips questions already done and retries those that failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..benchmarks import BenchmarkOptions
+from ..cache import ResponseCache
+from ..errors import ConfigError
+from ..media import ImageEncoder, ImagePolicy
+from ..models import GenerateConfig, ModelSettings, create_model
+from ..registry import lookup
+from ..schema import Episode, ErrorInfo, Question, Record, Response
+from ..scoring import default_scorers, is_refusal
+from ..systems import SystemContext
+from ..tokens import TokenCounter
+from ._manifest import build_manifest, config_hash
+from ._store import (
+    RecordWriter,
+    load_manifest,
+    read_records,
+    rewrite_records,
+    write_json_atomic,
+)
+
+
+@dataclass
+class RunConfig:
+    bench: str
+    data: str
+    out: str
+    system: str = "full-context"
+    model: str = "replay:"
+    image_dir: str | None = None
+    allow_missing_images: bool = False
+    question_ids: str | None = None
+    tier: str | None = None
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    concurrency: int = 8
+    limit: int | None = None
+    shard: tuple[int, int] | None = None
+    context_mode: str = "image"
+    instruction: str = "direct"
+    label_images: bool = False
+    max_context_tokens: int | None = None
+    overflow: str = "error"
+    max_tokens: int = 512
+    temperature: float = 0.0
+    seed: int | None = None
+    image_max_side: int | None = 800
+    image_format: str = "keep"
+    image_mode: str = "inline"
+    tokenizer: str = "o200k_base"
+    image_formula: str = "openai-tiles"
+    timeout_s: float = 120.0
+    max_attempts: int = 6
+    retry_base_s: float = 0.5
+    cache: bool = True
+    cache_path: str | None = None
+    progress: bool = True
+    argv: list[str] = field(default_factory=list)
+
+    # Fields that define what a run measures; a run folder refuses a different identity.
+    IDENTITY = ("bench", "system", "model", "base_url", "question_ids", "tier", "shard",
+                "context_mode", "instruction", "label_images", "max_context_tokens",
+                "overflow", "max_tokens", "temperature", "seed", "image_max_side",
+                "image_format", "image_mode", "tokenizer", "image_formula")
+
+    def identity(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.IDENTITY}
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    done: int = 0  # questions finished in this invocation (ok or error)
+    ok: int = 0
+    errors: int = 0
+    skipped: int = 0  # already done by an earlier invocation
+    first_request_s: float | None = None
+    wall_s: float = 0.0
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ConfigError(f"--shard must look like i/N (e.g. 0/4), got {text!r}") from None
+    if n < 1 or not 0 <= i < n:
+        raise ConfigError(f"--shard {text}: need N >= 1 and 0 <= i < N")
+    return i, n
+
+
+def in_shard(episode_id: str, shard: tuple[int, int] | None) -> bool:
+    if shard is None:
+        return True
+    digest = hashlib.sha256(episode_id.encode()).digest()
+    return int.from_bytes(digest[:8], "big") % shard[1] == shard[0]
+
+
+def make_record(episode: Episode, question: Question, response: Response,
+                scorers: list[Any], timings: dict[str, float]) -> Record:
+    scores: dict[str, float] = {}
+    details = {}
+    refused = None
+    status = "error" if response.error is not None else "ok"
+    if status == "ok":
+        prediction = response.text or ""
+        refused = is_refusal(prediction)
+        for scorer in scorers:
+            s = scorer.score(question, prediction)
+            if s is not None:
+                scores[s.scorer] = s.value
+                details[s.scorer] = s
+    missing = [im.source for s in episode.sessions for t in s.turns for im in t.images
+               if im.missing]
+    return Record(
+        question_id=question.question_id, episode_id=episode.episode_id,
+        benchmark=episode.benchmark, status=status, ability=question.ability,
+        subtype=question.subtype, answer_type=question.answer_type, labels=question.labels,
+        question=question.text, gold=question.answer,
+        prediction=response.text if status == "ok" else None,
+        response=response, scores=scores, score_details=details, refused=refused,
+        input_tokens=response.meta.get("input_tokens"),
+        dropped_sessions=response.meta.get("dropped_sessions", 0),
+        missing_images=missing, timings=timings)
+
+
+class Runner:
+    def __init__(self, config: RunConfig,
+                 on_progress: Callable[[RunResult, Record], None] | None = None) -> None:
+        self.config = config
+        self.on_progress = on_progress
+        self.run_dir = Path(config.out)
+
+    def _check_identity(self) -> dict[str, Any] | None:
+        prior = load_manifest(self.run_dir)
+        if prior is None:
+            return None
+        want = config_hash(self.config.identity())
+        if prior.get("config_hash") != want:
+            theirs = prior.get("config", {}).get("identity", {})
+            diff = sorted(k for k in self.config.IDENTITY
+                          if _jsonish(theirs.get(k)) != _jsonish(getattr(self.config, k)))
+            raise ConfigError(f"{self.run_dir} holds a run with a different configuration "
+                              f"({', '.join(diff) or 'config hash'} differ); "
+                              "use a new --out folder")
+        return prior
+
+    async def run(self) -> RunResult:
+        c = self.config
+        t_start = time.perf_counter()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        prior_manifest = self._check_identity()
+        prior = read_records(self.run_dir)
+        rewrite_records(self.run_dir, prior.values())  # compact; drops a torn tail line
+        done_ok = {qid for qid, r in prior.items() if r.status == "ok"}
+
+        bench = lookup("benchmark", c.bench)(BenchmarkOptions(
+            data=c.data, image_dir=c.image_dir, allow_missing_images=c.allow_missing_images,
+            question_ids=c.question_ids, tier=c.tier))
+        policy = ImagePolicy(max_side=c.image_max_side, format=c.image_format)
+        cache = ResponseCache(c.cache_path) if c.cache else None
+        settings = ModelSettings(base_url=c.base_url, api_key_env=c.api_key_env,
+                                 concurrency=c.concurrency, timeout_s=c.timeout_s,
+                                 max_attempts=c.max_attempts, retry_base_s=c.retry_base_s,
+                                 image_mode=c.image_mode, image_policy=policy,
+                                 encoder=ImageEncoder(policy), cache=cache)
+        model = create_model(c.model, settings)
+        counter = TokenCounter(tokenizer=c.tokenizer, image_formula=c.image_formula)
+        ctx = SystemContext(model=model, generate=GenerateConfig(
+            max_tokens=c.max_tokens, temperature=c.temperature, seed=c.seed), counter=counter,
+            image_policy=policy, context_mode=c.context_mode, instruction=c.instruction,
+            label_images=c.label_images, max_context_tokens=c.max_context_tokens,
+            overflow=c.overflow)
+        new_system = lookup("system", c.system)(ctx)
+        scorers = default_scorers()
+        probe = new_system()
+
+        manifest = build_manifest(c, model=model.describe(), system=probe.describe(),
+                                  counter=counter.describe(), image_policy=policy.describe(),
+                                  scorers=scorers, prior=prior_manifest)
+        write_json_atomic(self.run_dir / "manifest.json", manifest)
+
+        result = RunResult(run_dir=self.run_dir, skipped=len(done_ok))
+        writer = RecordWriter(self.run_dir)
+        sem = asyncio.Semaphore(max(1, c.concurrency))
+        episodes_in_flight = asyncio.Semaphore(max(2, c.concurrency * 2))
+        tasks: set[asyncio.Task[None]] = set()
+        failures: list[BaseException] = []
+
+        async def answer_one(system: Any, episode: Episode, q: Question) -> None:
+            t0 = time.perf_counter()
+            async with sem:
+                if result.first_request_s is None:
+                    result.first_request_s = time.perf_counter() - t_start
+                try:
+                    response = await system.answer(q)
+                except Exception as exc:  # a system bug must not lose the item
+                    response = Response(error=ErrorInfo(
+                        kind="system_error", message=f"{type(exc).__name__}: {exc}"))
+            record = make_record(episode, q, response, scorers,
+                                 {"answer_s": round(time.perf_counter() - t0, 4)})
+            await writer.write(record)
+            result.done += 1
+            if record.status == "ok":
+                result.ok += 1
+            else:
+                result.errors += 1
+            if self.on_progress:
+                self.on_progress(result, record)
+
+        async def do_episode(episode: Episode, todo: list[Question]) -> None:
+            try:
+                system = new_system()
+                await system.reset(episode)
+                ingested = 0
+                n = len(episode.sessions)
+                by_cut: dict[int, list[Question]] = {}
+                for q in todo:
+                    cut = n if q.asked_after is None else min(n, q.asked_after + 1)
+                    by_cut.setdefault(cut, []).append(q)
+                for cut in sorted(by_cut):
+                    while ingested < cut:
+                        await system.ingest(episode.sessions[ingested])
+                        ingested += 1
+                    await asyncio.gather(*(answer_one(system, episode, q) for q in by_cut[cut]))
+            except Exception as exc:  # record every question of the episode as an error
+                err = ErrorInfo(kind="system_error", message=f"{type(exc).__name__}: {exc}")
+                for q in todo:
+                    await writer.write(make_record(episode, q, Response(error=err), scorers, {}))
+                    result.done += 1
+                    result.errors += 1
+            finally:
+                episodes_in_flight.release()
+
+        remaining = c.limit
+        try:
+            for episode in self._episodes(bench):
+                if remaining is not None and remaining <= 0:
+                    break
+                todo = [q for q in episode.questions if q.question_id not in done_ok]
+                if remaining is not None:
+                    # --limit counts questions (done ones included), in file order
+                    keep = episode.questions[:remaining]
+                    remaining -= len(keep)
+                    todo = [q for q in keep if q.question_id not in done_ok]
+                if not todo:
+                    continue
+                await episodes_in_flight.acquire()
+                task = asyncio.create_task(do_episode(episode, todo))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+                await asyncio.sleep(0)  # let work start while the loader reads on
+            if tasks:
+                await asyncio.gather(*tasks)
+        except BaseException as exc:
+            failures.append(exc)
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        finally:
+            await writer.close()
+            if hasattr(model, "aclose"):
+                await model.aclose()
+            final = read_records(self.run_dir)
+            if len(final) != _line_count(self.run_dir):
+                rewrite_records(self.run_dir, final.values())
+            try:
+                bench_manifest = bench.manifest() if not failures else None
+            except Exception:
+                bench_manifest = None
+            manifest["benchmark"] = bench_manifest or manifest.get("benchmark")
+            manifest["status"] = _status(final)
+            manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            if cache is not None:
+                manifest["cache"] = {"enabled": True, "hits_this_invocation": cache.hits,
+                                     "misses_this_invocation": cache.misses}
+                cache.close()
+            write_json_atomic(self.run_dir / "manifest.json", manifest)
+            result.wall_s = time.perf_counter() - t_start
+        return result
+
+    def run_sync(self) -> RunResult:
+        return asyncio.run(self.run())
+
+    def _episodes(self, bench: Any) -> Iterator[Episode]:
+        for episode in bench.episodes():
+            if in_shard(episode.episode_id, self.config.shard):
+                yield episode
+
+
+def _line_count(run_dir: Path) -> int:
+    from ._store import count_lines
+
+    return count_lines(run_dir)
+
+
+def _status(records: dict[str, Record]) -> dict[str, int]:
+    ok = sum(1 for r in records.values() if r.status == "ok")
+    return {"records": len(records), "ok": ok, "errors": len(records) - ok}
+
+
+def _jsonish(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def run(config: RunConfig, **kwargs: Any) -> RunResult:
+    return asyncio.run(Runner(config, **kwargs).run())
+
+
+__all__ = ["RunConfig", "RunResult", "Runner", "asdict", "in_shard", "make_record",
+           "parse_shard", "run"]

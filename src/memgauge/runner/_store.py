@@ -1,0 +1,152 @@
+"""The run folder: ``manifest.json`` plus append-only ``records.jsonl``.
+
+Each finished question is one JSON line, written and fsynced before it is counted. Writes
+are group-committed by one writer task (one fsync per batch), so durability does not cap
+throughput. A line torn by a crash is dropped when the folder is next opened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import InputError
+from ..schema import Record
+
+MANIFEST = "manifest.json"
+RECORDS = "records.jsonl"
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    data = orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data + b"\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def iter_record_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
+    """(line number, parsed object or None when the line is torn/unparseable)."""
+    with open(path, "rb") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield n, orjson.loads(line)
+            except orjson.JSONDecodeError:
+                yield n, None
+
+
+def read_records(run_dir: str | os.PathLike[str]) -> dict[str, Record]:
+    """The latest record per question id. A torn final line (a crash mid-write) is ignored;
+    a bad line elsewhere is an error naming the line."""
+    path = Path(run_dir) / RECORDS
+    out: dict[str, Record] = {}
+    if not path.exists():
+        return out
+    lines = list(iter_record_lines(path))
+    for i, (n, obj) in enumerate(lines):
+        if obj is None:
+            if i == len(lines) - 1:
+                break  # torn tail from a crash: that question simply is not done
+            raise InputError("unparseable JSON line", file=str(path), item=f"line {n}")
+        try:
+            rec = Record.model_validate(obj)
+        except Exception as exc:
+            raise InputError(f"not a valid record ({exc})", file=str(path),
+                             item=f"line {n}") from None
+        out[rec.question_id] = rec
+    return out
+
+
+def load_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    path = Path(run_dir) / MANIFEST
+    if not path.exists():
+        return None
+    return orjson.loads(path.read_bytes())
+
+
+def rewrite_records(run_dir: str | os.PathLike[str], records: Iterable[Record]) -> None:
+    """Atomically replace records.jsonl (used to compact: one line per question)."""
+    path = Path(run_dir) / RECORDS
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            for rec in records:
+                f.write(rec.model_dump_json().encode() + b"\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def count_lines(run_dir: str | os.PathLike[str]) -> int:
+    path = Path(run_dir) / RECORDS
+    if not path.exists():
+        return 0
+    return sum(1 for _, obj in iter_record_lines(path) if obj is not None)
+
+
+class RecordWriter:
+    """Appends records from many coroutines; each ``await write(rec)`` returns once the line
+    is on disk (written, flushed, fsynced)."""
+
+    def __init__(self, run_dir: str | os.PathLike[str]) -> None:
+        self.path = Path(run_dir) / RECORDS
+        self._f = open(self.path, "ab")  # noqa: SIM115 - closed in close()
+        self._queue: asyncio.Queue[tuple[bytes, asyncio.Future[None]]] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self.written = 0
+
+    def _write_batch(self, lines: list[bytes]) -> None:
+        self._f.write(b"".join(lines))
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    async def _loop(self) -> None:
+        while True:
+            line, fut = await self._queue.get()
+            batch = [(line, fut)]
+            while not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            try:
+                await asyncio.to_thread(self._write_batch, [b for b, _ in batch])
+            except Exception as exc:  # disk full etc.: every waiter sees it
+                for _, f in batch:
+                    if not f.done():
+                        f.set_exception(exc)
+                continue
+            self.written += len(batch)
+            for _, f in batch:
+                if not f.done():
+                    f.set_result(None)
+
+    async def write(self, record: Record) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._loop())
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        await self._queue.put((record.model_dump_json().encode() + b"\n", fut))
+        await fut
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        self._f.close()

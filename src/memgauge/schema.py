@@ -1,0 +1,197 @@
+"""The one data model every part of memgauge speaks.
+
+Loaders convert outside formats into these types at the boundary; nothing inside the
+package reads a source format's raw dict. Hot, numerous objects (turns, images) are built by
+loaders with ``model_construct`` after their own field checks, so that a 256K-token tier
+streams quickly; everything else is validated normally.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Ability(StrEnum):
+    """Named memory abilities across the supported benchmarks."""
+
+    # MemLens / LongMemEval family
+    INFORMATION_EXTRACTION = "information_extraction"
+    MULTI_SESSION_REASONING = "multi_session_reasoning"
+    TEMPORAL_REASONING = "temporal_reasoning"
+    KNOWLEDGE_UPDATE = "knowledge_update"
+    ANSWER_REFUSAL = "answer_refusal"
+    # LoCoMo / EMemBench family
+    SINGLE_HOP = "single_hop"
+    MULTI_HOP = "multi_hop"
+    OPEN_DOMAIN = "open_domain"
+    ADVERSARIAL = "adversarial"
+    INDUCTION = "induction"
+    SPATIAL = "spatial"
+    LOGICAL = "logical"
+
+
+class AnswerType(StrEnum):
+    """Closed set of answer formats; each has a rule scorer."""
+
+    FREE_TEXT = "free_text"
+    INTEGER = "integer"
+    NUMBER = "number"
+    CURRENCY = "currency"
+    DATE = "date"
+    CHOICE = "choice"  # a lettered option such as A/B
+    YES_NO = "yes_no"
+    ORDER = "order"  # an ordering such as (5)(8)(1)
+    MCQ = "mcq"
+    REFUSAL = "refusal"  # the correct answer is to refuse
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ImageRef(_Model):
+    """An image: where to read it, and (once read) its content hash."""
+
+    source: str = Field(description="The entry as written in the source data")
+    path: str | None = Field(default=None, description="Resolved absolute local path")
+    url: str | None = None
+    sha256: str | None = None
+    width: int | None = None
+    height: int | None = None
+    captions: dict[str, str] = Field(default_factory=dict)  # generic/dense/ocr/gold
+    missing: bool = False  # True when the image could not be resolved (allow-missing mode)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class Turn(_Model):
+    turn_id: str
+    role: Literal["user", "assistant"]
+    text: str = ""  # may hold "<image>" placeholders
+    images: list[ImageRef] = Field(default_factory=list)
+    speaker: str | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class Session(_Model):
+    session_id: str
+    date: str | None = None  # original timestamp text, shown to models verbatim
+    turns: list[Turn] = Field(default_factory=list)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class EvidenceRef(_Model):
+    """Points at evidence: a session, optionally a turn, optionally an image in that turn."""
+
+    session_id: str
+    turn_id: str | None = None
+    image_index: int | None = None
+
+
+class Labels(_Model):
+    x: Literal["X1", "X2", "X3", "X4"] | None = None  # visual granularity (MemEye)
+    y: Literal["Y1", "Y2", "Y3"] | None = None  # reasoning depth (MemEye)
+    image_dependency: Literal["essential", "supportive", "text"] | None = None
+
+
+class Question(_Model):
+    question_id: str
+    text: str
+    answer: str | list[str]
+    answer_type: AnswerType
+    ability: Ability
+    subtype: str | None = None
+    labels: Labels = Field(default_factory=Labels)
+    evidence: list[EvidenceRef] = Field(default_factory=list)
+    old_answers: list[str] = Field(default_factory=list)
+    options: list[str] = Field(default_factory=list)
+    question_date: str | None = None
+    images: list[ImageRef] = Field(default_factory=list)
+    asked_after: int | None = None  # session index after which it may be asked; None = last
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def answers(self) -> list[str]:
+        return list(self.answer) if isinstance(self.answer, list) else [self.answer]
+
+
+class BenchmarkInfo(_Model):
+    name: str
+    version: str | None = None
+    tier: str | None = None
+    split: str | None = None
+
+
+class Episode(_Model):
+    """One history shared by one or more questions."""
+
+    episode_id: str
+    sessions: list[Session]
+    questions: list[Question]
+    benchmark: BenchmarkInfo
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class Usage(_Model):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+class ErrorInfo(_Model):
+    """A failure with its cause. Errors are reported apart, never scored as wrong."""
+
+    kind: str  # e.g. "http_429", "timeout", "context_overflow", "bad_input", "missing_image"
+    message: str
+    retryable: bool = False
+    attempts: int = 1
+
+
+class RetrievedItem(_Model):
+    pointer: EvidenceRef
+    score: float | None = None
+
+
+class Response(_Model):
+    text: str | None = None
+    retrieved: list[RetrievedItem] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float | None = None
+    cached: bool = False
+    error: ErrorInfo | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class Score(_Model):
+    value: float = Field(ge=0.0, le=1.0)
+    scorer: str
+    version: str
+    method: Literal["rule", "judge"] = "rule"
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class Record(_Model):
+    """One line of records.jsonl: one (run, episode, question)."""
+
+    question_id: str
+    episode_id: str
+    benchmark: BenchmarkInfo
+    status: Literal["ok", "error"]
+    ability: Ability
+    subtype: str | None = None
+    answer_type: AnswerType
+    labels: Labels = Field(default_factory=Labels)
+    question: str
+    gold: str | list[str]
+    prediction: str | None = None
+    response: Response
+    scores: dict[str, float] = Field(default_factory=dict)  # scorer name -> value
+    score_details: dict[str, Score] = Field(default_factory=dict)
+    refused: bool | None = None  # prediction is a refusal (for coverage)
+    input_tokens: int | None = None  # our own cross-modal count of the prompt
+    dropped_sessions: int = 0  # sessions removed by the over-length policy
+    missing_images: list[str] = Field(default_factory=list)
+    timings: dict[str, float] = Field(default_factory=dict)
+    meta: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,35 @@
+"""Rule scorers. Importing this package registers "rule", "subem" and "f1"."""
+
+from ._base import Scorer
+from ._parse import (
+    parse_amounts,
+    parse_choice,
+    parse_dates,
+    parse_integers,
+    parse_numbers,
+    parse_order,
+    parse_yes_no,
+)
+from ._refusal import REFUSAL_PATTERNS, is_refusal
+from ._rules import SubEMScorer, TokenF1Scorer, TypedRuleScorer, default_scorers
+from ._text import normalize_text, subem, token_f1
+
+__all__ = [
+    "REFUSAL_PATTERNS",
+    "Scorer",
+    "SubEMScorer",
+    "TokenF1Scorer",
+    "TypedRuleScorer",
+    "default_scorers",
+    "is_refusal",
+    "normalize_text",
+    "parse_amounts",
+    "parse_choice",
+    "parse_dates",
+    "parse_integers",
+    "parse_numbers",
+    "parse_order",
+    "parse_yes_no",
+    "subem",
+    "token_f1",
+]

@@ -1,0 +1,58 @@
+"""The MemorySystem protocol: what every system under test implements."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..media import ImagePolicy
+from ..models import ChatModel, GenerateConfig
+from ..schema import Episode, Question, Response, Session
+from ..tokens import TokenCounter
+
+
+@runtime_checkable
+class MemorySystem(Protocol):
+    """One episode's memory: reset, ingest sessions in order, answer questions.
+
+    The runner makes a fresh instance per episode (from a :data:`SystemFactory`), so an
+    implementation may keep per-episode state on ``self``. Example::
+
+        class Recency:
+            name, modality = "recency", "text"
+            def describe(self): return {"name": self.name}
+            async def reset(self, episode): self.sessions = []
+            async def ingest(self, session): self.sessions.append(session)
+            async def answer(self, question): return Response(text=last_line(self.sessions))
+    """
+
+    name: str
+    modality: str  # image | caption | text
+
+    def describe(self) -> dict[str, Any]: ...
+
+    async def reset(self, episode: Episode) -> None: ...
+
+    async def ingest(self, session: Session) -> None: ...
+
+    async def answer(self, question: Question) -> Response: ...
+
+
+SystemFactory = Callable[[], MemorySystem]
+
+
+@dataclass
+class SystemContext:
+    """Shared resources and options a system factory receives from the runner."""
+
+    model: ChatModel
+    generate: GenerateConfig = field(default_factory=GenerateConfig)
+    counter: TokenCounter = field(default_factory=TokenCounter)
+    image_policy: ImagePolicy = field(default_factory=ImagePolicy)
+    context_mode: str = "image"  # image | text | caption | no-context
+    instruction: str = "direct"  # direct | cot | reasoning
+    label_images: bool = False
+    max_context_tokens: int | None = None
+    overflow: str = "error"  # error | drop-oldest
+    options: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,185 @@
+"""Prompt assembly for long-context models, byte-compatible with the MemLens reference layout.
+
+Layout (image mode): a system message; one message per turn with its role; the session
+header ``=== Session i (Date: d) ===`` joined by a newline to the first text block of each
+session's first turn (or as its own block when the turn starts with an image); ``<image>``
+placeholders replaced in order by the turn's images (surplus images after the text, surplus
+placeholders dropped); a turn with images but no placeholder puts all images before its
+text; a final user message ``{instruction}\\nQuestion Date: {date}\\nQuestion: {q}\\n``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..errors import ConfigError, ContextOverflowError
+from ..models import ImagePart, Message, Part, TextPart
+from ..schema import ImageRef, Question, Session
+from ..tokens import REPLY_PRIMING, TokenCounter
+
+SYSTEM_PROMPT = (
+    "Provide answers based on the given conversation history. "
+    "If the question cannot be answered based on the given conversation, "
+    'respond with "Insufficient information".'
+)
+INSTRUCTIONS = {
+    "direct": "Directly output the answer with no extra output.",
+    "cot": "Think step by step before providing your answer.",
+    "reasoning": ("First provide your reasoning inside [REASONING], then provide your final "
+                  "answer inside [ANSWER].\nFormat:\n[REASONING] your reasoning here\n"
+                  "[ANSWER] your answer here"),
+}
+QUESTION_TEMPLATE = "{instruction}\nQuestion Date: {question_date}\nQuestion: {question}\n"
+CONTEXT_MODES = ("image", "text", "caption", "no-context")
+CAPTION_KINDS = ("gold", "dense", "generic", "ocr")
+_PLACEHOLDER = re.compile(r"(<image>)")
+
+
+@dataclass
+class Prompt:
+    messages: list[Message]
+    tokens: int | None = None
+    dropped_sessions: int = 0
+    images: list[ImageRef] = field(default_factory=list)
+
+
+def _caption_text(ref: ImageRef) -> str:
+    caption = next((ref.captions[k] for k in CAPTION_KINDS if ref.captions.get(k)), None)
+    return f"[Image: {caption}]" if caption else "[Image]"
+
+
+def turn_parts(text: str, images: Sequence[ImageRef], mode: str, label_images: bool,
+               image_offset: int) -> tuple[list[Part], int]:
+    """Content parts of one turn, and the next global image number."""
+    parts: list[Part] = []
+
+    def image(i: int) -> None:
+        ref = images[i]
+        if label_images:
+            parts.append(TextPart(f"[Image {image_offset + i + 1}]"))
+        if mode == "caption":
+            parts.append(TextPart(_caption_text(ref)))
+        else:
+            parts.append(ImagePart(ref))
+
+    if mode == "text" or not images:
+        stripped = text.replace("<image>", "").strip()
+        if stripped:
+            parts.append(TextPart(stripped))
+        return parts, image_offset + (0 if mode == "text" else len(images))
+    used = 0
+    if "<image>" in text:
+        for piece in _PLACEHOLDER.split(text):
+            if piece == "<image>":
+                if used < len(images):
+                    image(used)
+                    used += 1
+            elif piece.strip():
+                parts.append(TextPart(piece))
+        while used < len(images):
+            image(used)
+            used += 1
+    else:
+        for i in range(len(images)):
+            image(i)
+        stripped = text.strip()
+        if stripped:
+            parts.append(TextPart(stripped))
+    return parts, image_offset + len(images)
+
+
+def session_messages(sessions: Sequence[Session], *, mode: str, label_images: bool = False,
+                     numbers: Sequence[int] | None = None) -> list[list[Message]]:
+    """Messages per session (so an over-length policy can drop whole sessions)."""
+    out: list[list[Message]] = []
+    offset = 0
+    for idx, session in enumerate(sessions):
+        number = numbers[idx] if numbers is not None else idx + 1
+        header = f"=== Session {number} (Date: {session.date or 'unknown'}) ==="
+        msgs: list[Message] = []
+        pending = True
+        for turn in session.turns:
+            visible = [im for im in turn.images if not im.missing]
+            parts, offset = turn_parts(turn.text, visible, mode, label_images, offset)
+            if pending:
+                if parts and isinstance(parts[0], TextPart):
+                    parts[0] = TextPart(f"{header}\n{parts[0].text}")
+                else:
+                    parts.insert(0, TextPart(header))
+                pending = False
+            if parts:
+                role = "assistant" if turn.role == "assistant" else "user"
+                msgs.append(Message(role, parts))
+        out.append(msgs)
+    return out
+
+
+def question_message(question: Question, instruction: str) -> Message:
+    if instruction not in INSTRUCTIONS:
+        raise ConfigError(f"unknown instruction {instruction!r}; known: {', '.join(INSTRUCTIONS)}")
+    text = QUESTION_TEMPLATE.format(instruction=INSTRUCTIONS[instruction],
+                                    question_date=question.question_date or "unknown",
+                                    question=question.text)
+    parts: list[Part] = [ImagePart(im) for im in question.images if not im.missing]
+    return Message("user", [*parts, TextPart(text)])
+
+
+def build_prompt(sessions: Sequence[Session], question: Question, *, mode: str = "image",
+                 instruction: str = "direct", label_images: bool = False,
+                 counter: TokenCounter | None = None, image_size=None,
+                 max_tokens: int | None = None, overflow: str = "error") -> Prompt:
+    """Assemble the prompt; count it when a counter is given; apply the over-length policy.
+
+    ``overflow`` is ``error`` (raise :class:`ContextOverflowError`) or ``drop-oldest``
+    (remove whole sessions from the start, keeping their original numbers, and record how
+    many were dropped).
+    """
+    if mode not in CONTEXT_MODES:
+        raise ConfigError(f"unknown context mode {mode!r}; known: {', '.join(CONTEXT_MODES)}")
+    if overflow not in ("error", "drop-oldest"):
+        raise ConfigError(f"unknown overflow policy {overflow!r}; use error or drop-oldest")
+    system = Message("system", [TextPart(SYSTEM_PROMPT)])
+    final = question_message(question, instruction)
+    per_session = [] if mode == "no-context" else session_messages(
+        sessions, mode=mode, label_images=label_images)
+    dropped = 0
+    tokens = None
+    if counter is not None:
+        size = image_size or (lambda p: (p.image.width, p.image.height))
+        costs = [counter.messages(msgs, size) - REPLY_PRIMING for msgs in per_session]
+        tokens = counter.messages([system, final], size) + sum(costs)
+        if max_tokens is not None and tokens > max_tokens:
+            if overflow == "error":
+                raise ContextOverflowError(tokens, max_tokens)
+            while dropped < len(costs) and tokens > max_tokens:
+                tokens -= costs[dropped]
+                dropped += 1
+            if tokens > max_tokens:
+                raise ContextOverflowError(tokens, max_tokens)
+    messages = [system]
+    for msgs in per_session[dropped:]:
+        messages.extend(msgs)
+    messages.append(final)
+    images = [p.image for m in messages for p in m.parts if isinstance(p, ImagePart)]
+    return Prompt(messages=messages, tokens=tokens, dropped_sessions=dropped, images=images)
+
+
+_THINK = re.compile(r"^.*?</think>", re.DOTALL)
+_SPECIAL = re.compile(r"<\|[^|>]*\|>")
+_BOX = re.compile(r"<\|begin_of_box\|>(.*?)<\|end_of_box\|>", re.DOTALL)
+_ANSWER = re.compile(r"\[ANSWER\]\s*", re.IGNORECASE)
+
+
+def clean_prediction(raw: str, instruction: str = "direct") -> str:
+    """The answer part of a reply: drop a leading think block and special tokens (as the
+    MemLens reference does); in reasoning mode keep what follows ``[ANSWER]``."""
+    text = _THINK.sub("", raw, count=1) if "</think>" in raw else raw
+    text = _BOX.sub(r"\1", text)
+    text = _SPECIAL.sub("", text).replace("[CONTENT_FILTER_REJECTED]", "").strip()
+    if instruction == "reasoning":
+        pieces = _ANSWER.split(text)
+        if len(pieces) >= 2:
+            text = pieces[1].strip()
+    return text

@@ -1,0 +1,85 @@
+"""The full-context system: a long-context model sees the whole history at once."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..errors import ContextOverflowError, InputError
+from ..models import ImagePart, ModelError
+from ..registry import system
+from ..schema import Episode, ErrorInfo, Question, Response, Session
+from ._base import MemorySystem, SystemContext, SystemFactory
+from ._context import CONTEXT_MODES, build_prompt, clean_prediction
+
+_MODALITY = {"image": "image", "caption": "caption", "text": "text", "no-context": "text"}
+
+
+class FullContext:
+    name = "full-context"
+
+    def __init__(self, ctx: SystemContext) -> None:
+        self.ctx = ctx
+        self.modality = _MODALITY[ctx.context_mode]
+        self.sessions: list[Session] = []
+
+    def describe(self) -> dict[str, Any]:
+        c = self.ctx
+        return {"name": self.name, "context_mode": c.context_mode, "instruction": c.instruction,
+                "label_images": c.label_images, "max_context_tokens": c.max_context_tokens,
+                "overflow": c.overflow}
+
+    async def reset(self, episode: Episode) -> None:
+        self.sessions = []
+
+    async def ingest(self, session: Session) -> None:
+        self.sessions.append(session)
+
+    def _image_size(self, part: ImagePart) -> tuple[int, int]:
+        im = part.image
+        if not im.width or not im.height:
+            return (0, 0)
+        return self.ctx.image_policy.target_size(im.width, im.height)
+
+    async def answer(self, question: Question) -> Response:
+        c = self.ctx
+        meta: dict[str, Any] = {}
+        try:
+            prompt = build_prompt(self.sessions, question, mode=c.context_mode,
+                                  instruction=c.instruction, label_images=c.label_images,
+                                  counter=c.counter, image_size=self._image_size,
+                                  max_tokens=c.max_context_tokens, overflow=c.overflow)
+        except ContextOverflowError as exc:
+            return Response(error=ErrorInfo(kind="context_overflow", message=str(exc)),
+                            meta={"input_tokens": exc.tokens})
+        meta.update(input_tokens=prompt.tokens, dropped_sessions=prompt.dropped_sessions,
+                    n_images=len(prompt.images))
+        t0 = time.perf_counter()
+        try:
+            out = await c.model.generate(prompt.messages, c.generate,
+                                         question_id=question.question_id)
+        except ModelError as exc:
+            return Response(error=ErrorInfo(kind=exc.kind, message=exc.message,
+                                            retryable=exc.retryable, attempts=exc.attempts),
+                            latency_s=time.perf_counter() - t0, meta=meta)
+        except (InputError, OSError) as exc:  # e.g. an image that vanished since loading
+            return Response(error=ErrorInfo(kind="bad_input", message=str(exc)),
+                            latency_s=time.perf_counter() - t0, meta=meta)
+        meta["raw"] = out.text
+        meta["attempts"] = out.attempts
+        return Response(text=clean_prediction(out.text, c.instruction), usage=out.usage,
+                        latency_s=time.perf_counter() - t0, cached=out.cached, meta=meta)
+
+
+@system("full-context")
+def full_context(ctx: SystemContext) -> SystemFactory:
+    """The whole history in the prompt (``--context-mode image|text|caption|no-context``)."""
+    if ctx.context_mode not in CONTEXT_MODES:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"unknown context mode {ctx.context_mode!r}")
+
+    def make() -> MemorySystem:
+        return FullContext(ctx)
+
+    return make

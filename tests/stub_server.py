@@ -1,0 +1,93 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 for tests (stdlib only).
+
+It records every request body, answers with ``answer(body) -> str``, and can be scripted to
+fail (``plan`` is a list of status codes or "hang" consumed one per request before normal
+answers resume).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class StubServer:
+    def __init__(self, answer: Callable[[dict[str, Any]], str] | None = None,
+                 latency_s: float = 0.0) -> None:
+        self.answer = answer or (lambda body: "Insufficient information")
+        self.latency_s = latency_s
+        self.requests: list[dict[str, Any]] = []
+        self.raw_bodies: list[bytes] = []
+        self.plan: list[int | str] = []
+        self.hang_s = 30.0
+        self._lock = threading.Lock()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server API
+                n = int(self.headers.get("Content-Length", "0"))
+                raw = self.rfile.read(n)
+                with stub._lock:
+                    stub.raw_bodies.append(raw)
+                    body = json.loads(raw)
+                    stub.requests.append(body)
+                    step = stub.plan.pop(0) if stub.plan else None
+                if step == "hang":
+                    time.sleep(stub.hang_s)
+                if stub.latency_s:
+                    time.sleep(stub.latency_s)
+                if isinstance(step, int):
+                    payload = {"error": {"message": f"stub error {step}", "type": "stub"}}
+                    self._send(step, payload, {"Retry-After": "0"} if step == 429 else {})
+                    return
+                text = stub.answer(body)
+                self._send(200, {
+                    "id": "chatcmpl-stub", "object": "chat.completion", "created": 0,
+                    "model": body.get("model", "stub"),
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": len(raw) // 4, "completion_tokens": 3,
+                              "total_tokens": len(raw) // 4 + 3}})
+
+            def _send(self, status: int, payload: dict[str, Any],
+                      headers: dict[str, str] | None = None) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                try:
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> StubServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def question_of(body: dict[str, Any]) -> str:
+    """The question text in a MemLens-layout request (the last message's last text block)."""
+    last = body["messages"][-1]["content"][-1]["text"]
+    return last.split("Question: ", 1)[1].strip()
