@@ -306,8 +306,9 @@ def test_subem_scorer() -> None:
     assert s is not None and s.value == 1.0 and s.details["matched"] == "New York"
     assert SubEMScorer().score(q("Paris", "free_text"), "Lyon").value == 0.0
     # refusal questions: the gold wording is a stand-in, the refusal itself counts
-    assert SubEMScorer().score(q("Insufficient information", "refusal"), "I don't know").value == 1.0
-    assert SubEMScorer().score(q("Insufficient information", "refusal"), "Paris").value == 0.0
+    refusal_q = q("Insufficient information", "refusal")
+    assert SubEMScorer().score(refusal_q, "I don't know").value == 1.0
+    assert SubEMScorer().score(refusal_q, "Paris").value == 0.0
 
 
 def test_f1_scorer() -> None:

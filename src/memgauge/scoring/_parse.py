@@ -10,6 +10,7 @@ where a value sits (the rule scorer drops numbers that are parts of dates, for i
 
 from __future__ import annotations
 
+import bisect
 import datetime as _dt
 import re
 from decimal import Decimal
@@ -89,11 +90,14 @@ def _digit_hits(text: str) -> list[Hit]:
 def _word_hits(text: str, skip: list[Hit]) -> list[Hit]:
     """Numbers written in words: "three", "twenty-one", "one hundred and five",
     "a thousand", "two dozen", "minus five". Words inside ``skip`` spans are ignored."""
-    toks = [
-        (m.start(), m.end(), m.group().lower())
-        for m in _WORD.finditer(text)
-        if not any(h.start <= m.start() < h.end for h in skip)
-    ]
+    starts = [h.start for h in skip]  # skip is sorted and non-overlapping
+
+    def skipped(pos: int) -> bool:
+        k = bisect.bisect_right(starts, pos) - 1
+        return k >= 0 and pos < skip[k].end
+
+    toks = [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(text)
+            if not skipped(m.start())]
     n = len(toks)
 
     def adjacent(i: int) -> bool:  # toks[i] directly follows toks[i-1]
@@ -239,18 +243,20 @@ _WORDS = {
 
 def _alternation(keys: list[str]) -> str:
     # Longest first, so "US$" wins over "$" and "danish kroner" over "kroner".
-    return "|".join(re.escape(k).replace(r"\ ", r"\s+") for k in sorted(keys, key=len, reverse=True))
+    longest_first = sorted(keys, key=len, reverse=True)
+    return "|".join(re.escape(k).replace(r"\ ", r"\s+") for k in longest_first)
 
 
-_LETTER_SYMBOLS = [k for k in _SYMBOLS if k[0].isalpha()]
-_OTHER_SYMBOLS = [k for k in _SYMBOLS if not k[0].isalpha()]
+# Symbols that start with a letter ("US$", "kr") must not be the tail of a word.
+_LSYM = _alternation([k for k in _SYMBOLS if k[0].isalpha()])
+_SYM = _alternation([k for k in _SYMBOLS if not k[0].isalpha()])
 _PREFIX = re.compile(
-    rf"(?:(?<![A-Za-z])(?P<lsym>{_alternation(_LETTER_SYMBOLS)})|(?P<sym>{_alternation(_OTHER_SYMBOLS)})"
+    rf"(?:(?<![A-Za-z])(?P<lsym>{_LSYM})|(?P<sym>{_SYM})"
     rf"|(?<![A-Za-z])(?P<code>[A-Za-z]{{3}})\.?)\s*$"
 )
 _SUFFIX = re.compile(
     rf"\s*(?:(?P<word>{_alternation(list(_WORDS))})(?![A-Za-z])"
-    rf"|(?P<lsym>{_alternation(_LETTER_SYMBOLS)})(?![A-Za-z])|(?P<sym>{_alternation(_OTHER_SYMBOLS)})"
+    rf"|(?P<lsym>{_LSYM})(?![A-Za-z])|(?P<sym>{_SYM})"
     rf"|(?P<code>[A-Za-z]{{3}})(?![A-Za-z]))",
     re.I,
 )
@@ -326,9 +332,11 @@ _DATE_PATTERNS = (
     # 5 March 2024 / 5th of March, 2024 / 5 Mar, 2024
     re.compile(rf"(?<![0-9]){_DAY}\s+(?:of\s+)?{_MON},?\s+{_YEAR}", re.I),
     # 2024-03-05 / 2024/03/05 / 2024.03.05 (one separator kind throughout)
-    re.compile(r"(?<![0-9])(?P<year>[0-9]{4})(?P<sep>[-/.])(?P<m>[0-9]{1,2})(?P=sep)(?P<d>[0-9]{1,2})(?![0-9])"),
+    re.compile(r"(?<![0-9])(?P<year>[0-9]{4})(?P<sep>[-/.])(?P<m>[0-9]{1,2})(?P=sep)"
+               r"(?P<d>[0-9]{1,2})(?![0-9])"),
     # 03/05/2024, 05.03.2024
-    re.compile(r"(?<![0-9])(?P<a>[0-9]{1,2})(?P<sep>[-/.])(?P<b>[0-9]{1,2})(?P=sep)(?P<year>[0-9]{4})(?![0-9])"),
+    re.compile(r"(?<![0-9])(?P<a>[0-9]{1,2})(?P<sep>[-/.])(?P<b>[0-9]{1,2})(?P=sep)"
+               r"(?P<year>[0-9]{4})(?![0-9])"),
     # 2024年3月5日
     re.compile(r"(?P<year>[0-9]{4})\s*年\s*(?P<m>[0-9]{1,2})\s*月\s*(?P<d>[0-9]{1,2})\s*日"),
 )

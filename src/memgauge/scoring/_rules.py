@@ -154,9 +154,13 @@ def _option_mentions(text: str, question: Question, letters: str) -> list[str]:
         o = normalize_text(_strip_label(opt)).split()
         if not o:
             continue
-        spans += [(i, i + len(o), letter) for i in range(len(p) - len(o) + 1) if p[i : i + len(o)] == o]
-    kept = [s for s in spans if not any(
-        t is not s and t[0] <= s[0] and s[1] <= t[1] and (t[1] - t[0]) > (s[1] - s[0]) for t in spans)]
+        spans += [(i, i + len(o), letter)
+                  for i in range(len(p) - len(o) + 1) if p[i : i + len(o)] == o]
+
+    def inside_longer(s: tuple[int, int, str]) -> bool:
+        return any(t[0] <= s[0] and s[1] <= t[1] and t[1] - t[0] > s[1] - s[0] for t in spans)
+
+    kept = [s for s in spans if not inside_longer(s)]
     return [s[2] for s in sorted(kept)]
 
 

@@ -1,0 +1,67 @@
+"""The command line as a user drives it."""
+
+from __future__ import annotations
+
+import json
+
+from datasets import write_memlens
+from typer.testing import CliRunner
+
+from memgauge.cli import app
+
+runner = CliRunner()
+
+
+def test_demo_runs_offline_and_writes_a_report(tmp_path):
+    out = tmp_path / "demo"
+    result = runner.invoke(app, ["demo", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = (out / "report.md").read_text()
+    assert "## By ability" in report and "answer_refusal" in report
+    assert "memgauge run --bench memlens" in result.output
+    records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    assert records and all(r["status"] == "ok" for r in records)
+    again = runner.invoke(app, ["demo", "--out", str(out)])  # rerun resumes: nothing new
+    assert again.exit_code == 0 and "0 answered now" in again.output
+    js = runner.invoke(app, ["report", str(out), "--format", "json"])
+    summary = json.loads(js.output)["summary"]
+    assert summary["n_records"] == len(records) and summary["n_errors"] == 0
+
+
+def test_run_report_merge_with_replay(tmp_path):
+    data = write_memlens(tmp_path, 6)
+    preds = tmp_path / "preds.json"
+    preds.write_text(json.dumps([{"question_id": f"q{i:03d}", "prediction": "red"}
+                                 for i in range(5)]))  # q005 has no prediction: an error
+    base = ["run", "--bench", "memlens", "--data", str(data), "--image-dir", str(tmp_path),
+            "--model", f"replay:{preds}"]
+    for shard in ("0/2", "1/2"):
+        r = runner.invoke(app, [*base, "--out", str(tmp_path / shard.replace("/", "of")),
+                                "--shard", shard])
+        assert r.exit_code == 0, r.output
+    m = runner.invoke(app, ["merge", str(tmp_path / "0of2"), str(tmp_path / "1of2"),
+                            "--out", str(tmp_path / "all")])
+    assert m.exit_code == 0, m.output
+    rep = runner.invoke(app, ["report", str(tmp_path / "all")])
+    assert rep.exit_code == 0
+    assert "## Errors (1)" in rep.output and "q005" in rep.output and "replay_missing" in rep.output
+    assert "| 5 |" in rep.output  # five scored questions, the error kept apart
+
+
+def test_bad_input_is_a_clear_error(tmp_path):
+    data = tmp_path / "d.json"
+    data.write_text(json.dumps([{"question_id": "x1", "question": "?", "answer": "a",
+                                 "question_type": "information_extraction",
+                                 "haystack_sessions": "oops"}]))
+    preds = tmp_path / "p.json"
+    preds.write_text(json.dumps([{"question_id": "x1", "prediction": "a"}]))
+    r = runner.invoke(app, ["run", "--bench", "memlens", "--data", str(data), "--model",
+                            "replay:" + str(preds), "--out", str(tmp_path / "r")])
+    assert r.exit_code == 2
+    assert "x1" in r.output and "haystack_sessions" in r.output
+    r2 = runner.invoke(app, ["run", "--bench", "nope", "--data", str(data), "--model",
+                             "openai:m", "--out", str(tmp_path / "r2")])
+    assert r2.exit_code == 2 and "unknown benchmark" in r2.output
+    r3 = runner.invoke(app, ["run", "--bench", "memlens", "--data", str(data), "--model",
+                             "openai:m", "--out", str(tmp_path / "r3"), "--shard", "3/2"])
+    assert r3.exit_code == 2 and "shard" in r3.output
