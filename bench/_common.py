@@ -109,14 +109,27 @@ def workload_256k(work: Path) -> Workload:
 
 def workload_tiny(work: Path, items: int, chars_per_turn: int | None = None) -> Workload:
     """The small preset's shape (8 sessions x 10 turns, 8 images per item) with 16x16 PNGs,
-    so a request is mostly text and the harness's own per-item cost shows."""
+    so a request is mostly text and the harness's own per-item cost shows.
+
+    make_memlens_like.py cannot draw images under ~82 px, but it skips pool files that
+    exist: make_tiny_images.py writes the 16x16 pool first, then the generator writes items
+    pointing into it."""
+    from make_tiny_images import make_pool
+
     d = work / "data"
-    args = ["--preset", PRESET_SMALL, "--items", str(items), "--image-size", "16x16"]
+    image_dir = d / "tiny_images"
+    make_pool(image_dir, n=200, size=(16, 16))
+    args = ["--preset", PRESET_SMALL, "--items", str(items), "--image-pool", "200"]
     name = f"dataset_tiny_{items}"
     if chars_per_turn is not None:
         args += ["--chars-per-turn", str(chars_per_turn)]
         name += f"_c{chars_per_turn}"
-    return _generate(d / f"{name}.json", d / "tiny_images", args)
+    wl = _generate(d / f"{name}.json", image_dir, args)
+    if wl.info.get("images_generated"):
+        sys.exit("bench: make_memlens_like.py drew images into the tiny pool; expected it to "
+                 "reuse the 16x16 files")
+    wl.info["image_size"] = "16x16 (bench/make_tiny_images.py)"
+    return wl
 
 
 # --------------------------------------------------------------------------------------------

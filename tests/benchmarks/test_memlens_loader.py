@@ -195,7 +195,7 @@ def test_manifest_before_full_iteration_hashes_file():
 def test_image_dir_default_is_data_dir(tmp_path):
     shutil.copytree(FIX / "images", tmp_path / "images")
     shutil.copy(MINI, tmp_path / "dataset_32k.json")
-    bench, eps = load(tmp_path / "dataset_32k.json")
+    _, eps = load(tmp_path / "dataset_32k.json")
     assert eps[0].benchmark.tier == "32k"
     assert eps[0].sessions[0].turns[0].images[0].path.startswith(str(tmp_path.resolve()))
     _, eps = load(tmp_path / "dataset_32k.json", tier="custom")

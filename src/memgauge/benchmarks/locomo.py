@@ -13,12 +13,16 @@ answer is to say it was not mentioned (answer type ``refusal``).
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import ijson
+from PIL import Image, UnidentifiedImageError
 
 from ..errors import InputError
 from ..registry import benchmark
@@ -34,7 +38,7 @@ from ..schema import (
     Turn,
 )
 from ._base import BenchmarkOptions, HashingReader, file_sha256, iter_json_items, read_id_list
-from .memlens import _fast_builder, _tname, build_session, build_turn
+from .memlens import _tname, build_image, build_session, build_turn
 
 LOADER_VERSION = "1"
 ADVERSARIAL_GOLD = "Not mentioned in the conversation"
@@ -52,9 +56,6 @@ _DATE_RE = re.compile(r"^session_(\d+)_date_time$")
 _DIA_RE = re.compile(r"^D:?(\d+):(\d+)$")  # also takes the typo "D:11:26"
 _SPLIT_RE = re.compile(r"[;,\s]+")
 _TURN_KEYS = {"speaker", "dia_id", "text", "img_url", "blip_caption", "query", "re-download"}
-
-build_image = _fast_builder(ImageRef)
-
 
 def _natural_key(path: Path) -> list[Any]:
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", path.name)]
@@ -81,6 +82,17 @@ def _iter_conversations(reader: HashingReader) -> Iterator[tuple[int, Any]]:
         yield from enumerate(root["data"])
     else:
         yield 0, root
+
+
+def _inline_image_info(url: str) -> tuple[int | None, int | None, str | None]:
+    """Size and sha256 of a ``data:image/...;base64,`` URL's image (None when unreadable)."""
+    try:
+        data = base64.b64decode(url.split(",", 1)[1], validate=False)
+        with Image.open(io.BytesIO(data)) as im:
+            w, h = im.size
+    except (IndexError, ValueError, OSError, UnidentifiedImageError):
+        return None, None, None
+    return w, h, hashlib.sha256(data).hexdigest()
 
 
 class LoCoMoBenchmark:
@@ -261,10 +273,19 @@ class LoCoMoBenchmark:
             meta["more_urls"] = urls[1:]
         if "re-download" in t:
             meta["re-download"] = t["re-download"]
+        width = height = sha = None
         if url is None:
             meta["caption_only"] = True  # the release dropped the URL; only the caption is left
-        return build_image({"source": url or f"{dia_id}:blip_caption", "path": None, "url": url,
-                            "sha256": None, "width": None, "height": None,
+            source = f"{dia_id}:blip_caption"
+        elif url.startswith("data:"):
+            # Two turns (42.json D5:6, 44.json D19:28) inline the photo as a data: URL.
+            source = f"{dia_id}:img_url[0] (inline {url[5:url.find(';')]}, {len(url)} chars)"
+            meta["inline"] = True
+            width, height, sha = _inline_image_info(url)
+        else:
+            source = url
+        return build_image({"source": source, "path": None, "url": url, "sha256": sha,
+                            "width": width, "height": height,
                             "captions": {"generic": caption} if caption else {},
                             "missing": False, "meta": meta})
 

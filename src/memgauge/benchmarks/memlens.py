@@ -55,11 +55,12 @@ QUESTION_TYPES = {
 }
 
 _CURRENCY_SYMBOLS = "$€£¥₹₩₽₺₪₫₱฿₴₦₡₲₵₸"
-_CURRENCY_CODES = frozenset(
-    "USD EUR GBP JPY CNY RMB HKD TWD KRW INR AUD NZD CAD CHF SEK NOK DKK ISK PLN CZK HUF RON "
-    "BGN HRK RUB UAH TRY ILS AED SAR QAR KWD EGP ZAR NGN KES MAD BRL MXN ARS CLP COP PEN SGD "
-    "MYR THB IDR PHP VND".split()
-)
+_CURRENCY_CODES = frozenset({
+    "USD", "EUR", "GBP", "JPY", "CNY", "RMB", "HKD", "TWD", "KRW", "INR", "AUD", "NZD", "CAD",
+    "CHF", "SEK", "NOK", "DKK", "ISK", "PLN", "CZK", "HUF", "RON", "BGN", "HRK", "RUB", "UAH",
+    "TRY", "ILS", "AED", "SAR", "QAR", "KWD", "EGP", "ZAR", "NGN", "KES", "MAD", "BRL", "MXN",
+    "ARS", "CLP", "COP", "PEN", "SGD", "MYR", "THB", "IDR", "PHP", "VND",
+})
 _CODE_RE = re.compile(r"(?<![A-Za-z])([A-Z]{3})(?![A-Za-z])")
 _INT_RE = re.compile(r"^[+-]?\d+$")
 _TIER_RE = re.compile(r"(?<![0-9a-z])(\d+k)(?![a-z])")
@@ -70,21 +71,20 @@ _TIER_RE = re.compile(r"(?<![0-9a-z])(\d+k)(?![a-z])")
 # field given (the schema models have no aliases, private attributes or post-init hooks), at a
 # third of the cost: the 256K tier builds ~380,000 turns.
 
-def _fast_builder(cls: type) -> Callable[[dict[str, Any]], Any]:
-    fields = tuple(cls.model_fields)  # type: ignore[attr-defined]
-    plain = (not cls.__pydantic_post_init__ and not cls.__private_attributes__  # type: ignore[attr-defined]
+def _fast_builder(cls: type, fields: tuple[str, ...]) -> Callable[[dict[str, Any]], Any]:
+    """A constructor taking a dict with exactly ``fields``. Falls back to ``model_construct``
+    (which fills defaults) if the model's fields or features ever differ from what this
+    shortcut assumes."""
+    plain = (set(cls.model_fields) == set(fields)  # type: ignore[attr-defined]
+             and not cls.__pydantic_post_init__  # type: ignore[attr-defined]
+             and not cls.__private_attributes__  # type: ignore[attr-defined]
              and not cls.__pydantic_root_model__  # type: ignore[attr-defined]
              and cls.model_config.get("extra") != "allow"  # type: ignore[attr-defined]
              and not any(f.alias or f.validation_alias
                          for f in cls.model_fields.values()))  # type: ignore[attr-defined]
     if not plain:  # pragma: no cover - guards a future schema change
         return lambda values: cls.model_construct(**values)  # type: ignore[attr-defined]
-    new = cls.__new__
-    # The slot descriptors of BaseModel, called directly (what model_construct sets).
-    set_dict = _slot_setter(cls, "__dict__")
-    set_fields = _slot_setter(cls, "__pydantic_fields_set__")
-    set_extra = _slot_setter(cls, "__pydantic_extra__")
-    set_private = _slot_setter(cls, "__pydantic_private__")
+    new, set_dict, set_fields, set_extra, set_private = _parts(cls)
     fieldset = frozenset(fields)
 
     def build(values: dict[str, Any]) -> Any:
@@ -95,36 +95,31 @@ def _fast_builder(cls: type) -> Callable[[dict[str, Any]], Any]:
         set_private(obj, None)
         return obj
 
+    build.fast = True  # type: ignore[attr-defined]
     return build
 
 
-def _slot_setter(cls: type, name: str) -> Callable[[Any, Any], None]:
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            return klass.__dict__[name].__set__  # type: ignore[no-any-return]
-    raise AttributeError(name)  # pragma: no cover
+def _parts(cls: type) -> tuple[Any, ...]:
+    """``cls.__new__`` and the setters of the four slots ``model_construct`` fills, taken
+    straight from BaseModel's slot descriptors (cheaper than ``object.__setattr__``)."""
+    def setter(name: str) -> Any:
+        for klass in cls.__mro__:
+            if name in klass.__dict__:
+                return klass.__dict__[name].__set__
+        raise AttributeError(name)  # pragma: no cover
+
+    return (cls.__new__, setter("__dict__"), setter("__pydantic_fields_set__"),
+            setter("__pydantic_extra__"), setter("__pydantic_private__"))
 
 
-build_turn = _fast_builder(Turn)
-build_session = _fast_builder(Session)
-_TURN_PARTS = (Turn.__new__, _slot_setter(Turn, "__dict__"),
-               _slot_setter(Turn, "__pydantic_fields_set__"),
-               _slot_setter(Turn, "__pydantic_extra__"), _slot_setter(Turn, "__pydantic_private__"))
-_TURN_FIELDS = frozenset(Turn.model_fields)
-assert set(_TURN_FIELDS) == {"turn_id", "role", "text", "images", "speaker", "meta"}, \
-    "Turn's fields changed: update parse_turns"
-
-
-def make_turn(turn_id: str, role: str, text: str, images: list[ImageRef],
-              speaker: str | None = None, meta: dict[str, Any] | None = None) -> Turn:
-    return build_turn({"turn_id": turn_id, "role": role, "text": text, "images": images,
-                       "speaker": speaker, "meta": {} if meta is None else meta})
-
-
-def make_session(session_id: str, date: str | None, turns: list[Turn],
-                 meta: dict[str, Any] | None = None) -> Session:
-    return build_session({"session_id": session_id, "date": date, "turns": turns,
-                          "meta": {} if meta is None else meta})
+TURN_FIELDS = ("turn_id", "role", "text", "images", "speaker", "meta")
+build_turn = _fast_builder(Turn, TURN_FIELDS)
+build_session = _fast_builder(Session, ("session_id", "date", "turns", "meta"))
+build_image = _fast_builder(ImageRef, ("source", "path", "url", "sha256", "width", "height",
+                                       "captions", "missing", "meta"))
+# parse_turns inlines build_turn when the shortcut applies.
+_TURN_PARTS = _parts(Turn) if getattr(build_turn, "fast", False) else None
+_TURN_FIELDS = frozenset(TURN_FIELDS)
 
 
 def _tname(value: Any) -> str:
@@ -137,7 +132,7 @@ def _tname(value: Any) -> str:
 class ItemContext:
     """What a loader needs while parsing one item: where it is, and how to resolve images."""
 
-    __slots__ = ("file", "item", "resolver", "images", "missing", "missing_list")
+    __slots__ = ("file", "images", "item", "missing", "missing_list", "resolver")
 
     def __init__(self, file: str, resolver: ImageResolver | None) -> None:
         self.file = file
@@ -164,7 +159,8 @@ def parse_turns(turns: Any, sess_no: int, field: str, ctx: ItemContext,
     resolver = ctx.resolver
     prefix = f"S{sess_no}:"
     # Inlined build_turn (see _fast_builder): this loop runs ~380,000 times on the 256K tier.
-    new, set_dict, set_fields, set_extra, set_private = _TURN_PARTS
+    fast = _TURN_PARTS is not None
+    new, set_dict, set_fields, set_extra, set_private = _TURN_PARTS or (None,) * 5
     fieldset = _TURN_FIELDS
     for j, turn in enumerate(turns, 1):
         if type(turn) is not dict:
@@ -194,12 +190,16 @@ def parse_turns(turns: Any, sess_no: int, field: str, ctx: ItemContext,
         if answer_turns is not None and turn.get("has_answer") is True:
             answer_turns.append(turn_id)
             meta = {"has_answer": True}
-        obj = new(Turn)
-        set_dict(obj, {"turn_id": turn_id, "role": role, "text": text, "images": images,
-                       "speaker": None, "meta": meta})
-        set_fields(obj, set(fieldset))
-        set_extra(obj, None)
-        set_private(obj, None)
+        values = {"turn_id": turn_id, "role": role, "text": text, "images": images,
+                  "speaker": None, "meta": meta}
+        if fast:
+            obj = new(Turn)
+            set_dict(obj, values)
+            set_fields(obj, set(fieldset))
+            set_extra(obj, None)
+            set_private(obj, None)
+        else:  # pragma: no cover - the schema changed; model_construct fills new defaults
+            obj = build_turn(values)
         append(obj)
     return out
 
@@ -433,6 +433,8 @@ class StreamingBenchmark:
         self.image_root = str(Path(opts.image_dir or Path(self.path).parent).resolve())
         if opts.image_dir is not None and not os.path.isdir(self.image_root):
             raise InputError("image dir not found", file=self.image_root)
+        # One resolver per benchmark: each distinct image file is checked once.
+        self.resolver = ImageResolver(self.image_root, allow_missing=opts.allow_missing_images)
         self.keep: set[str] | None = read_id_list(opts.question_ids) if opts.question_ids else None
         self.tier = opts.tier or self.guess_tier(self.path)
         self.info = BenchmarkInfo(name=self.name, tier=self.tier)
@@ -448,8 +450,7 @@ class StreamingBenchmark:
         raise NotImplementedError
 
     def episodes(self) -> Iterator[Episode]:
-        ctx = ItemContext(self.path, ImageResolver(self.image_root,
-                                                   allow_missing=self.opts.allow_missing_images))
+        ctx = ItemContext(self.path, self.resolver)
         counts = {"episodes": 0, "questions": 0, "images": 0, "missing_images": 0}
         self._counts, self._missing, self._sha = counts, ctx.missing_list, None
         seen: set[str] = set()

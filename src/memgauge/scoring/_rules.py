@@ -72,10 +72,6 @@ def _outside_dates(text: str, hits: list[Hit]) -> list[Hit]:
     return kept or hits
 
 
-def _fmt_num(v: Decimal) -> str:
-    return str(v)
-
-
 def _fmt_amount(v: tuple[Decimal, str | None]) -> str:
     return f"{v[0]} {v[1]}" if v[1] else str(v[0])
 
@@ -107,8 +103,8 @@ def _amount_eq(g: tuple[Decimal, str | None], p: tuple[Decimal, str | None]) -> 
 
 
 _TYPED: dict[AnswerType, _Typed] = {
-    AnswerType.INTEGER: _Typed(_numbers, lambda g, p: g == p, _fmt_num),
-    AnswerType.NUMBER: _Typed(_numbers, _num_eq, _fmt_num),
+    AnswerType.INTEGER: _Typed(_numbers, lambda g, p: g == p),
+    AnswerType.NUMBER: _Typed(_numbers, _num_eq),
     AnswerType.CURRENCY: _Typed(_amounts, _amount_eq, _fmt_amount),
     AnswerType.DATE: _Typed(lambda t: [h.value for h in find_dates(t)], lambda g, p: g == p,
                             lambda d: d.isoformat()),
