@@ -363,9 +363,21 @@ class FirstRequestPoller:
 # --------------------------------------------------------------------------------------------
 # Output
 
+def src_digest() -> str:
+    """sha256 over src/memgauge/**/*.py (paths and contents): which code was measured, since
+    the working tree may differ from any commit."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in sorted((REPO / "src" / "memgauge").rglob("*.py")):
+        h.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def machine() -> dict[str, Any]:
     info: dict[str, Any] = {"python": platform.python_version(), "cpus": os.cpu_count(),
-                            "platform": platform.platform()}
+                            "platform": platform.platform(), "src_digest": src_digest(),
+                            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     try:
         with open("/proc/meminfo") as f:
             total = next(line for line in f if line.startswith("MemTotal"))
@@ -392,8 +404,12 @@ def md_table(rows: list[dict[str, Any]], cols: list[tuple[str, str]]) -> str:
 def _fmt(v: Any) -> str:
     if v is None:
         return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
     if isinstance(v, float):
-        return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
+        if v == int(v) and abs(v) >= 10:
+            return f"{v:.0f}"
+        return f"{v:.3f}" if abs(v) < 1 else f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}"
     return str(v)
 
 

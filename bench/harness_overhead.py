@@ -30,6 +30,7 @@ TARGET_PCT = 90.0
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", type=Path, default=C.DEFAULT_WORK, help="work dir (default bench/out)")
+    p.add_argument("--name", default="harness_overhead", help="result file stem under the work dir")
     p.add_argument("--items", type=int, default=2000)
     p.add_argument("--concurrency", type=int, default=64)
     p.add_argument("--latency-ms", type=float, default=200.0)
@@ -44,7 +45,7 @@ def main() -> None:
     offered = a.concurrency / (a.latency_ms / 1000.0)
     rows = []
     for rep in range(a.repeats):
-        tag = f"overhead_c{a.concurrency}_r{rep}"
+        tag = f"{a.name}_c{a.concurrency}_r{rep}"
         out = C.fresh_dir(work / "runs" / tag)
         with C.stub(work, a.latency_ms, tag) as s:
             cmd = [*C.memgauge_cmd(), *C.run_args(wl, s.base_url, out, a.concurrency,
@@ -98,7 +99,7 @@ def main() -> None:
         "expected_inline_images": 8 * a.items,
         "command_line": C.shell_quote([sys.executable, *sys.argv]),
     }
-    path = C.write_result(work, "harness_overhead", result)
+    path = C.write_result(work, a.name, result)
     cols = [("run", "run"), ("items", "items"), ("concurrency", "conc."), ("ok", "ok"),
             ("errors", "errors"), ("wall_s", "wall s"), ("items_per_s_wall", "items/s (wall)"),
             ("pct_offered_wall", "% of offered (wall)"), ("active_window_s", "stub window s"),
@@ -115,7 +116,7 @@ def main() -> None:
                f"{'yes' if result['target_met_wall'] else 'NO'}; (window): "
                f"{'yes' if result['target_met_window'] else 'NO'}.")
     md = f"### harness_overhead\n\n{table}\n\n{verdict}\n\nResult JSON: {C.rel(path)}\n"
-    (work / "harness_overhead.md").write_text(md)
+    (work / f"{a.name}.md").write_text(md)
     print(md)
 
 

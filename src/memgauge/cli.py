@@ -46,6 +46,8 @@ def run(
     max_context_tokens: Annotated[int | None, typer.Option(
         help="Prompt limit in cross-modal tokens")] = None,
     overflow: Annotated[str, typer.Option(help="Over the limit: error | drop-oldest")] = "error",
+    count_tokens: Annotated[bool, typer.Option(
+        help="Count every prompt's cross-modal tokens (always on with --max-context-tokens)")] = False,
     max_tokens: Annotated[int, typer.Option(help="Generation limit")] = 512,
     temperature: Annotated[float, typer.Option()] = 0.0,
     seed: Annotated[int | None, typer.Option(help="Sampling seed sent to the model")] = None,
@@ -69,7 +71,8 @@ def run(
             base_url=base_url, api_key_env=api_key_env, concurrency=concurrency, limit=limit,
             shard=parse_shard(shard) if shard else None, context_mode=context_mode,
             instruction=instruction, label_images=label_images,
-            max_context_tokens=max_context_tokens, overflow=overflow, max_tokens=max_tokens,
+            max_context_tokens=max_context_tokens, overflow=overflow, count_tokens=count_tokens,
+            max_tokens=max_tokens,
             temperature=temperature, seed=seed, image_max_side=image_max_side or None,
             image_format=image_format, image_mode=image_mode, tokenizer=tokenizer,
             image_formula=image_formula, timeout_s=timeout, max_attempts=max_attempts,
@@ -194,6 +197,47 @@ def demo(
         "      --system full-context --model openai:<model-name> --base-url http://127.0.0.1:8000/v1 \\\n"
         "      --out runs/my-model\n"
         "  memgauge report runs/my-model", highlight=False, soft_wrap=True)
+
+
+generate_app = typer.Typer(no_args_is_help=True, help="Generate benchmarks.")
+app.add_typer(generate_app, name="generate")
+
+
+@generate_app.command("synth")
+def generate_synth(
+    out_dir: Annotated[str, typer.Option("--out", help="Folder to write the benchmark to")],
+    seed: Annotated[int, typer.Option(help="Random seed (same seed => same bytes)")] = 0,
+    tiers: Annotated[str, typer.Option(help="Comma-separated token tiers, e.g. 8k,32k,128k")] = "8k,32k",
+    questions: Annotated[int, typer.Option(help="Questions per tier")] = 40,
+    text_tokens_per_image: Annotated[int, typer.Option(
+        help="Haystack text tokens per image (ratio kept while filling)")] = 2000,
+    families: Annotated[str | None, typer.Option(
+        help="Comma-separated question families (default: all)")] = None,
+) -> None:
+    """Procedural multimodal memory benchmark: rendered evidence, computed answers."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .benchmarks.synth import SynthConfig, generate
+
+    tier_list = [t.strip() for t in tiers.split(",") if t.strip()]
+    try:
+        config = SynthConfig(out=out_dir, seed=seed, tiers=tier_list, questions=questions,
+                             text_tokens_per_image=text_tokens_per_image,
+                             families=families.split(",") if families else None)
+        progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                            MofNCompleteColumn(), TimeElapsedColumn(), console=err,
+                            disable=not err.is_terminal)
+        tasks = {t: progress.add_task(f"tier {t}", total=questions) for t in tier_list}
+        with progress:
+            manifest = generate(config, progress=lambda t, n: progress.update(tasks[t], completed=n))
+    except MemgaugeError as exc:
+        _fail(exc)
+    for tier, info in manifest["tiers"].items():
+        err.print(f"tier {tier}: {info['questions']} questions, tokens {info['tokens_min']}–"
+                  f"{info['tokens_max']} (target {info['target_tokens']}, "
+                  f"{info['within_tolerance']} within ±3 %)", highlight=False)
+    err.print(f"{manifest['images']} images; digest {manifest['digest'][:16]}; wrote {out_dir}",
+              highlight=False)
 
 
 def main() -> None:

@@ -48,7 +48,7 @@ def test_exact_request_body_and_record(tmp_path):
     data = tmp_path / "d.json"
     data.write_text(json.dumps([item]))
     with StubServer(answer=lambda body: "It was red.") as stub:
-        result = run(_config(tmp_path, data, stub.base_url))
+        result = run(_config(tmp_path, data, stub.base_url, count_tokens=True))
     assert result.ok == 1 and result.errors == 0
     url = lambda raw: "data:image/png;base64," + base64.b64encode(raw).decode()  # noqa: E731
     assert stub.requests == [{

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,30 +52,29 @@ class Benchmark(Protocol):
 
 
 class HashingReader:
-    """A binary file wrapper that hashes what is read through it, so the input digest costs
-    no second pass over a large file."""
+    """A binary file reader whose file digest is computed on a background thread (hashlib
+    and file reads release the GIL), so hashing a large input costs the parser nothing."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = str(path)
-        self._f: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed by close()
-        self._h = hashlib.sha256()
-        self.bytes_read = 0
+        self._f = open(path, "rb")  # noqa: SIM115 - closed by close()
+        self._digest: Future[str] = _HASH_POOL.submit(file_sha256, path)
 
     def read(self, n: int = -1) -> bytes:
-        data = self._f.read(n)
-        self._h.update(data)
-        self.bytes_read += len(data)
-        return data
+        return self._f.read(n)
+
+    def peek(self, n: int) -> bytes:
+        return self._f.peek(n)
 
     def hexdigest(self) -> str:
-        """Finish reading whatever was not read yet and return the file's sha256."""
-        while chunk := self.read(1 << 20):
-            pass
-        del chunk
-        return self._h.hexdigest()
+        """The file's sha256 (waits for the background hash if it is still running)."""
+        return self._digest.result()
 
     def close(self) -> None:
         self._f.close()
+
+
+_HASH_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memgauge-hash")
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -92,7 +92,7 @@ def iter_json_items(reader: HashingReader) -> Iterator[tuple[int, Any]]:
     become :class:`InputError` naming the file and the item index.
     """
     path = reader.path
-    head = reader._f.peek(64) if hasattr(reader._f, "peek") else b""  # type: ignore[attr-defined]
+    head = reader.peek(64)
     first = head.lstrip()[:1]
     index = -1
     try:

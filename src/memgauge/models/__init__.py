@@ -1,6 +1,6 @@
 """Chat models: the protocol, an OpenAI-compatible client, replay and scripted models."""
 
-from . import openai_compat, replay  # noqa: F401  (registers the providers)
+from . import none, openai_compat, replay  # noqa: F401  (registers the providers)
 from ._base import (
     ChatModel,
     GenerateConfig,

@@ -56,6 +56,7 @@ class RunConfig:
     label_images: bool = False
     max_context_tokens: int | None = None
     overflow: str = "error"
+    count_tokens: bool = False
     max_tokens: int = 512
     temperature: float = 0.0
     seed: int | None = None
@@ -184,7 +185,7 @@ class Runner:
             max_tokens=c.max_tokens, temperature=c.temperature, seed=c.seed), counter=counter,
             image_policy=policy, context_mode=c.context_mode, instruction=c.instruction,
             label_images=c.label_images, max_context_tokens=c.max_context_tokens,
-            overflow=c.overflow)
+            overflow=c.overflow, count_tokens=c.count_tokens)
         new_system = lookup("system", c.system)(ctx)
         scorers = default_scorers()
         probe = new_system()

@@ -55,4 +55,11 @@ class SystemContext:
     label_images: bool = False
     max_context_tokens: int | None = None
     overflow: str = "error"  # error | drop-oldest
+    # Exact BPE counting costs ~0.3 ms per 1,500-character turn: on by default only when a
+    # limit needs it, so it never caps throughput unasked (see docs/design/0003).
+    count_tokens: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_context_tokens is not None:
+            self.count_tokens = True
     options: dict[str, Any] = field(default_factory=dict)

@@ -101,8 +101,13 @@ def session_messages(sessions: Sequence[Session], *, mode: str, label_images: bo
         msgs: list[Message] = []
         pending = True
         for turn in session.turns:
-            visible = [im for im in turn.images if not im.missing]
-            parts, offset = turn_parts(turn.text, visible, mode, label_images, offset)
+            text = turn.text
+            if not turn.images and "<image>" not in text:  # the common case, kept cheap
+                stripped = text.strip()
+                parts = [TextPart(stripped)] if stripped else []
+            else:
+                visible = [im for im in turn.images if not im.missing]
+                parts, offset = turn_parts(text, visible, mode, label_images, offset)
             if pending:
                 if parts and isinstance(parts[0], TextPart):
                     parts[0] = TextPart(f"{header}\n{parts[0].text}")

@@ -27,7 +27,7 @@ class FullContext:
         c = self.ctx
         return {"name": self.name, "context_mode": c.context_mode, "instruction": c.instruction,
                 "label_images": c.label_images, "max_context_tokens": c.max_context_tokens,
-                "overflow": c.overflow}
+                "overflow": c.overflow, "count_tokens": c.count_tokens}
 
     async def reset(self, episode: Episode) -> None:
         self.sessions = []
@@ -47,7 +47,8 @@ class FullContext:
         try:
             prompt = build_prompt(self.sessions, question, mode=c.context_mode,
                                   instruction=c.instruction, label_images=c.label_images,
-                                  counter=c.counter, image_size=self._image_size,
+                                  counter=c.counter if c.count_tokens else None,
+                                  image_size=self._image_size,
                                   max_tokens=c.max_context_tokens, overflow=c.overflow)
         except ContextOverflowError as exc:
             return Response(error=ErrorInfo(kind="context_overflow", message=str(exc)),

@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""Loading the 786 MB 256K-like file (789 items, 40 sessions x 12 turns, 64 images each).
+
+(a) Time to first request: ``memgauge run ... --limit 20`` against the stub. Measured from
+    outside: the wall clock just before the child process is started, to the first moment
+    the stub's ``GET /stats`` shows ``requests >= 1`` (polled every 10 ms from this process),
+    so it includes interpreter start, imports, streaming the first item, prompt assembly,
+    token counting and image encoding. Target: <= 1 s.
+(b) Prompt assembly for all 789 items, in a fresh interpreter: stream ``episodes()`` and call
+    ``build_prompt(episode.sessions, question)`` per question with no token counter; time
+    and peak RSS (``ru_maxrss``). Target: <= 3 s and <= 200 MB.
+(c) The same with ``counter=TokenCounter()`` (exact o200k_base text tokens + image tiles),
+    to show what exact cross-modal counting costs. Reported separately; no target.
+
+Reference (perf-anchors.md 3b/3c): ``data.load_data`` 7.92 s / 1,969 MB; ``json.load`` 4.47 s /
+1,638 MB; streaming lower bounds: ijson alone 0.75 s / 15.6 MB, ijson + the reference
+``build_messages`` per item 2.45 s / 21.9 MB.
+
+    .venv/bin/python bench/load_256k.py                  # (a) x3, (b), (c)
+    .venv/bin/python bench/load_256k.py --skip-counter   # (a) and (b) only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+
+REFERENCE = {
+    "json.load": {"s": 4.47, "wall_s": 4.55, "rss_mb": 1638},
+    "reference data.load_data": {"s": 7.92, "wall_s": 8.10, "rss_mb": 1969},
+    "orjson.loads": {"s": 3.14, "wall_s": 3.24, "rss_mb": 2424},
+    "ijson.items (lower bound)": {"s": 0.75, "wall_s": 0.79, "rss_mb": 15.6},
+    "ijson + reference build_messages": {"s": 2.45, "wall_s": 2.52, "rss_mb": 21.9},
+}
+TARGET_FIRST_REQUEST_S = 1.0
+TARGET_ASSEMBLY_S = 3.0
+TARGET_ASSEMBLY_MB = 200.0
+
+
+# --------------------------------------------------------------------------------------------
+# (b)/(c) worker: runs in its own interpreter so its peak RSS is its own
+
+def assemble_worker(data: str, image_dir: str, with_counter: bool) -> None:
+    t_import = time.perf_counter()
+    from memgauge.benchmarks import BenchmarkOptions
+    from memgauge.media import ImagePolicy
+    from memgauge.registry import lookup
+    from memgauge.systems import build_prompt
+    from memgauge.tokens import TokenCounter
+
+    import_s = time.perf_counter() - t_import
+    counter = TokenCounter() if with_counter else None
+    policy = ImagePolicy()  # the run's default (max side 800): the size that would be sent
+
+    def image_size(part):  # as FullContext does
+        im = part.image
+        return policy.target_size(im.width, im.height) if im.width and im.height else (0, 0)
+
+    t0 = time.perf_counter()
+    bench = lookup("benchmark", "memlens")(BenchmarkOptions(data=data, image_dir=image_dir))
+    items = questions = messages = images = 0
+    tokens = 0
+    t_first = None
+    for ep in bench.episodes():
+        if t_first is None:
+            t_first = time.perf_counter() - t0
+        items += 1
+        for q in ep.questions:
+            prompt = build_prompt(ep.sessions, q, counter=counter,
+                                  image_size=image_size if counter is not None else None)
+            questions += 1
+            messages += len(prompt.messages)
+            images += len(prompt.images)
+            tokens += prompt.tokens or 0
+    total = time.perf_counter() - t0
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({
+        "with_counter": with_counter, "items": items, "questions": questions,
+        "messages": messages, "images": images,
+        "tokens": tokens if with_counter else None,
+        "import_s": round(import_s, 3), "first_episode_s": round(t_first or 0, 3),
+        "in_process_s": round(total, 3), "max_rss_mb": round(ru.ru_maxrss / 1024, 1),
+        "cpu_s": round(ru.ru_utime + ru.ru_stime, 2),
+        "manifest_counts": bench.manifest().get("counts"),
+    }))
+
+
+def probe_worker(kind: str, data: str) -> None:
+    """Machine calibration: the reference's plain probes, on this machine."""
+    t0 = time.perf_counter()
+    if kind == "json":
+        with open(data, encoding="utf-8") as f:
+            items = json.load(f)
+        n = len(items)
+    else:  # ijson streaming, touching every turn and image entry
+        import ijson
+
+        n = turns = imgs = 0
+        with open(data, "rb") as f:
+            for item in ijson.items(f, "item"):
+                n += 1
+                for session in item["haystack_sessions"]:
+                    for turn in session:
+                        turns += 1
+                        imgs += len(turn.get("images") or ())
+    total = time.perf_counter() - t0
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({"probe": kind, "items": n, "in_process_s": round(total, 3),
+                      "max_rss_mb": round(ru.ru_maxrss / 1024, 1)}))
+
+
+def run_probe(wl: C.Workload, kind: str) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--probe", kind, "--data", str(wl.data)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        return {"probe": kind, "rc": proc.returncode, "stderr": proc.stderr[-2000:]}
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out["wall_s"] = round(wall, 3)
+    out["reference_s"] = REFERENCE["json.load" if kind == "json" else
+                                   "ijson.items (lower bound)"]["s"]
+    out["command"] = C.shell_quote(cmd)
+    return out
+
+
+def run_assembly(wl: C.Workload, with_counter: bool) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--assemble-worker",
+           "--data", str(wl.data), "--image-dir", str(wl.image_dir)]
+    if with_counter:
+        cmd.append("--counter")
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        print(proc.stderr, file=sys.stderr)
+        return {"with_counter": with_counter, "rc": proc.returncode, "stderr": proc.stderr[-4000:],
+                "command": C.shell_quote(cmd)}
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out["wall_s"] = round(wall, 3)
+    out["command"] = C.shell_quote(cmd)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# (a) time to first request
+
+def first_request(wl: C.Workload, work: Path, latency_ms: float, limit: int, conc: int,
+                  rep: int) -> dict:
+    tag = f"load256k_first_r{rep}"
+    out = C.fresh_dir(work / "runs" / tag)
+    with C.stub(work, latency_ms, tag) as s:
+        poller = C.FirstRequestPoller(s, 0.01)
+        cmd = [*C.memgauge_cmd(), *C.run_args(wl, s.base_url, out, conc, limit=limit)]
+        m = C.measure(cmd, on_start=lambda t: poller.start())
+        poller.stop()
+    st = s.final or {}
+    rec = C.count_records(out)
+    first = (poller.t_first - m.t_start) if poller.t_first else None
+    row = {
+        "run": rep + 1, "limit": limit, "concurrency": conc, "rc": m.rc,
+        "first_request_s": round(first, 3) if first is not None else None,
+        "poll_interval_s": 0.01, "polls": poller.polls,
+        "wall_s": round(m.wall_s, 2), "ok": rec["ok"], "errors": rec["errors"],
+        "max_rss_mb": round(m.max_rss_mb, 1) if m.max_rss_mb else None,
+        "harness_cpu_s": round((m.user_s or 0) + (m.sys_s or 0), 2),
+        "stub_requests": st.get("requests"), "stub_inline_images": st.get("inline_images"),
+        "stub_mb_in": st.get("mb_in"), "stub_max_inflight": st.get("max_inflight"),
+        "meets_target": first is not None and first <= TARGET_FIRST_REQUEST_S,
+        "command": C.shell_quote(cmd),
+    }
+    if m.rc != 0:
+        row["stderr_tail"] = m.stderr_tail
+        print(f"memgauge run failed (rc {m.rc}):\n{m.stderr_tail}", file=sys.stderr)
+    return row
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--work", type=Path, default=C.DEFAULT_WORK, help="work dir (default bench/out)")
+    p.add_argument("--name", default="load_256k", help="result file stem under the work dir")
+    p.add_argument("--latency-ms", type=float, default=200.0)
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--concurrency", type=int, default=8, help="memgauge's default")
+    p.add_argument("--repeats", type=int, default=3, help="repeats of (a)")
+    p.add_argument("--skip-first-request", action="store_true")
+    p.add_argument("--skip-counter", action="store_true", help="skip (c)")
+    p.add_argument("--skip-calibration", action="store_true",
+                   help="skip the plain json.load / ijson probes on this machine")
+    p.add_argument("--assemble-worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--probe", choices=["json", "ijson"], help=argparse.SUPPRESS)
+    p.add_argument("--data", help=argparse.SUPPRESS)
+    p.add_argument("--image-dir", help=argparse.SUPPRESS)
+    p.add_argument("--counter", action="store_true", help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.assemble_worker:
+        assemble_worker(a.data, a.image_dir, a.counter)
+        return
+    if a.probe:
+        probe_worker(a.probe, a.data)
+        return
+    C.require_tools()
+    work = a.work.resolve()
+    wl = C.workload_256k(work)
+
+    first_rows = [] if a.skip_first_request else [
+        first_request(wl, work, a.latency_ms, a.limit, a.concurrency, rep)
+        for rep in range(a.repeats)]
+    assembly = [run_assembly(wl, False)]
+    if not a.skip_counter:
+        assembly.append(run_assembly(wl, True))
+
+    calibration = [] if a.skip_calibration else [run_probe(wl, "json"), run_probe(wl, "ijson")]
+
+    firsts = [r["first_request_s"] for r in first_rows if r["first_request_s"] is not None]
+    b = assembly[0]
+    result = {
+        "bench": "load_256k",
+        "machine": C.machine(),
+        "workload": {"data": C.rel(wl.data), **wl.info},
+        "first_request": first_rows,
+        "first_request_median_s": statistics.median(firsts) if firsts else None,
+        "assembly": assembly,
+        "calibration": calibration,
+        "targets": {
+            "first_request_s": TARGET_FIRST_REQUEST_S,
+            "assembly_s": TARGET_ASSEMBLY_S, "assembly_rss_mb": TARGET_ASSEMBLY_MB,
+            "first_request_met": bool(firsts) and all(f <= TARGET_FIRST_REQUEST_S for f in firsts),
+            "assembly_time_met": b.get("in_process_s", 1e9) <= TARGET_ASSEMBLY_S,
+            "assembly_time_met_wall": b.get("wall_s", 1e9) <= TARGET_ASSEMBLY_S,
+            "assembly_rss_met": b.get("max_rss_mb", 1e9) <= TARGET_ASSEMBLY_MB,
+        },
+        "reference": REFERENCE,
+        "command_line": C.shell_quote([sys.executable, *sys.argv]),
+    }
+    path = C.write_result(work, a.name, result)
+
+    lines = [f"### load_256k ({wl.info.get('mb')} MB, {wl.info.get('items')} items, "
+             f"{wl.info.get('image_refs')} image refs)", ""]
+    if first_rows:
+        lines += ["(a) time to first request (`memgauge run --limit "
+                  f"{a.limit} --concurrency {a.concurrency}`, stub {a.latency_ms:g} ms; measured "
+                  "from process start to the stub's first counted request, 10 ms polling)", "",
+                  C.md_table(first_rows, [
+                      ("run", "run"), ("first_request_s", "first request s"),
+                      ("wall_s", "wall s"), ("ok", "ok"), ("errors", "err."),
+                      ("max_rss_mb", "peak RSS MB"), ("harness_cpu_s", "CPU s"),
+                      ("stub_requests", "stub req."), ("stub_inline_images", "inline images"),
+                      ("stub_mb_in", "MB sent"), ("meets_target", f"<= {TARGET_FIRST_REQUEST_S:g} s")]),
+                  ""]
+    lines += ["(b)/(c) prompt assembly for every item in a fresh interpreter "
+              "(stream `episodes()`, `build_prompt` per question, nothing kept)", "",
+              C.md_table(assembly, [
+                  ("with_counter", "TokenCounter"), ("items", "items"),
+                  ("messages", "messages"), ("images", "images"), ("tokens", "tokens"),
+                  ("first_episode_s", "first episode s"), ("in_process_s", "in-process s"),
+                  ("wall_s", "wall s (incl. start)"), ("max_rss_mb", "peak RSS MB"),
+                  ("cpu_s", "CPU s")]), "",
+              *([("Machine calibration: the reference's plain probes run here (this machine vs "
+                  "the anchors' machine)"), "",
+                 C.md_table(calibration, [("probe", "probe"), ("in_process_s", "in-process s here"),
+                                          ("reference_s", "anchor s"), ("wall_s", "wall s here"),
+                                          ("max_rss_mb", "peak RSS MB here")]), ""]
+                if calibration else []),
+              "Reference (perf-anchors.md 3b/3c):", "",
+              C.md_table([{"probe": k, **v} for k, v in REFERENCE.items()],
+                         [("probe", "probe"), ("s", "in-process s"), ("wall_s", "wall s"),
+                          ("rss_mb", "peak RSS MB")]), ""]
+    t = result["targets"]
+    lines.append(
+        f"Targets: first request <= {TARGET_FIRST_REQUEST_S:g} s: "
+        f"{'met' if t['first_request_met'] else 'NOT met'} (median "
+        f"{result['first_request_median_s']} s); assembly <= {TARGET_ASSEMBLY_S:g} s: "
+        f"{'met' if t['assembly_time_met'] else 'NOT met'} ({b.get('in_process_s')} s in-process, "
+        f"{b.get('wall_s')} s wall); assembly <= {TARGET_ASSEMBLY_MB:g} MB: "
+        f"{'met' if t['assembly_rss_met'] else 'NOT met'} ({b.get('max_rss_mb')} MB).")
+    lines += ["", f"Result JSON: {C.rel(path)}", ""]
+    md = "\n".join(lines)
+    (work / f"{a.name}.md").write_text(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,416 @@
+"""Question families: each plans evidence sessions from facts and computes its answer.
+
+A family has ``plan(rng, when)`` returning a :class:`QuestionPlan` whose gold answer is
+computed from the facts it drew, and ``solve(program, images, texts)`` that recomputes the
+answer from what an oracle can see (image facts and text facts of the evidence). The
+planner and the solver are separate code paths, so the oracle gate checks every answer key.
+Answers live only in images; the surrounding text refers to them indirectly.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from decimal import Decimal
+from typing import Any
+
+from ...schema import Ability, AnswerType, Labels
+from . import _world as W
+from ._text import SessionPlan, TurnPlan, chat_session, say, share_image
+
+REFUSAL = "Insufficient information"
+
+
+@dataclass
+class QuestionPlan:
+    family: str
+    ability: Ability
+    subtype: str | None
+    answer_type: AnswerType
+    question: str
+    answer: str
+    labels: Labels
+    sessions: list[SessionPlan]  # evidence sessions; meta["days_before"] fixes their time
+    program: dict[str, Any]
+    old_answers: list[str] = field(default_factory=list)
+    exclusive: set[str] = field(default_factory=set)  # haystack may not share these keys
+    needed: list[str] = field(default_factory=list)  # strings an image caption must carry
+
+
+@dataclass(frozen=True)
+class When:
+    """The question's timeline: evidence days are chosen inside it."""
+
+    question_date: date
+    span_days: int = 240
+
+    def days(self, rng: random.Random, k: int, *, ordered: bool = True) -> list[float]:
+        """k distinct evidence times (days before the question), oldest first."""
+        picks = sorted((rng.uniform(2, self.span_days - 2) for _ in range(k)), reverse=True)
+        return picks if ordered else rng.sample(picks, k)
+
+    def day(self, days_before: float) -> date:
+        return self.question_date - timedelta(days=int(days_before))
+
+
+def _evidence(session: SessionPlan, days_before: float) -> SessionPlan:
+    session.role = "evidence"
+    session.meta["days_before"] = days_before
+    return session
+
+
+def _needle(turns: list[TurnPlan]) -> list[TurnPlan]:
+    turns[0].facts.append({"needle": True})
+    return turns
+
+
+# --- IE: entity abstraction (two hops: image -> brand, text -> property) -------------------
+
+def plan_ie_entity(rng: random.Random, when: When) -> QuestionPlan:
+    brands = rng.sample(W.BRANDS, 3)
+    origins = rng.sample(W.ORIGINS, 3)
+    product = rng.choice(W.PRODUCTS)
+    brand, origin = brands[0], origins[0]
+    t1, t2 = when.days(rng, 2)
+    label = {"product": product.title(), "brand": brand, "weight": f"{rng.choice([250, 400, 500])} g",
+             "best_before": str(when.day(t1) + timedelta(days=200)),
+             "lot": f"L{rng.randint(1000, 9999)}-{rng.randint(10, 99)}", "colour": rng.choice(W.COLOURS)}
+    s1 = chat_session(rng, topic="shopping", inserts=[_needle(share_image(
+        rng, "label", label, line=f"This is the {product} I've been having every morning <image>"))])
+    pairs = list(zip(brands, origins, strict=True))
+    rng.shuffle(pairs)
+    fact_text = "; ".join(f"{b} is based in {o}" for b, o in pairs)
+    s2 = chat_session(rng, topic="shopping", inserts=[[
+        say("user", f"I read an article about {product} makers: {fact_text}.",
+            [{"entity": b, "based_in": o} for b, o in pairs] + [{"needle": True}]),
+        say("assistant", "Interesting, thanks for sharing that.")]])
+    return QuestionPlan(
+        family="ie_entity", ability=Ability.INFORMATION_EXTRACTION, subtype="entity",
+        answer_type=AnswerType.FREE_TEXT,
+        question=f"Where is the maker of the {product} I have every morning based?",
+        answer=origin, labels=Labels(x="X2", y="Y2", image_dependency="essential"),
+        sessions=[_evidence(s1, t1), _evidence(s2, t2)],
+        program={"op": "brand_origin"}, exclusive={f"label:{product}"}, needed=[brand])
+
+
+def solve_ie_entity(program: dict[str, Any], images: list[dict[str, Any]],
+                    texts: list[dict[str, Any]]) -> str | None:
+    brands = [f["brand"] for f in images if f.get("_kind") == "label"]
+    for t in texts:
+        if brands and t.get("entity") == brands[0]:
+            return t["based_in"]
+    return None
+
+
+# --- IE: a detail of an earlier screenshot -------------------------------------------------
+
+def plan_ie_previnfo(rng: random.Random, when: When) -> QuestionPlan:
+    app = rng.choice(W.APPS)
+    kind = rng.choice(["booking", "parcel"])
+    if kind == "booking":
+        ref = W.code(rng, "BK")
+        fields = [["Hotel", rng.choice(W.STORES).replace("Cafe", "Inn")],
+                  ["Check-in", str(when.day(rng.uniform(2, 30)))], ["Guests", str(rng.randint(1, 4))],
+                  ["Reference", ref]]
+        q = "What was the reference number in the booking confirmation screenshot I shared?"
+        line = "Finally booked somewhere to stay, here's the confirmation <image>"
+    else:
+        ref = W.code(rng, "PK")
+        fields = [["Carrier", rng.choice(["SwiftPost", "ParcelOne", "BoxRoute"])],
+                  ["Status", "In transit"], ["Tracking", ref], ["Items", str(rng.randint(1, 3))]]
+        q = "What was the tracking number in the parcel screenshot I shared?"
+        line = "My parcel is on its way, screenshot from the app <image>"
+    facts = {"app": app, "title": "Confirmation" if kind == "booking" else "Your parcel",
+             "fields": fields, "accent": rng.choice(W.COLOURS)}
+    (t1,) = when.days(rng, 1)
+    s = chat_session(rng, topic="travel" if kind == "booking" else "shopping",
+                     inserts=[_needle(share_image(rng, "app_ui", facts, line=line))])
+    label = "Reference" if kind == "booking" else "Tracking"
+    return QuestionPlan(
+        family="ie_previnfo", ability=Ability.INFORMATION_EXTRACTION, subtype="previnfo",
+        answer_type=AnswerType.FREE_TEXT, question=q, answer=ref,
+        labels=Labels(x="X4", y="Y1", image_dependency="essential"),
+        sessions=[_evidence(s, t1)], program={"op": "ui_field", "field": label},
+        exclusive={f"app_ui:{kind}"}, needed=[ref])
+
+
+def solve_ie_previnfo(program, images, texts):
+    for f in images:
+        for k, v in f.get("fields", []):
+            if k == program["field"]:
+                return v
+    return None
+
+
+# --- MSR: arithmetic over receipts ---------------------------------------------------------
+
+def plan_msr_arithmetic(rng: random.Random, when: When) -> QuestionPlan:
+    store = rng.choice(W.STORES)
+    currency = rng.choice(W.CURRENCIES)
+    k = rng.randint(3, 5)
+    days = when.days(rng, k)
+    sessions, total = [], Decimal("0")
+    for d in days:
+        facts = W.receipt_facts(rng, store, str(when.day(d)), currency)
+        total += Decimal(facts["total"])
+        sessions.append(_evidence(chat_session(rng, topic="shopping", inserts=[_needle(
+            share_image(rng, "receipt", facts, place=store))]), d))
+    answer = W.fmt_amount(W.money(float(total)), currency)
+    return QuestionPlan(
+        family="msr_arithmetic", ability=Ability.MULTI_SESSION_REASONING, subtype="arithmetic",
+        answer_type=AnswerType.CURRENCY,
+        question=f"How much did I spend in total at {store}, adding up all the receipts I shared from there?",
+        answer=answer, labels=Labels(x="X2", y="Y2", image_dependency="essential"),
+        sessions=sessions, program={"op": "sum_totals", "store": store},
+        exclusive={f"store:{store}"}, needed=[])
+
+
+def solve_msr_arithmetic(program, images, texts):
+    recs = [f for f in images if f.get("_kind") == "receipt" and f["store"] == program["store"]]
+    if not recs:
+        return None
+    total = sum(Decimal(f["total"]) for f in recs)
+    return W.fmt_amount(W.money(float(total)), recs[0]["currency"])
+
+
+# --- MSR: counting distinct entities seen only in images -----------------------------------
+
+def plan_msr_counting(rng: random.Random, when: When) -> QuestionPlan:
+    kind = rng.choice(["plant", "mug", "sneaker", "backpack", "lamp", "bottle"])
+    distinct = rng.randint(2, 4)
+    identities: list[dict[str, Any]] = []
+    while len(identities) < distinct:
+        ident = W.entity_identity(rng, kind)
+        if all(W.identity_key(ident) != W.identity_key(o) for o in identities):
+            identities.append(ident)
+    shots = identities + [rng.choice(identities) for _ in range(rng.randint(1, 2))]  # repeats
+    rng.shuffle(shots)
+    days = when.days(rng, len(shots))
+    sessions = []
+    for d, ident in zip(days, shots, strict=True):
+        facts = {**ident, "background": rng.choice(W.COLOURS)}
+        sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
+            rng, "entity", facts, line=f"Another photo for my {kind} collection <image>"))]), d))
+    return QuestionPlan(
+        family="msr_counting", ability=Ability.MULTI_SESSION_REASONING, subtype="counting",
+        answer_type=AnswerType.INTEGER,
+        question=f"How many different {kind}s from my collection have I shown you photos of?",
+        answer=str(distinct), labels=Labels(x="X3", y="Y2", image_dependency="essential"),
+        sessions=sessions, program={"op": "count_distinct", "kind": kind},
+        exclusive={f"entity:{kind}"})
+
+
+def solve_msr_counting(program, images, texts):
+    shots = [f for f in images if f.get("_kind") == "entity" and f["kind"] == program["kind"]]
+    return str(len({W.identity_key(f) for f in shots})) if shots else None
+
+
+# --- MSR: is the vaguely referenced one the same as the named one? -------------------------
+
+def plan_msr_entity(rng: random.Random, when: When) -> QuestionPlan:
+    kind = rng.choice(["cat", "dog"])
+    owner = rng.choice(W.OWNERS)
+    name = rng.choice(["Biscuit", "Pepper", "Miso", "Juno", "Olive", "Rocket", "Tofu", "Ziggy"])
+    named = W.entity_identity(rng, kind)
+    same = rng.random() < 0.5
+    other = dict(named)
+    if not same:  # a look-alike differing in one instance attribute
+        attr = rng.choice(["pattern", "mark", "body"])
+        pool = {"pattern": W.PATTERNS, "mark": W.MARKS, "body": W.COLOURS}[attr]
+        other[attr] = rng.choice([v for v in pool if v != named[attr]])
+    t1, t2 = when.days(rng, 2)
+    s1 = chat_session(rng, topic="pets", inserts=[_needle(share_image(
+        rng, "entity", {**other, "background": rng.choice(W.COLOURS)},
+        line=f"{owner.capitalize()} came over today and brought their {kind} along <image>"))])
+    s2 = chat_session(rng, topic="pets", inserts=[_needle(share_image(
+        rng, "entity", {**named, "background": rng.choice(W.COLOURS)},
+        line=f"This is {name}, the {kind} from down the street <image>"))])
+    return QuestionPlan(
+        family="msr_entity", ability=Ability.MULTI_SESSION_REASONING, subtype="entity_resolution",
+        answer_type=AnswerType.YES_NO,
+        question=f"Was the {kind} that {owner} brought along the same {kind} as {name}?",
+        answer="Yes" if same else "No", labels=Labels(x="X3", y="Y2", image_dependency="essential"),
+        sessions=[_evidence(s1, t1), _evidence(s2, t2)], program={"op": "same_entity"},
+        exclusive={f"entity:{kind}"})
+
+
+def solve_msr_entity(program, images, texts):
+    shots = [f for f in images if f.get("_kind") == "entity"]
+    if len(shots) != 2:
+        return None
+    return "Yes" if W.identity_key(shots[0]) == W.identity_key(shots[1]) else "No"
+
+
+# --- TR: which activity took longer (times on clocks) ---------------------------------------
+
+def plan_tr_duration(rng: random.Random, when: When) -> QuestionPlan:
+    (a1, a1_ref), (a2, a2_ref) = rng.sample(W.ACTIVITIES, 2)
+    durations = rng.sample(range(35, 230, 5), 2)
+    sessions, facts_all = [], []
+    for (act, _), dur, d in zip([(a1, a1_ref), (a2, a2_ref)], durations, when.days(rng, 2),
+                                strict=True):
+        start = rng.randint(7 * 60, 15 * 60)
+        end = start + dur
+        f1 = {"hour": start // 60, "minute": start % 60, "face_colour": rng.choice(W.COLOURS)}
+        f2 = {"hour": end // 60, "minute": end % 60, "face_colour": f1["face_colour"]}
+        facts_all.append((f1, f2))
+        sessions.append(_evidence(chat_session(rng, inserts=[
+            _needle(share_image(rng, "clock", f1, line=f"Starting {act} now <image>")),
+            _needle(share_image(rng, "clock", f2, line=f"Finished {act} <image>"))]), d))
+    answer = "A" if durations[0] > durations[1] else "B"
+    q = (f"Which took longer, {a1_ref} or {a2_ref}? A. Duration 1 ({a1_ref}) is longer. "
+         f"B. Duration 2 ({a2_ref}) is longer.")
+    return QuestionPlan(
+        family="tr_duration", ability=Ability.TEMPORAL_REASONING, subtype="duration_comparison",
+        answer_type=AnswerType.CHOICE, question=q, answer=answer,
+        labels=Labels(x="X2", y="Y2", image_dependency="essential"), sessions=sessions,
+        program={"op": "duration_compare"})
+
+
+def solve_tr_duration(program, images, texts):
+    clocks = [f for f in images if f.get("_kind") == "clock"]
+    if len(clocks) != 4:
+        return None
+    mins = [c["hour"] * 60 + c["minute"] for c in clocks]
+    d1, d2 = mins[1] - mins[0], mins[3] - mins[2]
+    return "A" if d1 > d2 else "B"
+
+
+# --- TR: order events by the dates printed on their tickets -------------------------------
+
+def plan_tr_order(rng: random.Random, when: When) -> QuestionPlan:
+    k = rng.randint(3, 4)
+    events = rng.sample(range(len(W.EVENTS)), k)
+    share_days = when.days(rng, k)  # shared oldest first; event dates in another order
+    event_dates = rng.sample(range(5, 60), k)
+    sessions, tickets = [], []
+    for i, (ev, d) in enumerate(zip(events, share_days, strict=True)):
+        ev_date = when.question_date + timedelta(days=event_dates[i])
+        facts = {"event": W.EVENTS[ev].removeprefix("the ").title(), "venue": W.VENUES[ev],
+                 "date": str(ev_date), "time": f"{rng.randint(10, 21):02d}:{rng.choice(['00', '30'])}",
+                 "seat": f"{rng.choice('ABCDEFGH')}{rng.randint(1, 30)}",
+                 "price": W.money(rng.randint(12, 90)), "currency": rng.choice(W.CURRENCIES),
+                 "code": W.code(rng, "TK")}
+        tickets.append(facts)
+        sessions.append(_evidence(chat_session(rng, topic="events", inserts=[_needle(share_image(
+            rng, "ticket", facts, line=f"Got tickets for {W.EVENTS[ev]} <image>"))]), d))
+    listing = rng.sample(range(k), k)  # the numbering in the question
+    names = [W.EVENTS[events[j]] for j in listing]
+    order = sorted(range(k), key=lambda n: tickets[listing[n]]["date"])
+    answer = "".join(f"({n + 1})" for n in order)
+    q = ("Put these events in the order they will happen, earliest first: "
+         + ", ".join(f"({n + 1}) {name}" for n, name in enumerate(names))
+         + ". Answer with the numbers, e.g. (2)(1)(3).")
+    return QuestionPlan(
+        family="tr_order", ability=Ability.TEMPORAL_REASONING, subtype="order_ranking",
+        answer_type=AnswerType.ORDER, question=q, answer=answer,
+        labels=Labels(x="X2", y="Y2", image_dependency="essential"), sessions=sessions,
+        program={"op": "order_by_ticket_date",
+                 "events": [W.EVENTS[events[j]].removeprefix("the ").title() for j in listing]},
+        exclusive={f"event:{W.EVENTS[e]}" for e in events})
+
+
+def solve_tr_order(program, images, texts):
+    dates = {f["event"]: f["date"] for f in images if f.get("_kind") == "ticket"}
+    if any(e not in dates for e in program["events"]):
+        return None
+    order = sorted(range(len(program["events"])), key=lambda n: dates[program["events"][n]])
+    return "".join(f"({n + 1})" for n in order)
+
+
+# --- TR: the date marked on a calendar -----------------------------------------------------
+
+def plan_tr_date(rng: random.Random, when: When) -> QuestionPlan:
+    what = rng.choice(["dentist appointment", "passport renewal", "piano recital",
+                       "car service", "moving day", "job interview"])
+    (t1,) = when.days(rng, 1)
+    shared = when.day(t1)
+    target = shared + timedelta(days=rng.randint(3, 25))
+    facts = {"year": target.year, "month": target.month, "marked_day": target.day,
+             "marker_colour": rng.choice(["red", "blue", "green", "orange", "purple"])}
+    s = chat_session(rng, topic="work", inserts=[_needle(share_image(
+        rng, "calendar", facts, line=f"I marked the day of my {what} <image>"))])
+    return QuestionPlan(
+        family="tr_date", ability=Ability.TEMPORAL_REASONING, subtype="temporal_info_extraction",
+        answer_type=AnswerType.DATE, question=f"On what date is my {what}? Answer as YYYY/MM/DD.",
+        answer=target.strftime("%Y/%m/%d"),
+        labels=Labels(x="X2", y="Y1", image_dependency="essential"), sessions=[_evidence(s, t1)],
+        program={"op": "marked_date"})
+
+
+def solve_tr_date(program, images, texts):
+    cals = [f for f in images if f.get("_kind") == "calendar"]
+    if not cals:
+        return None
+    c = cals[-1]
+    return f"{c['year']:04d}/{c['month']:02d}/{c['marked_day']:02d}"
+
+
+# --- KU: a value that changes four times, shown only in photos -----------------------------
+
+def plan_ku_update(rng: random.Random, when: When) -> QuestionPlan:
+    spots = rng.sample(W.SPOTS, 4)
+    colour = rng.choice(W.COLOURS)
+    sessions = []
+    for i, (spot, d) in enumerate(zip(spots, when.days(rng, 4), strict=True)):
+        facts = {"app": "ParkSmart", "title": "Parked", "fields": [["Level", spot[0]],
+                 ["Bay", spot], ["Since", f"{rng.randint(7, 20):02d}:{rng.randint(0, 59):02d}"]],
+                 "accent": colour}
+        line = ("Parked the car, saving the spot <image>" if i == 0 else
+                "Had to move the car again, new spot <image>")
+        sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
+            rng, "app_ui", facts, line=line))]), d))
+    return QuestionPlan(
+        family="ku_update", ability=Ability.KNOWLEDGE_UPDATE, subtype=None,
+        answer_type=AnswerType.FREE_TEXT, question="Which bay is my car parked in now?",
+        answer=spots[-1], old_answers=spots[:-1],
+        labels=Labels(x="X2", y="Y3", image_dependency="essential"), sessions=sessions,
+        program={"op": "latest_field", "field": "Bay"}, exclusive={"app_ui:parking"},
+        needed=[spots[-1]])
+
+
+def solve_ku_update(program, images, texts):
+    values = [v for f in images for k, v in f.get("fields", []) if k == program["field"]]
+    return values[-1] if values else None
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    plan: Callable[[random.Random, When], QuestionPlan]
+    solve: Callable[[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]], str | None]
+
+
+FAMILIES: dict[str, Family] = {f.name: f for f in [
+    Family("ie_entity", plan_ie_entity, solve_ie_entity),
+    Family("ie_previnfo", plan_ie_previnfo, solve_ie_previnfo),
+    Family("msr_arithmetic", plan_msr_arithmetic, solve_msr_arithmetic),
+    Family("msr_counting", plan_msr_counting, solve_msr_counting),
+    Family("msr_entity", plan_msr_entity, solve_msr_entity),
+    Family("tr_duration", plan_tr_duration, solve_tr_duration),
+    Family("tr_order", plan_tr_order, solve_tr_order),
+    Family("tr_date", plan_tr_date, solve_tr_date),
+    Family("ku_update", plan_ku_update, solve_ku_update),
+]}
+ANSWERABLE = tuple(FAMILIES)
+# Answer refusal: an answerable plan whose evidence sessions are left out of the history.
+AR_FAMILY = "ar"
+
+
+def make_refusal(plan: QuestionPlan) -> QuestionPlan:
+    return QuestionPlan(
+        family=AR_FAMILY, ability=Ability.ANSWER_REFUSAL, subtype=None,
+        answer_type=AnswerType.REFUSAL, question=plan.question, answer=REFUSAL,
+        labels=plan.labels, sessions=[],
+        program={"op": "refuse", "source_family": plan.family}, exclusive=plan.exclusive)
+
+
+def solve(program: dict[str, Any], family: str, images: list[dict[str, Any]],
+          texts: list[dict[str, Any]]) -> str:
+    """The oracle's answer from visible facts; a refusal when they do not determine it."""
+    if family == AR_FAMILY:
+        return REFUSAL
+    out = FAMILIES[family].solve(program, images, texts)
+    return REFUSAL if out is None else out

@@ -1,0 +1,407 @@
+"""Assemble questions and haystack into episodes at each length tier, and write them out.
+
+For every question the evidence sessions are fixed (content, timestamps, images); each tier
+adds haystack sessions from one shared pool, in a per-question order, until the prompt's
+cross-modal token count is within ±3 % of the tier's target, alternating image-bearing and
+text-only sessions to hold the text-per-image ratio. Sessions are sorted by timestamp, so
+evidence lands at uniformly random positions and update chains keep their order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ...errors import ConfigError
+from ...schema import (
+    BenchmarkInfo,
+    EvidenceRef,
+    ImageRef,
+    Question,
+    Session,
+    Turn,
+)
+from ...tokens import REPLY_PRIMING, TokenCounter
+from ._families import AR_FAMILY, FAMILIES, QuestionPlan, When, make_refusal
+from ._haystack import haystack_session
+from ._text import SessionPlan, chat_session
+
+GENERATOR_VERSION = "1"
+TOLERANCE = 0.03
+FAMILY_CYCLE = (*FAMILIES, AR_FAMILY)
+_WEEKDAY = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+_STAND_IN = "2025/01/01 (Wed) 12:00"
+
+
+def parse_tier(tier: str) -> int:
+    t = tier.strip().lower()
+    try:
+        if t.endswith("k"):
+            return int(float(t[:-1]) * 1024)
+        if t.endswith("m"):
+            return int(float(t[:-1]) * 1024 * 1024)
+        return int(t)
+    except ValueError:
+        raise ConfigError(f"bad tier {tier!r}: use e.g. 8k, 32k, 128k, 1m") from None
+
+
+@dataclass
+class SynthConfig:
+    out: str
+    seed: int = 0
+    tiers: list[str] = field(default_factory=lambda: ["8k", "32k"])
+    questions: int = 40
+    text_tokens_per_image: int = 2000
+    image_size: tuple[int, int] = (384, 288)
+    tokenizer: str = "o200k_base"
+    image_formula: str = "openai-tiles"
+    families: list[str] | None = None  # default: all, round-robin
+
+    def describe(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("out")
+        d["image_size"] = list(self.image_size)
+        return d
+
+
+class ImageStore:
+    """Renders each distinct (kind, facts, variant) once into a content-addressed file."""
+
+    def __init__(self, root: Path, size: tuple[int, int]) -> None:
+        from .render import describe, render_png
+
+        self._render, self._describe = render_png, describe
+        self.root = root
+        self.size = size
+        (root / "images").mkdir(parents=True, exist_ok=True)
+        self._done: dict[str, ImageRef] = {}
+
+    def ref(self, kind: str, facts: dict[str, Any], variant: int, role: str) -> ImageRef:
+        key = json.dumps([kind, facts, variant], sort_keys=True)
+        hit = self._done.get(key)
+        if hit is None:
+            png = self._render(kind, facts, size=self.size, variant=variant)
+            sha = hashlib.sha256(png).hexdigest()
+            name = f"images/{sha[:24]}.png"
+            path = self.root / name
+            if not path.exists():
+                path.write_bytes(png)
+            hit = ImageRef.model_construct(
+                source=name, path=None, url=None, sha256=sha, width=self.size[0],
+                height=self.size[1], captions={"gold": self._describe(kind, facts)}, missing=False,
+                meta={"kind": kind, "facts": facts, "role": role})
+            self._done[key] = hit
+        return hit
+
+    @property
+    def count(self) -> int:
+        return len(self._done)
+
+
+def _to_session(plan: SessionPlan, session_id: str, store: ImageStore, variant_seed: int,
+                role_of_images: str, stamp: str | None = None) -> Session:
+    turns = []
+    for j, tp in enumerate(plan.turns, 1):
+        images = [store.ref(kind, facts, (variant_seed + j + k) % 7, role_of_images)
+                  for k, (kind, facts) in enumerate(tp.images)]
+        meta = {"facts": tp.facts} if tp.facts else {}
+        turns.append(Turn.model_construct(turn_id=f"{session_id}:{j}", role=tp.role, text=tp.text,
+                                          images=images, speaker=None, meta=meta))
+    return Session.model_construct(session_id=session_id, date=stamp, turns=turns,
+                                   meta={"role": plan.role, "topic": plan.topic, **plan.meta})
+
+
+def _stamp(d: datetime) -> str:
+    return f"{d:%Y/%m/%d} ({_WEEKDAY[d.weekday()]}) {d:%H:%M}"
+
+
+@dataclass
+class PoolEntry:
+    session: Session  # date filled per episode
+    keys: set[str]
+    tokens: int
+    images: int
+    text_tokens: int
+
+
+class HaystackPool:
+    """Shared haystack sessions, generated on demand (deterministically, in order)."""
+
+    def __init__(self, seed: int, store: ImageStore, count: Callable[[Session], int],
+                 size: int) -> None:
+        self.store, self.count, self.size = store, count, size
+        self.image_rng = random.Random(f"{seed}:haystack-image")
+        self.filler_rng = random.Random(f"{seed}:haystack-filler")
+        self.with_images: list[PoolEntry] = []
+        self.fillers: list[PoolEntry] = []
+
+    def _make(self, with_image: bool) -> PoolEntry:
+        rng = self.image_rng if with_image else self.filler_rng
+        plan, keys = haystack_session(rng, with_image=with_image)
+        bucket = self.with_images if with_image else self.fillers
+        sid = f"{'h' if with_image else 'f'}{len(bucket)}"
+        # A stand-in stamp of the same shape, so the count matches once the real one is set.
+        session = _to_session(plan, sid, self.store, len(bucket), "haystack", _STAND_IN)
+        tokens = self.count(session)
+        n_img = sum(len(t.images) for t in session.turns)
+        img_tokens = sum(self.store_tokens(im) for t in session.turns for im in t.images)
+        entry = PoolEntry(session, keys, tokens, n_img, tokens - img_tokens)
+        bucket.append(entry)
+        return entry
+
+    store_tokens: Callable[[ImageRef], int] = staticmethod(lambda im: 0)  # set by the generator
+
+    def get(self, with_image: bool, index: int) -> PoolEntry:
+        bucket = self.with_images if with_image else self.fillers
+        while len(bucket) <= index:
+            self._make(with_image)
+        return bucket[index]
+
+
+class Generator:
+    def __init__(self, config: SynthConfig) -> None:
+        if config.questions < 1:
+            raise ConfigError("--questions must be at least 1")
+        self.config = config
+        self.root = Path(config.out)
+        self.targets = {t: parse_tier(t) for t in config.tiers}
+        self.counter = TokenCounter(tokenizer=config.tokenizer, image_formula=config.image_formula)
+        self.store = ImageStore(self.root, config.image_size)
+        # Sessions average a few hundred tokens: this many of each kind covers the largest
+        # tier several times over, whatever a question excludes.
+        size = max(64, int(max(self.targets.values()) / 150))
+        self.pool = HaystackPool(config.seed, self.store, self._session_tokens, size)
+        self.pool.store_tokens = lambda im: self.counter.image(im.width, im.height)
+        families = config.families or list(FAMILY_CYCLE)
+        unknown = [f for f in families if f not in FAMILY_CYCLE]
+        if unknown:
+            raise ConfigError(f"unknown question families {unknown}; known: {list(FAMILY_CYCLE)}")
+        self.families = families
+
+    # -- counting ---------------------------------------------------------------------------
+    def _session_tokens(self, session: Session) -> int:
+        from ...systems._context import session_messages  # (systems import models: no cycle)
+
+        [msgs] = session_messages([session], mode="image")
+        return self.counter.messages(msgs, lambda p: (p.image.width, p.image.height)) - REPLY_PRIMING
+
+    # -- planning ---------------------------------------------------------------------------
+    def _top_up(self, sid: str, rng: random.Random, room: float) -> PoolEntry | None:
+        for n in range(6, 0, -1):
+            plan = chat_session(random.Random(f"{sid}:{n}"), n_exchanges=n)
+            plan.role = "filler"
+            session = _to_session(plan, sid, self.store, 0, "haystack", _STAND_IN)
+            tokens = self._session_tokens(session)
+            if tokens <= room:
+                return PoolEntry(session, set(), tokens, 0, tokens)
+        return None
+
+    def plans(self) -> Iterator[tuple[str, QuestionPlan, date, random.Random]]:
+        seed = self.config.seed
+        for i in range(self.config.questions):
+            rng = random.Random(f"{seed}:question:{i}")
+            qdate = date(2025, 9, 1) + timedelta(days=rng.randint(0, 90))
+            family = self.families[i % len(self.families)]
+            when = When(qdate)
+            if family == AR_FAMILY:
+                source = rng.choice(sorted(FAMILIES))
+                plan = make_refusal(FAMILIES[source].plan(rng, when))
+            else:
+                plan = FAMILIES[family].plan(rng, when)
+            yield f"synth-{seed}-{i:04d}", plan, qdate, rng
+
+    # -- assembly ---------------------------------------------------------------------------
+    def _evidence_sessions(self, qid: str, plan: QuestionPlan, qdate: date,
+                           rng: random.Random) -> list[tuple[datetime, Session]]:
+        out = []
+        for k, sp in enumerate(plan.sessions):
+            days = sp.meta["days_before"]
+            when = datetime.combine(qdate - timedelta(days=int(days)), datetime.min.time())
+            when += timedelta(minutes=rng.randint(8 * 60, 21 * 60))
+            sid = f"{qid}:e{k}"
+            out.append((when, _to_session(sp, sid, self.store, k, "needle", _stamp(when))))
+        return out
+
+    def _question(self, qid: str, plan: QuestionPlan, qdate: date,
+                  evidence: list[tuple[datetime, Session]]) -> Question:
+        pointers = []
+        for _, s in evidence:
+            for t in s.turns:
+                if not any(f.get("needle") for f in t.meta.get("facts", [])):
+                    continue
+                if t.images:
+                    pointers += [EvidenceRef(session_id=s.session_id, turn_id=t.turn_id,
+                                             image_index=k) for k in range(len(t.images))]
+                else:
+                    pointers.append(EvidenceRef(session_id=s.session_id, turn_id=t.turn_id))
+        return Question(
+            question_id=qid, text=plan.question, answer=plan.answer,
+            answer_type=plan.answer_type, ability=plan.ability, subtype=plan.subtype,
+            labels=plan.labels, evidence=pointers, old_answers=plan.old_answers,
+            question_date=_stamp(datetime.combine(qdate, datetime.min.time())
+                                 + timedelta(hours=20)),
+            meta={"family": plan.family, "program": plan.program, "needed": plan.needed})
+
+    def episode(self, qid: str, plan: QuestionPlan, qdate: date, rng: random.Random,
+                tier: str, evidence: list[tuple[datetime, Session]], question: Question,
+                ) -> tuple[list[Session], int]:
+        """Sessions for one tier (sorted by time) and the exact prompt token count."""
+        from ...systems._context import build_prompt
+
+        target = self.targets[tier]
+        hay_rng = random.Random(f"{self.config.seed}:{qid}:haystack")  # same for every tier
+        chosen: list[Session] = [s for _, s in evidence]
+        stamps: list[tuple[datetime, Session]] = list(evidence)
+        base = build_prompt([], question, counter=self.counter,
+                            image_size=lambda p: (p.image.width, p.image.height)).tokens or 0
+        total = base + sum(self._session_tokens(s) for s in chosen)
+        text_tokens = total
+        n_images = sum(len(t.images) for s in chosen for t in s.turns)
+        pos = {True: 0, False: 0}
+        size = self.pool.size
+        order = {True: hay_rng.sample(range(size), size), False: hay_rng.sample(range(size), size)}
+        span = 240 * 24 * 60
+        # Aim well inside the ±3 % promise: the final exact count can differ by a token or
+        # two per session once real timestamps replace the stand-in.
+        low, high = target * (1 - TOLERANCE / 3), target * (1 + TOLERANCE / 3)
+        fills = 0
+        while total < low:
+            want_image = text_tokens >= self.config.text_tokens_per_image * (n_images + 1)
+            entry = None
+            for _ in range(60):  # the next compatible session that still fits
+                if pos[want_image] >= size:
+                    break
+                cand = self.pool.get(want_image, order[want_image][pos[want_image]])
+                pos[want_image] += 1
+                if not (cand.keys & plan.exclusive) and total + cand.tokens <= high:
+                    entry = cand
+                    break
+            if entry is None:  # nothing fits the remaining room: a text-only top-up session
+                entry = self._top_up(f"{qid}:{tier}:fill{fills}", hay_rng, high - total)
+                fills += 1
+                if entry is None:
+                    break
+            when = datetime.combine(qdate, datetime.min.time()) - timedelta(
+                minutes=hay_rng.randint(60, span))
+            stamps.append((when, entry.session))
+            total += entry.tokens
+            text_tokens += entry.text_tokens
+            n_images += entry.images
+        stamps.sort(key=lambda x: x[0])
+        sessions = [s.model_copy(update={"date": _stamp(w)}) if s.date != _stamp(w) else s
+                    for w, s in stamps]
+        exact = build_prompt(sessions, question, counter=self.counter,
+                             image_size=lambda p: (p.image.width, p.image.height)).tokens
+        return sessions, int(exact or 0)
+
+
+def _hash_files(root: Path, paths: list[Path]) -> dict[str, str]:
+    out = {}
+    for p in sorted(paths):
+        h = hashlib.sha256()
+        with open(p, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+        out[str(p.relative_to(root))] = h.hexdigest()
+    return out
+
+
+def _memlens_item(question: Question, sessions: list[Session]) -> dict[str, Any]:
+    """One item in the MemLens release format (images relative to the benchmark folder)."""
+    index = {s.session_id: i for i, s in enumerate(sessions)}
+    evidence_sessions = sorted({index[p.session_id] for p in question.evidence
+                                if p.session_id in index})
+    item: dict[str, Any] = {
+        "question_id": question.question_id,
+        "question": question.text,
+        "answer": question.answer,
+        "question_type": question.ability.value,
+        "question_subtype": question.subtype,
+        "question_date": question.question_date,
+        "haystack_dates": [s.date for s in sessions],
+        "haystack_sessions": [[_memlens_turn(t) for t in s.turns] for s in sessions],
+        "answer_session_ids": evidence_sessions,
+    }
+    if question.old_answers:
+        item["old_answer"] = question.old_answers[-1]
+    return item
+
+
+def _memlens_turn(turn: Turn) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": turn.role, "content": turn.text}
+    if turn.images:
+        out["images"] = [{"file": im.source} for im in turn.images]
+    return out
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = None,
+             ) -> dict[str, Any]:
+    """Write a benchmark to ``config.out``; returns its manifest (also written as
+    ``manifest.json``). Same config and generator version => byte-identical files."""
+    gen = Generator(config)
+    root = gen.root
+    root.mkdir(parents=True, exist_ok=True)
+    plans = list(gen.plans())
+    tiers_out: dict[str, Any] = {}
+    files: list[Path] = []
+    for tier in config.tiers:
+        tdir = root / "tiers" / tier
+        tdir.mkdir(parents=True, exist_ok=True)
+        mdir = root / "memlens"
+        mdir.mkdir(parents=True, exist_ok=True)
+        ep_path, ml_path = tdir / "episodes.jsonl", mdir / f"dataset_{tier}.json"
+        counts: list[int] = []
+        with open(ep_path, "w", encoding="utf-8") as ep_f, open(ml_path, "w", encoding="utf-8") as ml_f:
+            ml_f.write("[")
+            for n, (qid, plan, qdate, _) in enumerate(plans):
+                # A fresh rng per question and tier: every tier sees identical evidence.
+                rng = random.Random(f"{config.seed}:{qid}:evidence")
+                evidence = [] if plan.family == AR_FAMILY else gen._evidence_sessions(
+                    qid, plan, qdate, rng)
+                question = gen._question(qid, plan, qdate, evidence)
+                sessions, tokens = gen.episode(qid, plan, qdate, rng, tier, evidence, question)
+                counts.append(tokens)
+                from ...schema import Episode
+
+                ep = Episode.model_construct(
+                    episode_id=qid, sessions=sessions, questions=[question],
+                    benchmark=BenchmarkInfo(name="synth", version=GENERATOR_VERSION, tier=tier),
+                    meta={"tokens": tokens, "target": gen.targets[tier], "seed": config.seed})
+                ep_f.write(ep.model_dump_json() + "\n")
+                ml_f.write(("," if n else "") + "\n" + _dumps(_memlens_item(question, sessions)))
+                if progress:
+                    progress(tier, n + 1)
+            ml_f.write("\n]\n")
+        files += [ep_path, ml_path]
+        target = gen.targets[tier]
+        off = [abs(c - target) / target for c in counts]
+        tiers_out[tier] = {"target_tokens": target, "questions": len(counts),
+                           "tokens_min": min(counts), "tokens_max": max(counts),
+                           "tokens_mean": round(sum(counts) / len(counts), 1),
+                           "max_rel_error": round(max(off), 4),
+                           "within_tolerance": sum(o <= TOLERANCE for o in off)}
+    files += sorted((root / "images").glob("*.png"))
+    digests = _hash_files(root, files)
+    digest = hashlib.sha256(_dumps(digests).encode()).hexdigest()
+    families: dict[str, int] = {}
+    for _, plan, _, _ in plans:
+        families[plan.family] = families.get(plan.family, 0) + 1
+    manifest = {
+        "generator": "memgauge.synth", "generator_version": GENERATOR_VERSION,
+        "config": config.describe(), "token_counter": gen.counter.describe(),
+        "tolerance": TOLERANCE, "tiers": tiers_out, "families": families,
+        "images": gen.store.count, "files": digests, "digest": digest,
+    }
+    (root / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
+                                        encoding="utf-8")
+    return manifest

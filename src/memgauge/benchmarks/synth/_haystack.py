@@ -1,0 +1,99 @@
+"""Haystack sessions: the same session generator, sharing decoy images of the same kinds.
+
+Each haystack session carries ``keys`` naming what it mentions (a store, an entity kind, an
+event); an episode skips pool sessions whose keys clash with its question, so no haystack
+image can change a gold answer.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import date, timedelta
+from typing import Any
+
+from . import _world as W
+from ._text import SessionPlan, chat_session, share_image
+
+HAYSTACK_APP_TITLES = [("FitLog", "Weekly steps", [["Mon", "8,214"], ["Tue", "6,530"], ["Wed", "9,870"]]),
+                       ("BankBee", "Balance", [["Current", "1,245.30"], ["Savings", "3,100.00"]]),
+                       ("MediBook", "Next visit", [["Clinic", "Elm Street"], ["Doctor", "Dr. Hale"]]),
+                       ("RailGo", "Timetable", [["From", "Central"], ["To", "Harbour"], ["Platform", "4"]])]
+_BASE = date(2025, 1, 1)
+
+
+def _day(rng: random.Random) -> date:
+    return _BASE + timedelta(days=rng.randint(0, 364))
+
+
+def decoy_image(rng: random.Random, kind: str) -> tuple[dict[str, Any], set[str], str]:
+    """(facts, keys, place) for a haystack image of ``kind``."""
+    if kind == "receipt":
+        store = rng.choice(W.STORES)
+        return W.receipt_facts(rng, store, str(_day(rng)), rng.choice(W.CURRENCIES)), {f"store:{store}"}, store
+    if kind == "ticket":
+        ev = rng.randrange(len(W.EVENTS))
+        facts = {"event": W.EVENTS[ev].removeprefix("the ").title(), "venue": W.VENUES[ev],
+                 "date": str(_day(rng)), "time": f"{rng.randint(10, 21):02d}:00",
+                 "seat": f"{rng.choice('ABCDEFGH')}{rng.randint(1, 30)}",
+                 "price": W.money(rng.randint(12, 90)), "currency": rng.choice(W.CURRENCIES),
+                 "code": W.code(rng, "TK")}
+        return facts, {f"event:{W.EVENTS[ev]}"}, W.VENUES[ev]
+    if kind == "label":
+        product = rng.choice(W.PRODUCTS)
+        facts = {"product": product.title(), "brand": rng.choice(W.BRANDS),
+                 "weight": f"{rng.choice([250, 400, 500])} g", "best_before": str(_day(rng)),
+                 "lot": f"L{rng.randint(1000, 9999)}-{rng.randint(10, 99)}",
+                 "colour": rng.choice(W.COLOURS)}
+        return facts, {f"label:{product}"}, rng.choice(W.STORES)
+    if kind == "calendar":
+        d = _day(rng)
+        return ({"year": d.year, "month": d.month, "marked_day": d.day,
+                 "marker_colour": rng.choice(["red", "blue", "green", "orange", "purple"])},
+                set(), "")
+    if kind == "schedule":
+        rows = [{"time": f"{h:02d}:{rng.choice(['00', '15', '30', '45'])}",
+                 "what": rng.choice(["Stand-up", "Lunch", "Gym", "Call with Sam", "Groceries",
+                                     "Dentist", "Library", "Pick up parcel"])}
+                for h in sorted(rng.sample(range(7, 21), rng.randint(2, 5)))]
+        return {"title": rng.choice(["Saturday", "Tomorrow", "Monday plan"]), "rows": rows}, set(), ""
+    if kind == "clock":
+        return ({"hour": rng.randint(0, 23), "minute": rng.randint(0, 59),
+                 "face_colour": rng.choice(W.COLOURS)}, set(), "")
+    if kind == "chat":
+        who = rng.choice(W.PEOPLE)
+        msgs = [{"from": rng.choice(["me", "them"]),
+                 "text": rng.choice(["Running late, sorry!", "See you at 7?", "Got the keys.",
+                                     "Did you water the plants?", "Lunch tomorrow?", "On my way"]),
+                 "time": f"{rng.randint(8, 22):02d}:{rng.randint(0, 59):02d}"}
+                for _ in range(rng.randint(1, 4))]
+        return {"app": "Chatter", "contact": who, "messages": msgs}, set(), ""
+    if kind == "app_ui":
+        app, title, fields = rng.choice(HAYSTACK_APP_TITLES)
+        return {"app": app, "title": title, "fields": fields, "accent": rng.choice(W.COLOURS)}, set(), ""
+    if kind == "scene":
+        cells = rng.sample([(c, r) for c in range(4) for r in range(3)], rng.randint(2, 6))
+        objs = [{"shape": rng.choice(["circle", "square", "triangle", "star", "heart"]),
+                 "colour": rng.choice(W.COLOURS), "col": c, "row": r,
+                 "size": rng.choice(["small", "large"])} for c, r in cells]
+        return {"background": rng.choice(W.COLOURS), "objects": objs}, set(), ""
+    if kind == "entity":
+        ek = rng.choice(W.ENTITY_KINDS)
+        facts = {**W.entity_identity(rng, ek), "background": rng.choice(W.COLOURS)}
+        return facts, {f"entity:{ek}"}, ""
+    raise ValueError(f"no decoy generator for image kind {kind!r}")
+
+
+IMAGE_KINDS = ("receipt", "ticket", "label", "calendar", "schedule", "clock", "chat", "app_ui",
+               "scene", "entity")
+
+
+def haystack_session(rng: random.Random, *, with_image: bool) -> tuple[SessionPlan, set[str]]:
+    inserts = []
+    keys: set[str] = set()
+    if with_image:
+        kind = rng.choice(IMAGE_KINDS)
+        facts, keys, place = decoy_image(rng, kind)
+        inserts.append(share_image(rng, kind, facts, place=place or "the shop"))
+    session = chat_session(rng, inserts=inserts)
+    session.role = "haystack" if with_image else "filler"
+    return session, keys
