@@ -262,6 +262,28 @@ def _parse_time_v(text: str) -> tuple[dict[str, str], str]:
     return found, "\n".join(keep)
 
 
+def host_cpu() -> list[int] | None:
+    """The aggregate ``cpu`` line of /proc/stat (jiffies), or None off Linux."""
+    try:
+        with open("/proc/stat") as f:
+            return [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+
+
+def host_cpu_delta(before: list[int] | None, after: list[int] | None) -> dict[str, float] | None:
+    """Whole-machine CPU use between two snapshots, in % of all CPUs: busy (user+nice+system+
+    irq+softirq), iowait, idle and steal (time the hypervisor gave to someone else)."""
+    if not before or not after:
+        return None
+    d = [a - b for a, b in zip(after, before)]
+    total = sum(d[:8]) or 1
+    busy = d[0] + d[1] + d[2] + d[5] + d[6]
+    return {"busy_pct": round(100 * busy / total, 1), "iowait_pct": round(100 * d[4] / total, 1),
+            "idle_pct": round(100 * d[3] / total, 1),
+            "steal_pct": round(100 * (d[7] if len(d) > 7 else 0) / total, 1)}
+
+
 def measure(cmd: list[str], *, env: dict[str, str] | None = None,
             on_start: Any = None) -> Measured:
     """Run ``cmd`` under ``/usr/bin/time -v`` (or, without it, read RUSAGE_CHILDREN) and return
@@ -269,6 +291,7 @@ def measure(cmd: list[str], *, env: dict[str, str] | None = None,
     use_time = os.path.isfile(TIME_BIN) and os.access(TIME_BIN, os.X_OK)
     full = [TIME_BIN, "-v", *cmd] if use_time else list(cmd)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu0 = host_cpu()
     t_start = time.time()
     t0 = time.perf_counter()
     proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
@@ -276,6 +299,7 @@ def measure(cmd: list[str], *, env: dict[str, str] | None = None,
         on_start(t_start)
     out, err = proc.communicate()
     wall = time.perf_counter() - t0
+    host = host_cpu_delta(cpu0, host_cpu())
     text = err.decode("utf-8", "replace") + out.decode("utf-8", "replace")
     if use_time:
         found, rest = _parse_time_v(text)
@@ -296,7 +320,7 @@ def measure(cmd: list[str], *, env: dict[str, str] | None = None,
         source = "getrusage(RUSAGE_CHILDREN)"
     return Measured(cmd=list(cmd), rc=proc.returncode, wall_s=wall, max_rss_mb=rss, user_s=user,
                     sys_s=sys_, cpu_pct=pct, rss_source=source, stderr_tail=rest[-3000:],
-                    t_start=t_start)
+                    t_start=t_start, extra={"host_cpu": host})
 
 
 def count_records(run_dir: Path) -> dict[str, int]:

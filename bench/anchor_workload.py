@@ -40,13 +40,15 @@ EXPECTED_IMAGES = 1600
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", type=Path, default=C.DEFAULT_WORK, help="work dir (default bench/out)")
     p.add_argument("--name", default="anchor_workload", help="result file stem under the work dir")
     p.add_argument("--concurrency", default="4,32,64", help="comma list")
     p.add_argument("--latency-ms", type=float, default=200.0)
     p.add_argument("--repeats", type=int, default=1)
-    p.add_argument("--extra", default="", help="extra memgauge run flags, space-separated")
+    p.add_argument("--extra", default="",
+                   help="extra memgauge run flags, space-separated; write --extra=--flag")
     a = p.parse_args()
     C.require_tools()
     work = a.work.resolve()
@@ -94,7 +96,9 @@ def main() -> None:
                 "images_ok": st.get("inline_images") == EXPECTED_IMAGES,
                 "meets_throughput": n / m.wall_s >= target,
                 "meets_rss": (m.max_rss_mb or 1e9) < ref["max_rss_mb"],
-                "command": C.shell_quote(cmd),
+                "host_cpu": m.extra.get("host_cpu"),
+            "host_steal_pct": (m.extra.get("host_cpu") or {}).get("steal_pct"),
+            "command": C.shell_quote(cmd),
             }
             if m.rc != 0:
                 row["stderr_tail"] = m.stderr_tail
@@ -127,7 +131,7 @@ def main() -> None:
             ("reference_rss_mb", "ref RSS MB"), ("harness_cpu_ms_per_item", "CPU ms/item"),
             ("cpu_pct", "CPU %"), ("stub_requests", "stub req."),
             ("stub_max_inflight", "max in-flight"), ("stub_inline_images", "inline images"),
-            ("stub_mb_in", "MB sent")]
+            ("stub_mb_in", "MB sent"), ("host_steal_pct", "steal %")]
     lines = [f"### anchor_workload (200 items x 8 images 512x384, stub {a.latency_ms:g} ms)", "",
              C.md_table(rows, cols), "",
              f"Target: >= {TARGET_X:g}x the reference's {REF_BEST} items/s = {target:.1f} items/s, "

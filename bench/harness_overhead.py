@@ -28,7 +28,8 @@ TARGET_PCT = 90.0
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", type=Path, default=C.DEFAULT_WORK, help="work dir (default bench/out)")
     p.add_argument("--name", default="harness_overhead", help="result file stem under the work dir")
     p.add_argument("--items", type=int, default=2000)
@@ -37,7 +38,8 @@ def main() -> None:
     p.add_argument("--chars-per-turn", type=int, default=None,
                    help="override the preset's ~1,500 chars per turn (e.g. 100 for short text)")
     p.add_argument("--repeats", type=int, default=1)
-    p.add_argument("--extra", default="", help="extra memgauge run flags, space-separated")
+    p.add_argument("--extra", default="",
+                   help="extra memgauge run flags, space-separated; write --extra=--flag")
     a = p.parse_args()
     C.require_tools()
     work = a.work.resolve()
@@ -79,6 +81,8 @@ def main() -> None:
             "stub_inline_images": st.get("inline_images"),
             "stub_mb_in": st.get("mb_in"),
             "stub_cpu_s": round(st.get("cpu_user_s", 0) + st.get("cpu_sys_s", 0), 2),
+            "host_cpu": m.extra.get("host_cpu"),
+            "host_steal_pct": (m.extra.get("host_cpu") or {}).get("steal_pct"),
             "command": C.shell_quote(cmd),
         }
         if m.rc != 0:
@@ -106,7 +110,7 @@ def main() -> None:
             ("items_per_s_window", "items/s (window)"), ("pct_offered_window", "% (window)"),
             ("max_rss_mb", "peak RSS MB"), ("harness_cpu_ms_per_item", "CPU ms/item"),
             ("cpu_pct", "CPU %"), ("stub_requests", "stub req."), ("stub_max_inflight", "max in-flight"),
-            ("stub_inline_images", "inline images")]
+            ("stub_inline_images", "inline images"), ("host_steal_pct", "steal %")]
     table = C.md_table(rows, cols)
     verdict = (f"Offered limit {a.concurrency}/{a.latency_ms / 1000:g} s = {offered:.0f} items/s; "
                f"target >= {TARGET_PCT:.0f} % ({offered * TARGET_PCT / 100:.0f} items/s). "

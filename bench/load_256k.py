@@ -176,6 +176,8 @@ def first_request(wl: C.Workload, work: Path, latency_ms: float, limit: int, con
         "stub_requests": st.get("requests"), "stub_inline_images": st.get("inline_images"),
         "stub_mb_in": st.get("mb_in"), "stub_max_inflight": st.get("max_inflight"),
         "meets_target": first is not None and first <= TARGET_FIRST_REQUEST_S,
+        "host_cpu": m.extra.get("host_cpu"),
+        "host_steal_pct": (m.extra.get("host_cpu") or {}).get("steal_pct"),
         "command": C.shell_quote(cmd),
     }
     if m.rc != 0:
@@ -185,7 +187,8 @@ def first_request(wl: C.Workload, work: Path, latency_ms: float, limit: int, con
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", type=Path, default=C.DEFAULT_WORK, help="work dir (default bench/out)")
     p.add_argument("--name", default="load_256k", help="result file stem under the work dir")
     p.add_argument("--latency-ms", type=float, default=200.0)

@@ -39,7 +39,8 @@ def make_pool(image_dir: Path, n: int = 200, size: tuple[int, int] = (16, 16),
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--image-dir", type=Path, required=True)
     p.add_argument("--pool", type=int, default=200)
     p.add_argument("--size", default="16x16")

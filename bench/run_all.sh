@@ -39,7 +39,7 @@ else
 fi
 if [[ "${COUNT_TOKENS:-0}" == 1 ]]; then
   run "$PYTHON" "$BENCH/anchor_workload.py" --work "$WORK" --concurrency 32 \
-      --extra "--count-tokens" --name anchor_workload_count_tokens
+      --extra=--count-tokens --name anchor_workload_count_tokens
 fi
 
 {

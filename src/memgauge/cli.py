@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from importlib import resources
 from pathlib import Path
 from typing import Annotated
 
@@ -30,6 +29,8 @@ def run(
     out_dir: Annotated[str, typer.Option("--out", help="Run folder (rerun to resume)")],
     model: Annotated[str, typer.Option(help="openai:<model> or replay:<predictions file>")],
     system: Annotated[str, typer.Option(help="System under test")] = "full-context",
+    system_option: Annotated[list[str] | None, typer.Option(
+        help="key=value passed to the system (repeatable), e.g. top_k=5, reader=oracle")] = None,
     image_dir: Annotated[str | None, typer.Option(help="Folder image paths are relative to")] = None,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint URL")] = None,
     api_key_env: Annotated[str, typer.Option(help="Env var holding the API key")] = "OPENAI_API_KEY",
@@ -66,7 +67,8 @@ def run(
 
     try:
         config = RunConfig(
-            bench=bench, data=data, out=out_dir, system=system, model=model, image_dir=image_dir,
+            bench=bench, data=data, out=out_dir, system=system,
+            system_options=_options(system_option or []), model=model, image_dir=image_dir,
             allow_missing_images=allow_missing_images, question_ids=question_ids, tier=tier,
             base_url=base_url, api_key_env=api_key_env, concurrency=concurrency, limit=limit,
             shard=parse_shard(shard) if shard else None, context_mode=context_mode,
@@ -80,6 +82,16 @@ def run(
         _execute(config)
     except MemgaugeError as exc:
         _fail(exc)
+
+
+def _options(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise MemgaugeError(f"--system-option must look like key=value, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
 
 
 def _execute(config) -> None:  # type: ignore[no-untyped-def]
@@ -172,31 +184,50 @@ def merge(
 
 @app.command()
 def demo(
-    out_dir: Annotated[str, typer.Option("--out", help="Where to write the demo run")] = "memgauge-demo",
+    out_dir: Annotated[str, typer.Option("--out", help="Where to write everything")] = "memgauge-demo",
+    seed: Annotated[int, typer.Option(help="Seed for the generated benchmark")] = 0,
+    questions: Annotated[int, typer.Option(help="Questions per tier")] = 30,
+    tiers: Annotated[str, typer.Option(help="Two (or more) token tiers")] = "8k,32k",
 ) -> None:
-    """Offline end-to-end demo on a small fixture shipped with the package (no keys)."""
-    from .runner import RunConfig
+    """Offline end to end: generate a fresh benchmark, validate it, run the offline
+    baselines and write a report (no model, no network, no keys)."""
+    from .demo import DemoConfig, run_demo
 
-    fixture = resources.files("memgauge") / "data" / "memlens_mini"
-    dataset = str(fixture / "dataset.json")
-    predictions = str(fixture / "predictions.json")
-    err.print("[bold]memgauge demo[/]: a small MemLens-format fixture shipped with the package,\n"
-              "answered by replaying saved predictions (no model, no network, no keys).\n"
-              "The built-in benchmark generator will replace this fixture.", highlight=False)
-    config = RunConfig(bench="memlens", data=dataset, out=out_dir, model=f"replay:{predictions}",
-                       image_dir=str(fixture), concurrency=4, cache=False,
-                       argv=sys.argv[1:])
+    tier_list = tuple(t.strip() for t in tiers.split(",") if t.strip())
     try:
-        _execute(config)
-        report([out_dir], fmt="md", out_file=str(Path(out_dir) / "report.md"), primary=None)
+        root = run_demo(DemoConfig(out=out_dir, seed=seed, tiers=tier_list, questions=questions),
+                        say=lambda m: err.print(m, highlight=False))
     except MemgaugeError as exc:
         _fail(exc)
+    bench = root / "benchmark"
+    err.print(f"\n[bold]Report:[/] {root / 'report.md'}", highlight=False)
     err.print(
-        "\n[bold]Evaluate a real model on the same data[/] (any OpenAI-compatible server):\n"
-        f"  memgauge run --bench memlens --data {dataset} --image-dir {fixture} \\\n"
+        "\n[bold]Evaluate a real model on this benchmark[/] (any OpenAI-compatible server):\n"
+        f"  memgauge run --bench synth --data {bench} --tier {tier_list[-1]} \\\n"
         "      --system full-context --model openai:<model-name> --base-url http://127.0.0.1:8000/v1 \\\n"
-        "      --out runs/my-model\n"
-        "  memgauge report runs/my-model", highlight=False, soft_wrap=True)
+        f"      --out runs/my-model-{tier_list[-1]}\n"
+        f"  memgauge report runs/my-model-{tier_list[-1]}\n"
+        f"The same data in MemLens format: {bench / 'memlens'} (image dir: {bench})",
+        highlight=False, soft_wrap=True)
+
+
+@app.command()
+def validate(
+    bench_dir: Annotated[str, typer.Argument(help="A folder written by `memgauge generate synth`")],
+    ocr: Annotated[bool | None, typer.Option(
+        "--ocr/--no-ocr", help="Caption-proof gate with offline OCR (default: if installed)")] = None,
+) -> None:
+    """Run the validation gates on a generated benchmark; exit 1 if a gate fails."""
+    from .benchmarks.synth._validate import validate as run_validate
+
+    try:
+        results = run_validate(bench_dir, ocr=ocr, progress=lambda m: err.print(m, highlight=False))
+    except MemgaugeError as exc:
+        _fail(exc)
+    print((Path(bench_dir) / "validation" / "gates.md").read_text(encoding="utf-8"))
+    if not results["passed"]:
+        err.print("[bold red]some gates failed[/]")
+        raise typer.Exit(1)
 
 
 generate_app = typer.Typer(no_args_is_help=True, help="Generate benchmarks.")

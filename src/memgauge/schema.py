@@ -189,9 +189,20 @@ class Record(_Model):
     response: Response
     scores: dict[str, float] = Field(default_factory=dict)  # scorer name -> value
     score_details: dict[str, Score] = Field(default_factory=dict)
+    evidence: list[EvidenceRef] = Field(default_factory=list)  # the question's gold pointers
     refused: bool | None = None  # prediction is a refusal (for coverage)
     input_tokens: int | None = None  # our own cross-modal count of the prompt
     dropped_sessions: int = 0  # sessions removed by the over-length policy
     missing_images: list[str] = Field(default_factory=list)
     timings: dict[str, float] = Field(default_factory=dict)
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    def evidence_recall(self) -> float | None:
+        """Share of the question's evidence sessions among what the system retrieved; None
+        when it retrieved nothing or the question has no evidence pointers."""
+        gold = {p.session_id for p in self.evidence}
+        if not gold or not self.response.retrieved:
+            return None
+        got = {r.pointer.session_id for r in self.response.retrieved}
+        return len(gold & got) / len(gold)
+

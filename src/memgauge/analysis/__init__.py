@@ -1,5 +1,22 @@
-"""Analysis of a run's records: accuracy, confidence intervals, coverage."""
+"""Analysis of a run's records: accuracy, confidence intervals, coverage; and the validation
+gates of a generated benchmark (optional dependencies: ``pip install 'memgauge[validate]'``,
+``'memgauge[ocr]'``, imported only when a gate runs)."""
 
+from memgauge.analysis._gates import (
+    AccuracyGateResult,
+    CaptionProofResult,
+    IndistinguishabilityResult,
+    NearDuplicateResult,
+    VisualNecessityResult,
+    accuracy_gate,
+    caption_proof,
+    indistinguishability,
+    near_duplicates,
+    normalize_for_match,
+    rapidocr_text,
+    render_gates_markdown,
+    visual_necessity_gate,
+)
 from memgauge.analysis._metrics import (
     CoverageStat,
     ErrorItem,
@@ -9,16 +26,47 @@ from memgauge.analysis._metrics import (
     choose_primary,
     summarize,
 )
+from memgauge.analysis._retrieval import (
+    BM25Retriever,
+    EmbedRetriever,
+    RetrievalResult,
+    Retriever,
+    get_retriever,
+    rank_sessions,
+    retrieval_recall,
+    session_text,
+)
 from memgauge.analysis._stats import bootstrap_ci, mean
 
 __all__ = [
+    "AccuracyGateResult",
+    "BM25Retriever",
+    "CaptionProofResult",
     "CoverageStat",
+    "EmbedRetriever",
     "ErrorItem",
     "GroupStat",
+    "IndistinguishabilityResult",
+    "NearDuplicateResult",
+    "RetrievalResult",
+    "Retriever",
     "ScorerStat",
     "Summary",
+    "VisualNecessityResult",
+    "accuracy_gate",
     "bootstrap_ci",
+    "caption_proof",
     "choose_primary",
+    "get_retriever",
+    "indistinguishability",
     "mean",
+    "near_duplicates",
+    "normalize_for_match",
+    "rank_sessions",
+    "rapidocr_text",
+    "render_gates_markdown",
+    "retrieval_recall",
+    "session_text",
     "summarize",
+    "visual_necessity_gate",
 ]

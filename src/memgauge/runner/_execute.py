@@ -41,6 +41,7 @@ class RunConfig:
     data: str
     out: str
     system: str = "full-context"
+    system_options: dict[str, Any] = field(default_factory=dict)
     model: str = "replay:"
     image_dir: str | None = None
     allow_missing_images: bool = False
@@ -74,7 +75,7 @@ class RunConfig:
     argv: list[str] = field(default_factory=list)
 
     # Fields that define what a run measures; a run folder refuses a different identity.
-    IDENTITY = ("bench", "system", "model", "base_url", "question_ids", "tier", "shard",
+    IDENTITY = ("bench", "system", "system_options", "model", "base_url", "question_ids", "tier", "shard",
                 "context_mode", "instruction", "label_images", "max_context_tokens",
                 "overflow", "max_tokens", "temperature", "seed", "image_max_side",
                 "image_format", "image_mode", "tokenizer", "image_formula")
@@ -134,6 +135,7 @@ def make_record(episode: Episode, question: Question, response: Response,
         question=question.text, gold=question.answer,
         prediction=response.text if status == "ok" else None,
         response=response, scores=scores, score_details=details, refused=refused,
+        evidence=question.evidence,
         input_tokens=response.meta.get("input_tokens"),
         dropped_sessions=response.meta.get("dropped_sessions", 0),
         missing_images=missing, timings=timings)
@@ -185,7 +187,7 @@ class Runner:
             max_tokens=c.max_tokens, temperature=c.temperature, seed=c.seed), counter=counter,
             image_policy=policy, context_mode=c.context_mode, instruction=c.instruction,
             label_images=c.label_images, max_context_tokens=c.max_context_tokens,
-            overflow=c.overflow, count_tokens=c.count_tokens)
+            overflow=c.overflow, count_tokens=c.count_tokens, options=dict(c.system_options))
         new_system = lookup("system", c.system)(ctx)
         scorers = default_scorers()
         probe = new_system()

@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageChops, ImageDraw, ImageFont
 
 BASE_W, BASE_H = 384, 288
 LEVELS = ("X1", "X2", "X3", "X4")
@@ -124,7 +124,10 @@ def shade(rgb: Sequence[int], f: float) -> RGB:
     return mix(rgb, (0, 0, 0), -f) if f < 0 else mix(rgb, (255, 255, 255), f)
 
 
-def rgba(rgb: Sequence[int], a: int = 255) -> tuple[int, int, int, int]:
+def rgba(rgb: Sequence[int], a: int | None = None) -> tuple[int, int, int, int]:
+    """An RGBA tuple; keeps the alpha of a 4-tuple unless ``a`` is given."""
+    if a is None:
+        a = int(rgb[3]) if len(rgb) > 3 else 255
     return (int(rgb[0]), int(rgb[1]), int(rgb[2]), a)
 
 
@@ -209,30 +212,55 @@ def mark_points(mark: str, cx: float, cy: float, r: float) -> list[list[tuple[fl
 
 
 class Frame:
-    """An RGBA layer plus a base-unit -> pixel mapping (uniform scale ``s``, offset ``ox, oy``)."""
+    """A drawing surface plus a base-unit -> pixel mapping.
 
-    def __init__(self, img: Image.Image, s: float, ox: float = 0.0, oy: float = 0.0):
+    ``p(x, y) = (ox, oy) + s * (pivot + R(rot) @ ((x, y) - pivot))``: a uniform scale ``s``,
+    an offset, and an optional rotation ``rot`` (degrees) about ``pivot`` (in units). Under a
+    rotation, rectangles and ellipses are drawn as polygons; text glyphs stay upright (only their
+    anchor moves), which is invisible at the few degrees used. RGB surfaces blend RGBA fills.
+    """
+
+    def __init__(self, img: Image.Image, s: float, ox: float = 0.0, oy: float = 0.0,
+                 rot: float = 0.0, pivot: tuple[float, float] = (BASE_W / 2, BASE_H / 2)):
         self.img = img
         self.s = s
         self.ox = ox
         self.oy = oy
-        self.draw = ImageDraw.Draw(img)
+        self.rot = rot
+        self.pivot = pivot
+        self._c, self._sn = math.cos(math.radians(rot)), math.sin(math.radians(rot))
+        self.draw = ImageDraw.Draw(img, "RGBA" if img.mode == "RGB" else None)
 
     @classmethod
-    def canvas(cls, size: tuple[int, int], ss: int = 1) -> "Frame":
+    def canvas(cls, size: tuple[int, int], ss: int = 1, mode: str = "RGBA",
+               fill: Sequence[int] | None = None, rot: float = 0.0,
+               shift: tuple[float, float] = (0.0, 0.0)) -> "Frame":
         W, H = size[0] * ss, size[1] * ss
         s = min(size[0] / BASE_W, size[1] / BASE_H) * ss
-        img = Image.new("RGBA", (W, H), (0, 0, 0, 0))
-        return cls(img, s, (W - BASE_W * s) / 2, (H - BASE_H * s) / 2)
+        if mode == "RGBA":
+            img = Image.new("RGBA", (W, H), rgba(fill) if fill is not None else (0, 0, 0, 0))
+        else:
+            img = Image.new(mode, (W, H), tuple(int(c) for c in fill[:3]) if fill else 0)
+        return cls(img, s, (W - BASE_W * s) / 2 + shift[0] * s, (H - BASE_H * s) / 2 + shift[1] * s,
+                   rot=rot)
+
+    def sub(self, img: Image.Image) -> "Frame":
+        """The same mapping on another surface (e.g. a mask)."""
+        return Frame(img, self.s, self.ox, self.oy, self.rot, self.pivot)
 
     # coordinates
     def p(self, x: float, y: float) -> tuple[float, float]:
+        if self.rot:
+            px, py = self.pivot
+            x, y = (px + self._c * (x - px) - self._sn * (y - py),
+                    py + self._sn * (x - px) + self._c * (y - py))
         return (self.ox + x * self.s, self.oy + y * self.s)
 
     def pts(self, pts: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
         return [self.p(x, y) for x, y in pts]
 
     def box(self, x0: float, y0: float, x1: float, y1: float) -> list[float]:
+        """Pixel box of an axis-aligned rectangle (only meaningful when ``rot == 0``)."""
         a, b = self.p(x0, y0)
         c, d = self.p(x1, y1)
         return [a, b, max(a, c), max(b, d)]
@@ -251,10 +279,12 @@ class Frame:
     def text(self, x: float, y: float, text: str, size: float, fill: Sequence[int],
              anchor: str = "la", bold: bool = False) -> None:
         f = self.font(size)
-        sw = max(1, round(f.size / 22)) if bold else 0
         col = rgba(fill)
-        self.draw.text(self.p(x, y), text, font=f, fill=col, anchor=anchor,
-                       stroke_width=sw, stroke_fill=col if bold else None)
+        x0, y0 = self.p(x, y)
+        self.draw.text((x0, y0), text, font=f, fill=col, anchor=anchor)
+        if bold:  # fake bold: a second pass shifted by ~1/24 em (at least 1 px)
+            self.draw.text((x0 + max(1, round(f.size / 24)), y0), text, font=f, fill=col,
+                           anchor=anchor)
 
     def fit_size(self, text: str, size: float, max_w: float, min_size: float) -> float:
         while size > min_size and self.tw(text, size) > max_w:
@@ -264,6 +294,10 @@ class Frame:
     # primitives
     def rect(self, x0, y0, x1, y1, fill=None, outline=None, width: float = 1.0,
              radius: float = 0.0) -> None:
+        if self.rot:
+            self.polygon(rrect_points(x0, y0, x1, y1, radius), fill=fill, outline=outline,
+                         width=width)
+            return
         kw = dict(fill=rgba(fill) if fill is not None else None,
                   outline=rgba(outline) if outline is not None else None,
                   width=self.lw(width) if outline is not None else 0)
@@ -274,10 +308,32 @@ class Frame:
             self.draw.rectangle(b, **kw)
 
     def ellipse(self, cx, cy, rx, ry, fill=None, outline=None, width: float = 1.0) -> None:
-        self.draw.ellipse(self.box(cx - rx, cy - ry, cx + rx, cy + ry),
+        if self.rot and abs(rx - ry) > 1e-6:
+            self.polygon(ellipse_points(cx, cy, rx, ry), fill=fill, outline=outline, width=width)
+            return
+        X, Y = self.p(cx, cy)
+        self.draw.ellipse([X - rx * self.s, Y - ry * self.s, X + rx * self.s, Y + ry * self.s],
                           fill=rgba(fill) if fill is not None else None,
                           outline=rgba(outline) if outline is not None else None,
                           width=self.lw(width) if outline is not None else 0)
+
+    def aa_ellipse(self, cx, cy, rx, ry, fill, outline=None, width: float = 1.0, k: int = 4) -> None:
+        """An anti-aliased ellipse (drawn on a small supersampled patch, then composited)."""
+        X, Y = self.p(cx, cy)
+        RX, RY = (rx + width) * self.s, (ry + width) * self.s
+        ix0, iy0 = int(math.floor(X - RX)) - 1, int(math.floor(Y - RY)) - 1
+        ix1, iy1 = int(math.ceil(X + RX)) + 1, int(math.ceil(Y + RY)) + 1
+        patch = Image.new("RGBA", ((ix1 - ix0) * k, (iy1 - iy0) * k), (0, 0, 0, 0))
+        d = ImageDraw.Draw(patch)
+        d.ellipse([(X - rx * self.s - ix0) * k, (Y - ry * self.s - iy0) * k,
+                   (X + rx * self.s - ix0) * k, (Y + ry * self.s - iy0) * k], fill=rgba(fill),
+                  outline=rgba(outline) if outline is not None else None,
+                  width=max(1, round(width * self.s * k)) if outline is not None else 0)
+        patch = patch.reduce(k)
+        if self.img.mode == "RGBA":
+            self.img.alpha_composite(patch, (ix0, iy0))
+        else:
+            self.img.paste(patch, (ix0, iy0), patch)
 
     def polygon(self, pts, fill=None, outline=None, width: float = 1.0) -> None:
         self.draw.polygon(self.pts(pts), fill=rgba(fill) if fill is not None else None,
@@ -296,6 +352,21 @@ class Frame:
 
     def shadow(self, x0, y0, x1, y1, off: float = 3, radius: float = 0.0, alpha: int = 70) -> None:
         self.rect(x0 + off, y0 + off, x1 + off, y1 + off, fill=(0, 0, 0, alpha), radius=radius)
+
+
+def rrect_points(x0: float, y0: float, x1: float, y1: float, r: float,
+                 steps: int = 5) -> list[tuple[float, float]]:
+    """Outline of a rounded rectangle as a polygon (for rotated drawing)."""
+    r = max(0.0, min(r, (x1 - x0) / 2, (y1 - y0) / 2))
+    if r == 0:
+        return [(x0, y0), (x1, y0), (x1, y1), (x0, y1)]
+    pts = []
+    for cx, cy, a0 in ((x1 - r, y0 + r, -90), (x1 - r, y1 - r, 0), (x0 + r, y1 - r, 90),
+                       (x0 + r, y0 + r, 180)):
+        for i in range(steps + 1):
+            a = math.radians(a0 + 90 * i / steps)
+            pts.append((cx + r * math.cos(a), cy + r * math.sin(a)))
+    return pts
 
 
 # --------------------------------------------------------------------------------------------
@@ -343,54 +414,64 @@ DESK_SURFACES: tuple[RGB, ...] = ((178, 150, 116), (160, 164, 170), (116, 124, 1
 DESK_PLAIN: RGB = (200, 200, 196)
 
 
-def surface_image(size: tuple[int, int], base: Sequence[int], pres: Presentation,
-                  grain: bool = True, amp: float = 10.0) -> Image.Image:
-    """A flat ``base`` colour; for variant != 0 with a soft grain texture."""
-    W, H = size
-    if pres.plain:
-        return Image.new("RGB", (W, H), tuple(int(c) for c in base[:3]))
-    gen = np.random.default_rng(pres.seed & 0xFFFFFFFF)
-    arr = np.empty((H, W, 3), dtype=np.float32)
-    arr[:] = np.asarray(base[:3], dtype=np.float32)
-    if grain:
-        freq = gen.uniform(0.04, 0.12)
-        phase = gen.uniform(0, 6.28)
-        ys = np.arange(H, dtype=np.float32)[:, None]
-        xs = np.arange(W, dtype=np.float32)[None, :]
-        wave = np.sin(ys * freq + np.sin(xs * 0.013 + phase) * 2.0) * amp * 0.5
-        arr += wave[:, :, None]
-    return Image.fromarray(np.clip(arr, 0, 255).astype(np.uint8), "RGB")
-
-
 def desk_colour(pres: Presentation) -> RGB:
     if pres.plain:
         return DESK_PLAIN
     return DESK_SURFACES[pres.surface % len(DESK_SURFACES)]
 
 
-def finish(bg: Image.Image, fg: Image.Image, pres: Presentation, size: tuple[int, int],
-           rotate_fg: bool = True) -> Image.Image:
-    """Composite the (already reduced) foreground onto the background and apply the
-    variant's offset/rotation, lighting and noise."""
-    s = min(size[0] / BASE_W, size[1] / BASE_H)
-    if not pres.plain and rotate_fg:
-        fg = fg.rotate(pres.angle, resample=Image.Resampling.BICUBIC,
-                       translate=(pres.dx * s, pres.dy * s))
-    out = bg.convert("RGBA")
-    out.alpha_composite(fg)
-    out = out.convert("RGB")
+def _rotate_content(fg: Image.Image, angle: float, dx: float, dy: float) -> tuple[Image.Image, tuple[int, int]]:
+    """Rotate only the non-transparent part of ``fg`` (cheaper than the whole layer)."""
+    bbox = fg.getchannel("A").getbbox()
+    if bbox is None:
+        return fg, (0, 0)
+    x0, y0, x1, y1 = bbox
+    pad = 2
+    x0, y0 = max(0, x0 - pad), max(0, y0 - pad)
+    x1, y1 = min(fg.width, x1 + pad), min(fg.height, y1 + pad)
+    part = fg.crop((x0, y0, x1, y1))
+    rot = part.rotate(angle, resample=Image.Resampling.BILINEAR, expand=True)
+    px = x0 - (rot.width - part.width) / 2 + dx
+    py = y0 - (rot.height - part.height) / 2 + dy
+    return rot, (int(round(px)), int(round(py)))
+
+
+def photo_of(fr: Frame, pres: Presentation, size: tuple[int, int],
+             surface: Sequence[int] | None = None) -> Image.Image:
+    """A sheet/screen drawn on the RGBA layer ``fr`` (1x), lying on a desk: the variant moves
+    and rotates it (<= 3 degrees) and then :func:`post` adds the photo texture."""
+    base = tuple(int(c) for c in (surface or desk_colour(pres))[:3])
+    out = Image.new("RGB", size, base)
+    fg = fr.img
     if pres.plain:
+        out.paste(fg, (0, 0), fg)
         return out
-    W, H = size
-    gen = np.random.default_rng((pres.seed >> 32) & 0xFFFFFFFF)
-    arr = np.asarray(out, dtype=np.int16)
-    ys = np.linspace(-1.0, 1.0, H, dtype=np.float32)[:, None]
-    xs = np.linspace(-1.0, 1.0, W, dtype=np.float32)[None, :]
-    grad = (xs * math.cos(pres.light_dir) + ys * math.sin(pres.light_dir)) * pres.light
-    light = (1.0 + grad).astype(np.float32)
-    noise = gen.integers(-pres.noise, pres.noise + 1, size=(H, W, 1), dtype=np.int16)
-    arr = arr * light[:, :, None] + noise
-    return Image.fromarray(np.clip(arr, 0, 255).astype(np.uint8), "RGB")
+    s = min(size[0] / BASE_W, size[1] / BASE_H)
+    part, pos = _rotate_content(fg, pres.angle, pres.dx * s, pres.dy * s)
+    out.paste(part, pos, part)
+    return post(out, pres)
+
+
+def post(img: Image.Image, pres: Presentation, grain: float = 8.0) -> Image.Image:
+    """Photo texture for variant != 0: a soft low-frequency grain, a lighting gradient and
+    per-pixel noise, added as one luminance offset image. Variant 0 is returned unchanged."""
+    if pres.plain:
+        return img
+    W, H = img.size
+    gen = np.random.default_rng(pres.seed & 0xFFFFFFFF)
+    off = 64
+    w, h = max(2, W // 8), max(2, H // 8)
+    ys = np.linspace(-1.0, 1.0, h, dtype=np.float32)[:, None]
+    xs = np.linspace(-1.0, 1.0, w, dtype=np.float32)[None, :]
+    freq = gen.uniform(4.0, 11.0)
+    phase = gen.uniform(0, 6.28)
+    wave = np.sin(ys * freq + np.sin(xs * 2.5 + phase) * 1.5) * (grain / 2)
+    grad = (xs * math.cos(pres.light_dir) + ys * math.sin(pres.light_dir)) * (pres.light * 140)
+    low = np.clip(off + wave + grad, 0, 255).astype(np.uint8)
+    mod = Image.fromarray(low, "L").resize((W, H), Image.Resampling.BILINEAR)
+    noise = gen.integers(0, 2 * pres.noise + 1, size=(H, W), dtype=np.uint8)
+    mod = ImageChops.add(mod, Image.fromarray(noise, "L"), 1.0, -pres.noise)
+    return ImageChops.add(img, mod.convert("RGB"), 1.0, -off)
 
 
 # --------------------------------------------------------------------------------------------

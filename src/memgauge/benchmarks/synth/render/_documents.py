@@ -142,23 +142,26 @@ def _draw_receipt(f: dict[str, Any], size, pres: Presentation):
     acc = PALETTE[accent]
     lines = _receipt_lines(f)
     n = len(lines)
-    item_size, lh = (12.0, 15.0) if n <= 8 else (11.0, 13.0)
     pad = 12.0
     total_txt = money_display(f["total"], f["currency"])
     payment = f.get("payment")
-    need = max(fr.tw(a, item_size) + fr.tw(b, item_size) + 18 for a, b in lines)
-    need = max(need, fr.tw(f["store"], 15) + 44, fr.tw("TOTAL", 14) + fr.tw(total_txt, 14) + 24,
-               fr.tw(RECEIPT_FOOTER, 9) + 8)
-    if payment:
-        need = max(need, fr.tw(f"PAID {payment}", 11) + 8)
-    pw = min(max(196.0, need + 2 * pad), 350.0)
-    if need + 2 * pad > 350.0:
-        if item_size > 11:
-            item_size, lh = 11.0, 13.0
-        if max(fr.tw(a, item_size) + fr.tw(b, item_size) + 14 for a, b in lines) + 2 * pad > 350:
+    # the largest item font (>= 11 px at 384x288) whose layout fits on the canvas
+    for item_size, lh in ((14.0, 17.0), (13.0, 16.0), (12.0, 15.0), (11.0, 13.0)):
+        big = item_size / 12.0
+        need = max(fr.tw(a, item_size) + fr.tw(b, item_size) + 18 for a, b in lines)
+        need = max(need, fr.tw(f["store"], 15) + 44,
+                   fr.tw("TOTAL", 14 * big) + fr.tw(total_txt, 14 * big) + 24,
+                   fr.tw(RECEIPT_FOOTER, 9) + 8)
+        if payment:
+            need = max(need, fr.tw(f"PAID {payment}", 11 * big) + 8)
+        pw = max(196.0, need + 2 * pad)
+        ph = (8 + 28 + 8 + 14 * big + 10 + n * lh + 8 + 20 * big
+              + (15 * big if payment else 0) + 16 + 6)
+        if pw <= 350 and ph <= 266:
+            break
+    else:
+        if pw > 350:
             _fail("receipt", "items", "has an item line too long to print legibly")
-    ph = 8 + 28 + 8 + 14 + 10 + n * lh + 8 + 20 + (15 if payment else 0) + 16 + 6
-    if ph > 266:
         _fail("receipt", "items", f"has too many entries ({n}) to fit legibly on the receipt")
     x0 = 192 - pw / 2
     y0 = 144 - ph / 2
@@ -180,8 +183,8 @@ def _draw_receipt(f: dict[str, Any], size, pres: Presentation):
     hs = fr.fit_size(f["store"], 15, pw - 46, 9)
     fr.text((x0 + 30 + x1 - 6) / 2, y + 14, f["store"], hs, hink, anchor="mm", bold=True)
     y += 28 + 8
-    fr.text(192, y, f"{f['date']}   {f['time']}", 11, INK, anchor="ma")
-    y += 14 + 4
+    fr.text(192, y, f"{f['date']}   {f['time']}", 11 * big, INK, anchor="ma")
+    y += 14 * big + 4
     fr.hline_dashed(x0 + pad, x1 - pad, y, GREY)
     y += 6
     for a, b in lines:
@@ -191,12 +194,12 @@ def _draw_receipt(f: dict[str, Any], size, pres: Presentation):
     y += 3
     fr.hline_dashed(x0 + pad, x1 - pad, y, GREY)
     y += 5
-    fr.text(x0 + pad, y, "TOTAL", 14, INK, bold=True)
-    fr.text(x1 - pad, y, total_txt, 14, INK, anchor="ra", bold=True)
-    y += 20
+    fr.text(x0 + pad, y, "TOTAL", 14 * big, INK, bold=True)
+    fr.text(x1 - pad, y, total_txt, 14 * big, INK, anchor="ra", bold=True)
+    y += 20 * big
     if payment:
-        fr.text(x0 + pad, y, f"PAID {payment}", 11, INK)
-        y += 15
+        fr.text(x0 + pad, y, f"PAID {payment}", 11 * big, INK)
+        y += 15 * big
     fr.text(192, y + 2, RECEIPT_FOOTER, 9, GREY, anchor="ma")
     bg = surface_image(size, desk_colour(pres), pres)
     return finish(bg, fr.img, pres, size)
@@ -340,7 +343,7 @@ def _draw_ticket(f, size, pres):
         fr.ellipse(xs, cy, 7, 7, fill=(0, 0, 0, 0))
     # stub: admit one, barcode, code (small print)
     sx = (xs + x1) / 2
-    fr.text(sx, y0 + 12, "ADMIT ONE", 10, INK, anchor="ma", bold=True)
+    fr.text(sx, y0 + 12, "ADMIT  ONE", 10.5, INK, anchor="ma")
     bx, by, bh = xs + 14, y0 + 34, 78
     total = sum(BARCODE) + len(BARCODE)
     unit = (x1 - 14 - bx) / total
@@ -525,7 +528,7 @@ def _validate_calendar(f):
 
 
 def _draw_calendar(f, size, pres):
-    fr = Frame.canvas(size, ss=2)
+    fr = Frame.canvas(size)
     year, month, day = f["year"], f["month"], f["marked_day"]
     first = _dt.date(year, month, 1).weekday()
     ndays = _cal.monthrange(year, month)[1]
@@ -555,7 +558,7 @@ def _draw_calendar(f, size, pres):
         cy = gy0 + (idx // 7 + 0.5) * rh
         if d == day:
             r = min(cw, rh) * 0.46
-            fr.ellipse(cx, cy, r, r, fill=mc, outline=shade(mc, -0.45), width=1.5)
+            fr.aa_ellipse(cx, cy, r, r, fill=mc, outline=shade(mc, -0.45), width=1.5)
             fr.text(cx, cy, str(d), 13, ink_for(mc), anchor="mm", bold=True)
         else:
             fr.text(cx, cy, str(d), 13, INK, anchor="mm")
@@ -563,8 +566,7 @@ def _draw_calendar(f, size, pres):
         fr.text(gx0 + 2, y1 - 21, f"Note: {note}", fr.fit_size(f"Note: {note}", 12, gx1 - gx0, 8),
                 (30, 40, 110))
     bg = surface_image(size, desk_colour(pres), pres)
-    img = fr.img.reduce(2)
-    return finish(bg, img, pres, size)
+    return finish(bg, fr.img, pres, size)
 
 
 def _describe_calendar(f):
@@ -642,7 +644,11 @@ def _validate_schedule(f):
 def _draw_schedule(f, size, pres):
     fr = Frame.canvas(size)
     rows = f["rows"]
-    x0, y0, x1, y1 = 30.0, 14.0, 354.0, 274.0
+    rh = 36.0
+    h = 48 + rh * len(rows) + 10
+    x0, x1 = 30.0, 354.0
+    y0 = max(8.0, 144 - h / 2)
+    y1 = y0 + h
     head = (44, 62, 80)
     fr.shadow(x0, y0, x1, y1, radius=6)
     fr.rect(x0, y0, x1, y1, fill=(251, 251, 249), radius=6)
@@ -650,8 +656,7 @@ def _draw_schedule(f, size, pres):
     fr.rect(x0, y0 + 24, x1, y0 + 40, fill=head)
     fr.text(192, y0 + 20, f["title"], fr.fit_size(f["title"], 17, x1 - x0 - 24, 10),
             (255, 255, 255), anchor="mm", bold=True)
-    top, bot = y0 + 48, y1 - 8
-    rh = min(36.0, (bot - top) / len(rows))
+    top = y0 + 48
     for i, r in enumerate(rows):
         ry = top + i * rh
         if i % 2 == 1:

@@ -1,0 +1,687 @@
+"""Validation gates: checks that a generated benchmark measures what it claims.
+
+Pure functions over episodes, image files and run records; each returns a small frozen
+dataclass (``to_dict()`` gives plain JSON; ``dataclasses.asdict`` works too). Gates with a
+threshold carry ``passed``; reports (near-duplicate counts per kind, caption-proof survival,
+retrieval difficulty) are information.
+
+- :func:`indistinguishability`: can a text classifier tell evidence sessions from haystack
+  sessions? (out-of-fold ROC AUC; should be near 0.5)
+- :func:`near_duplicates`: perceptual-hash near-duplicate images, and exact pixel
+  duplicates drawn from different facts (a bug).
+- :func:`caption_proof`: do the strings a question needs survive OCR of its evidence
+  images? (how much a caption/OCR pipeline could recover)
+- :func:`accuracy_gate` / :func:`visual_necessity_gate`: oracle runs.
+- :func:`render_gates_markdown`: all of it as Markdown.
+
+Optional dependencies are imported lazily: ``pip install 'memgauge[validate]'``
+(scikit-learn, imagehash, bm25s, model2vec) and ``'memgauge[ocr]'`` (rapidocr).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import re
+import threading
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memgauge.analysis._retrieval import require, session_text
+from memgauge.errors import InputError
+from memgauge.schema import Episode, Record
+
+__all__ = [
+    "AccuracyGateResult",
+    "CaptionProofResult",
+    "IndistinguishabilityResult",
+    "NearDuplicateResult",
+    "VisualNecessityResult",
+    "accuracy_gate",
+    "caption_proof",
+    "indistinguishability",
+    "near_duplicates",
+    "normalize_for_match",
+    "rapidocr_text",
+    "render_gates_markdown",
+    "visual_necessity_gate",
+]
+
+MAX_LISTED = 20
+
+
+def _round(x: float | None, nd: int = 6) -> float | None:
+    if x is None or not math.isfinite(x):
+        return None
+    return round(float(x), nd)
+
+
+class _ToDict:
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(self)
+
+
+# ---------------------------------------------------------------------------------------
+# 1. Indistinguishability of evidence and haystack sessions
+
+
+@dataclass(frozen=True)
+class IndistinguishabilityResult(_ToDict):
+    """Out-of-fold ROC AUC of a TF-IDF + logistic-regression classifier that tries to tell
+    evidence sessions (label 1) from haystack sessions (label 0) by their text.
+
+    ``passed`` iff ``auc <= threshold``; ``auc`` is ``None`` (and the gate fails) when there
+    are too few documents or groups to cross-validate. Haystack sessions are de-duplicated by
+    session id (``n_haystack_repeats`` copies dropped); ``n_groups`` is the number of
+    questions (GroupKFold groups); ``folds`` the folds actually used.
+    """
+
+    auc: float | None
+    threshold: float
+    passed: bool
+    n_evidence: int
+    n_haystack: int
+    n_haystack_repeats: int
+    n_groups: int
+    folds: int
+    note: str | None = None
+
+
+def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: int = 0,
+                         threshold: float = 0.60) -> IndistinguishabilityResult:
+    """Can the text of a session tell whether it is evidence? One document per evidence or
+    haystack session (``Session.meta["role"]``; "filler" and unlabelled sessions skipped),
+    its text being :func:`~memgauge.analysis._retrieval.session_text` (no captions).
+
+    Groups are the episode's (first) question id, so a question's sessions never straddle
+    train and test. A haystack session that recurs across episodes (a shared pool) is kept
+    once, in the group of its first episode. Classifier: TF-IDF of word 1-2 grams with
+    sublinear tf, then logistic regression; AUC pooled over the out-of-fold scores of
+    ``GroupKFold(folds)`` (folds capped at the number of groups). ``seed`` fixes the
+    assignment of groups to folds (groups are shuffled by it before splitting).
+    """
+    sk_text = require("sklearn.feature_extraction.text", purpose="the indistinguishability gate")
+    sk_linear = require("sklearn.linear_model")
+    sk_metrics = require("sklearn.metrics")
+    sk_sel = require("sklearn.model_selection")
+
+    docs: list[str] = []
+    labels: list[int] = []
+    groups: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    repeats = 0
+    for ep in episodes:
+        group = ep.questions[0].question_id if ep.questions else ep.episode_id
+        for s in ep.sessions:
+            role = s.meta.get("role")
+            if role not in ("evidence", "haystack"):
+                continue
+            key = (role, s.session_id)
+            if key in seen:
+                repeats += role == "haystack"
+                continue
+            seen.add(key)
+            docs.append(session_text(s))
+            labels.append(1 if role == "evidence" else 0)
+            groups.append(group)
+    n_ev = sum(labels)
+    n_hay = len(labels) - n_ev
+    n_groups = len(set(groups))
+    k = min(folds, n_groups)
+
+    def result(auc: float | None, used: int, note: str | None = None) -> IndistinguishabilityResult:
+        return IndistinguishabilityResult(
+            auc=_round(auc, 4), threshold=threshold, passed=auc is not None and auc <= threshold,
+            n_evidence=n_ev, n_haystack=n_hay, n_haystack_repeats=repeats, n_groups=n_groups,
+            folds=used, note=note)
+
+    if n_ev == 0 or n_hay == 0 or k < 2:
+        return result(None, 0, "needs evidence and haystack sessions in at least 2 questions")
+
+    # Shuffle group order (by seed) so GroupKFold's size-balanced assignment does not follow
+    # the dataset's order; GroupKFold itself is deterministic.
+    rng = np.random.default_rng(seed)
+    uniq = sorted(set(groups))
+    code = {g: int(i) for i, g in zip(rng.permutation(len(uniq)), uniq, strict=True)}
+    g_arr = np.array([code[g] for g in groups])
+    y = np.array(labels)
+    oof = np.full(len(docs), np.nan)
+    for train, test in sk_sel.GroupKFold(n_splits=k).split(docs, y, g_arr):
+        if len(set(y[train])) < 2:
+            oof[test] = 0.5
+            continue
+        vec = sk_text.TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=1)
+        x_train = vec.fit_transform([docs[i] for i in train])
+        clf = sk_linear.LogisticRegression(max_iter=1000, class_weight="balanced")
+        clf.fit(x_train, y[train])
+        oof[test] = clf.predict_proba(vec.transform([docs[i] for i in test]))[:, 1]
+    auc = float(sk_metrics.roc_auc_score(y, oof))
+    return result(auc, k)
+
+
+# ---------------------------------------------------------------------------------------
+# 2. Near-duplicate images
+
+
+@dataclass(frozen=True)
+class NearDuplicateResult(_ToDict):
+    """Image pairs whose perceptual hashes (``imagehash.phash``, 64 bits) are within
+    ``max_distance`` bits, by what they depict:
+
+    - ``same_facts``: same kind and facts (re-renders of one thing; fine);
+    - ``different_facts``: different facts that look alike (information: a model must tell
+      them apart at the pixel level), also counted per kind (``"a|b"`` for mixed kinds);
+    - ``exact_different_facts``: pixel-identical images (or one file) given different facts
+      — a generator bug. ``passed`` iff there are none.
+
+    ``examples_*`` list up to 20 pairs each: ``{"a", "b", "kind_a", "kind_b", "distance"}``.
+    """
+
+    n_images: int
+    n_files: int
+    max_distance: int
+    passed: bool
+    same_facts: int
+    different_facts: int
+    different_facts_by_kind: dict[str, int]
+    exact_different_facts: int
+    examples_different_facts: list[dict[str, Any]] = field(default_factory=list)
+    examples_exact_different_facts: list[dict[str, Any]] = field(default_factory=list)
+    missing_files: list[str] = field(default_factory=list)
+
+
+def _facts_key(kind: str, facts: Any) -> str:
+    return json.dumps([kind, facts], sort_keys=True, default=str, ensure_ascii=False)
+
+
+def _pair_kind(a: str, b: str) -> str:
+    return a if a == b else "|".join(sorted((a, b)))
+
+
+def _popcount(x: np.ndarray) -> np.ndarray:
+    if hasattr(np, "bitwise_count"):  # numpy >= 2
+        return np.bitwise_count(x)
+    bits = np.unpackbits(np.ascontiguousarray(x).view(np.uint8), axis=-1)
+    return bits.reshape(*x.shape, 64).sum(axis=-1)
+
+
+def near_duplicates(image_paths_with_meta: Iterable[tuple[str, str, Any]], *,
+                    max_distance: int = 4) -> NearDuplicateResult:
+    """Find near-duplicate and exact-duplicate images among ``(path, kind, facts)`` entries.
+
+    Entries are grouped by file; every distinct file is hashed once (phash, plus a hash of
+    its decoded pixels). One file listed with different facts counts as an exact duplicate
+    with different facts, as do two files with identical pixels and different facts. Pairs
+    are counted between distinct ``(file, kind, facts)`` entries. Missing files are listed
+    and skipped. See :class:`NearDuplicateResult`.
+    """
+    imagehash = require("imagehash", purpose="the near-duplicate gate")
+    from PIL import Image
+
+    by_path: dict[str, dict[str, tuple[str, Any]]] = defaultdict(dict)
+    n_images = 0
+    for path, kind, facts in image_paths_with_meta:
+        n_images += 1
+        by_path[str(path)].setdefault(_facts_key(kind, facts), (kind, facts))
+
+    entries: list[tuple[str, str, str]] = []  # (path, kind, facts key)
+    hashes: list[int] = []
+    pixels: list[str] = []
+    missing: list[str] = []
+    for path, variants in by_path.items():
+        try:
+            with Image.open(path) as img:
+                img.load()
+                ph = imagehash.phash(img)
+                px = hashlib.sha256(
+                    f"{img.mode}:{img.size}".encode() + img.tobytes()).hexdigest()
+        except (OSError, ValueError):
+            missing.append(path)
+            continue
+        value = int(str(ph), 16)
+        for key, (kind, _) in variants.items():
+            entries.append((path, kind, key))
+            hashes.append(value)
+            pixels.append(px)
+
+    same = diff = exact = 0
+    by_kind: Counter[str] = Counter()
+    ex_diff: list[dict[str, Any]] = []
+    ex_exact: list[dict[str, Any]] = []
+    n = len(entries)
+    if n > 1:
+        h = np.array(hashes, dtype=np.uint64)
+        chunk = 1024
+        for start in range(0, n, chunk):
+            block = h[start:start + chunk]
+            dist = _popcount(block[:, None] ^ h[None, :])
+            rows, cols = np.nonzero(dist <= max_distance)
+            for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+                i = start + r
+                if c <= i:
+                    continue
+                (pa, ka, fa), (pb, kb, fb) = entries[i], entries[c]
+                d = int(dist[r, c])
+                if fa == fb:
+                    same += 1
+                    continue
+                example = {"a": pa, "b": pb, "kind_a": ka, "kind_b": kb, "distance": d}
+                if pa == pb or pixels[i] == pixels[c]:
+                    exact += 1
+                    if len(ex_exact) < MAX_LISTED:
+                        ex_exact.append(example)
+                else:
+                    diff += 1
+                    by_kind[_pair_kind(ka, kb)] += 1
+                    if len(ex_diff) < MAX_LISTED:
+                        ex_diff.append(example)
+    return NearDuplicateResult(
+        n_images=n_images, n_files=len(by_path) - len(missing), max_distance=max_distance,
+        passed=exact == 0, same_facts=same, different_facts=diff,
+        different_facts_by_kind=dict(sorted(by_kind.items())), exact_different_facts=exact,
+        examples_different_facts=ex_diff, examples_exact_different_facts=ex_exact,
+        missing_files=sorted(missing)[:MAX_LISTED])
+
+
+# ---------------------------------------------------------------------------------------
+# 3. Caption-proof: do the needed strings survive OCR?
+
+
+_NON_ALNUM = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def normalize_for_match(text: str) -> str:
+    """Case-folded, NFKC-normalised text with every space and punctuation mark removed, so
+    "BA-2041" matches "ba 2041" and "9–5" matches "9-5"."""
+    return _NON_ALNUM.sub("", unicodedata.normalize("NFKC", text).casefold())
+
+
+def _contains(haystack_norm: str, haystack_raw: str, needle: str) -> bool:
+    key = normalize_for_match(needle)
+    if not key:  # a needle of punctuation only: compare it as written
+        return needle.strip().casefold() in haystack_raw.casefold()
+    return key in haystack_norm
+
+
+_OCR_LOCK = threading.Lock()
+_OCR_ENGINE: list[Any] = []
+
+
+def rapidocr_text(path: str) -> str:
+    """Text that RapidOCR (``rapidocr-onnxruntime``, bundled ONNX models) reads in an image,
+    its boxes joined by newlines. The engine is created once per process."""
+    with _OCR_LOCK:
+        if not _OCR_ENGINE:
+            mod = require("rapidocr_onnxruntime", extra="ocr", purpose="caption-proof OCR")
+            _OCR_ENGINE.append(mod.RapidOCR())
+        engine = _OCR_ENGINE[0]
+    if not Path(path).is_file():
+        raise InputError("image file not found", file=str(path))
+    result, _ = engine(str(path))
+    return "\n".join(str(box[1]) for box in (result or []))
+
+
+@dataclass(frozen=True)
+class CaptionProofResult(_ToDict):
+    """Share of questions whose needed strings (``question.meta["needed"]``) all appear in the
+    OCR text of their evidence images. A report (no threshold): a high survival rate means an
+    OCR/caption pipeline can answer them without looking at the pixels.
+
+    ``by_x`` / ``by_family``: ``{label: {"n", "surviving", "rate"}}`` (X label ``"-"`` when
+    absent). ``n_without_images``: questions with needed strings but no evidence image (not
+    surviving). ``ocr_errors``: images that could not be read. ``failures``: up to 20
+    ``{"question_id", "missing"}``.
+    """
+
+    n_questions: int
+    n_surviving: int
+    survival_rate: float | None
+    by_x: dict[str, dict[str, Any]]
+    by_family: dict[str, dict[str, Any]]
+    n_images: int
+    n_without_images: int
+    ocr_errors: int
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    threshold: None = None  # a report, not a gate
+
+
+def _rate_table(counts: Mapping[str, list[int]]) -> dict[str, dict[str, Any]]:
+    return {k: {"n": n, "surviving": s, "rate": _round(s / n if n else None, 4)}
+            for k, (n, s) in sorted(counts.items())}
+
+
+def caption_proof(episodes: Iterable[Episode], *, ocr: Callable[[str], str] | None = None,
+                  root: str | Path | None = None) -> CaptionProofResult:
+    """OCR every evidence image (evidence pointers with an ``image_index``) of every question
+    with non-empty ``meta["needed"]``, and mark the question *surviving* when each needed
+    string occurs in the joined OCR text (see :func:`normalize_for_match`).
+
+    ``ocr``: path -> text; default :func:`rapidocr_text`. An image's path is its resolved
+    ``ImageRef.path``, else its ``source`` (relative to ``root`` when given). Each image is
+    read once per call.
+    """
+    read = ocr or rapidocr_text
+    cache: dict[str, str | None] = {}
+    errors = 0
+    by_x: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    by_family: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    n = surviving = without = 0
+    failures: list[dict[str, Any]] = []
+
+    def text_of(path: str) -> str | None:
+        nonlocal errors
+        if path not in cache:
+            try:
+                cache[path] = read(path)
+            except (OSError, InputError, RuntimeError, ValueError):
+                cache[path] = None
+                errors += 1
+        return cache[path]
+
+    for ep in episodes:
+        turns = {(s.session_id, t.turn_id): t for s in ep.sessions for t in s.turns}
+        for q in ep.questions:
+            needed = [str(x) for x in (q.meta.get("needed") or []) if str(x).strip()]
+            if not needed:
+                continue
+            paths: list[str] = []
+            for ev in q.evidence:
+                if ev.image_index is None:
+                    continue
+                turn = turns.get((ev.session_id, ev.turn_id))
+                if turn is None or not 0 <= ev.image_index < len(turn.images):
+                    continue
+                im = turn.images[ev.image_index]
+                p = im.path or (str(Path(root) / im.source) if root is not None else im.source)
+                if p not in paths:
+                    paths.append(p)
+            texts = [t for t in (text_of(p) for p in paths) if t]
+            raw = "\n".join(texts)
+            norm = normalize_for_match(raw)
+            missing = [s for s in needed if not _contains(norm, raw, s)]
+            ok = bool(paths) and not missing
+            without += not paths
+            n += 1
+            surviving += ok
+            for table, key in ((by_x, q.labels.x or "-"),
+                               (by_family, str(q.meta.get("family") or "-"))):
+                table[key][0] += 1
+                table[key][1] += ok
+            if not ok and len(failures) < MAX_LISTED:
+                failures.append({"question_id": q.question_id,
+                                 "missing": missing if paths else needed})
+    return CaptionProofResult(
+        n_questions=n, n_surviving=surviving, survival_rate=_round(surviving / n if n else None, 4),
+        by_x=_rate_table(by_x), by_family=_rate_table(by_family), n_images=len(cache),
+        n_without_images=without, ocr_errors=errors, failures=failures)
+
+
+# ---------------------------------------------------------------------------------------
+# 4. Oracle run gates
+
+
+def _records(records: Iterable[Record] | Mapping[str, Record]) -> list[Record]:
+    return list(records.values()) if isinstance(records, Mapping) else list(records)
+
+
+@dataclass(frozen=True)
+class AccuracyGateResult(_ToDict):
+    """Oracle accuracy: the share of records with ``status == "ok"`` and score 1.0 (errors
+    count as failures). ``passed`` iff there are records and ``accuracy >= expect``.
+    ``failing``: up to 20 question ids that are not correct."""
+
+    scorer: str
+    n: int
+    n_error: int
+    n_correct: int
+    accuracy: float | None
+    expect: float
+    passed: bool
+    failing: list[str] = field(default_factory=list)
+
+
+def accuracy_gate(records: Iterable[Record] | Mapping[str, Record], *, expect: float = 1.0,
+                  scorer: str = "rule") -> AccuracyGateResult:
+    """Gate on the oracle run (gold evidence facts -> answer): every question must be right.
+    ``records`` as from :func:`memgauge.runner.read_records` (a dict or its values)."""
+    recs = sorted(_records(records), key=lambda r: r.question_id)
+    wrong = [r.question_id for r in recs
+             if not (r.status == "ok" and r.scores.get(scorer) == 1.0)]
+    n = len(recs)
+    acc = (n - len(wrong)) / n if n else None
+    return AccuracyGateResult(
+        scorer=scorer, n=n, n_error=sum(r.status != "ok" for r in recs), n_correct=n - len(wrong),
+        accuracy=_round(acc), expect=expect,
+        passed=acc is not None and acc >= expect - 1e-12, failing=wrong[:MAX_LISTED])
+
+
+@dataclass(frozen=True)
+class VisualNecessityResult(_ToDict):
+    """Among image-essential, answerable questions (``labels.image_dependency ==
+    "essential"``, answer type not ``refusal``) with ``status == "ok"`` in the text-only
+    oracle run, the share answered correctly (score 1.0). ``passed`` iff there are such
+    records and ``fraction <= threshold``. ``n_error``: such records that errored (left out).
+    ``answered``: up to 20 question ids answered correctly without their images."""
+
+    scorer: str
+    n: int
+    n_error: int
+    n_correct: int
+    fraction: float | None
+    threshold: float
+    passed: bool
+    answered: list[str] = field(default_factory=list)
+
+
+def visual_necessity_gate(records: Iterable[Record] | Mapping[str, Record], *,
+                          threshold: float = 0.02,
+                          scorer: str = "rule") -> VisualNecessityResult:
+    """Gate on the text-only oracle run (image facts withheld): questions labelled
+    image-essential must (almost) never be answerable."""
+    essential = sorted((r for r in _records(records)
+                        if r.labels.image_dependency == "essential"
+                        and r.answer_type != "refusal"), key=lambda r: r.question_id)
+    ok = [r for r in essential if r.status == "ok"]
+    correct = [r.question_id for r in ok if r.scores.get(scorer) == 1.0]
+    frac = len(correct) / len(ok) if ok else None
+    return VisualNecessityResult(
+        scorer=scorer, n=len(ok), n_error=len(essential) - len(ok), n_correct=len(correct),
+        fraction=_round(frac), threshold=threshold,
+        passed=frac is not None and frac <= threshold, answered=correct[:MAX_LISTED])
+
+
+# ---------------------------------------------------------------------------------------
+# 5. Markdown
+
+
+def _plain(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def _fmt(x: Any, nd: int = 3) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, float):
+        return f"{x:.{nd}f}"
+    return str(x)
+
+
+def _verdict(gate: Mapping[str, Any]) -> str:
+    if "passed" not in gate:
+        return "INFO"
+    return "PASS" if gate["passed"] else "FAIL"
+
+
+def _pct(x: Any) -> str:
+    return "–" if x is None else f"{100 * float(x):.1f}%"
+
+
+def _ids(ids: Sequence[str], total: int) -> str:
+    shown = ", ".join(f"`{i}`" for i in ids)
+    more = total - len(ids)
+    return shown + (f" (+{more} more)" if more > 0 else "")
+
+
+def _md_indist(g: Mapping[str, Any]) -> list[str]:
+    out = [f"## Evidence/haystack indistinguishability — {_verdict(g)}", "",
+           f"Out-of-fold ROC AUC of a TF-IDF + logistic-regression classifier separating "
+           f"evidence from haystack sessions by their text: **{_fmt(g.get('auc'))}** "
+           f"(pass if ≤ {_fmt(g.get('threshold'), 2)}; 0.5 = indistinguishable).", "",
+           f"- documents: {g.get('n_evidence')} evidence, {g.get('n_haystack')} haystack "
+           f"(+{g.get('n_haystack_repeats', 0)} repeated haystack copies dropped)",
+           f"- questions (groups): {g.get('n_groups')}, folds: {g.get('folds')}"]
+    if g.get("note"):
+        out.append(f"- note: {g['note']}")
+    return out
+
+
+def _md_near(g: Mapping[str, Any]) -> list[str]:
+    out = [f"## Near-duplicate images — {_verdict(g)}", "",
+           f"{g.get('n_files')} image files (from {g.get('n_images')} uses); pairs within "
+           f"{g.get('max_distance')} bits of perceptual hash:", "",
+           f"- same facts (re-renders, fine): {g.get('same_facts')}",
+           f"- different facts (look-alikes, information): {g.get('different_facts')}",
+           f"- **pixel-identical with different facts (bug; must be 0): "
+           f"{g.get('exact_different_facts')}**"]
+    by_kind = g.get("different_facts_by_kind") or {}
+    if by_kind:
+        out += ["", "| kind | look-alike pairs with different facts |", "|---|---:|"]
+        out += [f"| {k} | {v} |" for k, v in by_kind.items()]
+    exact = g.get("examples_exact_different_facts") or []
+    if exact:
+        out += ["", "Pixel-identical images with different facts:", ""]
+        out += [f"- `{e['a']}` ({e['kind_a']}) = `{e['b']}` ({e['kind_b']})" for e in exact]
+    if g.get("missing_files"):
+        out += ["", f"Unreadable files: {_ids(g['missing_files'], len(g['missing_files']))}"]
+    return out
+
+
+def _md_caption(g: Mapping[str, Any]) -> list[str]:
+    if "skipped" in g:
+        return ["## Caption-proof (OCR) — SKIPPED", "", str(g["skipped"])]
+    out = ["## Caption-proof (OCR) — INFO", "",
+           "Share of questions whose needed strings all appear in the OCR text of their "
+           f"evidence images: **{_pct(g.get('survival_rate'))}** "
+           f"({g.get('n_surviving')}/{g.get('n_questions')}; {g.get('n_images')} images "
+           f"read, {g.get('ocr_errors', 0)} unreadable, {g.get('n_without_images', 0)} "
+           "questions with no evidence image). Lower means captions/OCR recover less.", ""]
+    for title, table in (("X", g.get("by_x") or {}), ("family", g.get("by_family") or {})):
+        if not table:
+            continue
+        out += [f"| {title} | questions | surviving | rate |", "|---|---:|---:|---:|"]
+        out += [f"| {k} | {v['n']} | {v['surviving']} | {_pct(v['rate'])} |"
+                for k, v in table.items()]
+        out.append("")
+    return out[:-1] if out[-1] == "" else out
+
+
+def _md_oracles(tiers: Mapping[str, Any]) -> list[str]:
+    rows = []
+    for tier, t in tiers.items():
+        o, v = t.get("oracle"), t.get("visual_necessity")
+        if o:
+            fail = ("" if not o.get("failing") else
+                    " failing: " + _ids(o["failing"], o["n"] - o["n_correct"]))
+            rows.append(f"| {tier} | oracle accuracy | {_pct(o.get('accuracy'))} "
+                        f"({o.get('n_correct')}/{o.get('n')}, {o.get('n_error')} errors) | "
+                        f"≥ {_pct(o.get('expect'))} | {_verdict(o)}{fail} |")
+        if v:
+            ans = ("" if not v.get("answered") else
+                   " answered: " + _ids(v["answered"], v["n_correct"]))
+            rows.append(f"| {tier} | text-only oracle on image-essential | "
+                        f"{_pct(v.get('fraction'))} ({v.get('n_correct')}/{v.get('n')}, "
+                        f"{v.get('n_error')} errors) | ≤ {_pct(v.get('threshold'))} | "
+                        f"{_verdict(v)}{ans} |")
+    if not rows:
+        return []
+    return ["## Oracles", "",
+            "| tier | gate | value | threshold | result |", "|---|---|---|---|---|", *rows]
+
+
+def _md_retrieval(tiers: Mapping[str, Any]) -> list[str]:
+    rows = []
+    ks: list[str] = []
+    for t in tiers.values():
+        for r in (t.get("retrieval") or {}).values():
+            ks += [str(k) for k in r.get("ks", r.get("recall_at", {}).keys())
+                   if str(k) not in ks]
+    ks.sort(key=int)
+    for tier, t in tiers.items():
+        for name, r in (t.get("retrieval") or {}).items():
+            rec, allf = r.get("recall_at", {}), r.get("all_found_at", {})
+            cells = [_fmt(rec.get(k)) for k in ks] + [_fmt(allf.get(k)) for k in ks]
+            rows.append(f"| {tier} | {name} | {r.get('n_questions')} | "
+                        f"{_fmt(r.get('mean_sessions'), 1)} | " + " | ".join(cells)
+                        + f" | {_fmt(r.get('mrr'))} |")
+    if not rows:
+        return []
+    head = (["tier", "retriever", "questions", "sessions/episode"] + [f"R@{k}" for k in ks]
+            + [f"all@{k}" for k in ks] + ["MRR"])
+    return ["## Retrieval difficulty — INFO", "",
+            "Evidence sessions found by ranking each episode's sessions (text only, no "
+            "captions) against the question.", "",
+            "| " + " | ".join(head) + " |",
+            "|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|", *rows]
+
+
+def render_gates_markdown(results: Mapping[str, Any]) -> str:
+    """Markdown for the validation gates. Values may be the result dataclasses or their
+    dicts. Every key is optional; the expected shape::
+
+        {
+          "benchmark": {"digest": str, "tiers": [str], "generator_version": str},
+          "passed": bool,                       # overall verdict, if computed
+          "tiers": {
+            "<tier>": {
+              "oracle": AccuracyGateResult,
+              "visual_necessity": VisualNecessityResult,
+              "retrieval": {"bm25": RetrievalResult, "embed": RetrievalResult},
+            },
+          },
+          "indistinguishability": IndistinguishabilityResult,
+          "near_duplicates": NearDuplicateResult,
+          "caption_proof": CaptionProofResult | {"skipped": "<why>"},
+        }
+
+    Gates show PASS/FAIL against their thresholds; reports show INFO.
+    """
+    r = _plain(results)
+    lines = ["# Validation gates", ""]
+    bench = r.get("benchmark") or {}
+    if bench:
+        bits = [f"{k}: `{v}`" if k == "digest" else f"{k}: {v}" for k, v in bench.items()
+                if not isinstance(v, list)]
+        bits += [f"{k}: {', '.join(map(str, v))}" for k, v in bench.items()
+                 if isinstance(v, list)]
+        lines += ["; ".join(bits), ""]
+    if "passed" in r:
+        lines += [f"**Overall: {'PASS' if r['passed'] else 'FAIL'}**", ""]
+    tiers = r.get("tiers") or {}
+    sections = [_md_oracles(tiers)]
+    if r.get("indistinguishability"):
+        sections.append(_md_indist(r["indistinguishability"]))
+    if r.get("near_duplicates"):
+        sections.append(_md_near(r["near_duplicates"]))
+    sections.append(_md_retrieval(tiers))
+    if r.get("caption_proof"):
+        sections.append(_md_caption(r["caption_proof"]))
+    for s in sections:
+        if s:
+            lines += [*s, ""]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,114 @@
+"""``memgauge validate DIR``: the gates that show a generated benchmark measures what it claims.
+
+Oracles run through the normal runner (their run folders land in ``DIR/validation``), the
+other gates read the episodes directly. Results go to ``DIR/validation/gates.json`` and
+``gates.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ...errors import InputError
+
+
+def _plain(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {k: _plain(v) for k, v in dataclasses.asdict(obj).items()}
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def _episodes(root: Path, tier: str) -> list[Any]:
+    from ...benchmarks import BenchmarkOptions
+    from ...registry import lookup
+
+    return list(lookup("benchmark", "synth")(BenchmarkOptions(data=str(root), tier=tier)).episodes())
+
+
+def _oracle_run(root: Path, tier: str, system: str) -> dict[str, Any]:
+    from ...runner import RunConfig, Runner, read_records
+
+    out = root / "validation" / tier / system
+    Runner(RunConfig(bench="synth", data=str(root), tier=tier, system=system, model="none:",
+                     out=str(out), cache=False, progress=False, concurrency=16)).run_sync()
+    return read_records(out)
+
+
+def validate(root: str | Path, *, ocr: bool | None = None,
+             progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    from ...analysis import (
+        accuracy_gate,
+        caption_proof,
+        indistinguishability,
+        near_duplicates,
+        render_gates_markdown,
+        retrieval_recall,
+        visual_necessity_gate,
+    )
+
+    root = Path(root)
+    mpath = root / "manifest.json"
+    if not mpath.exists():
+        raise InputError("not a generated benchmark folder (no manifest.json)", file=str(root))
+    manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    tiers = list(manifest["tiers"])
+    say = progress or (lambda msg: None)
+    results: dict[str, Any] = {"benchmark": {"digest": manifest["digest"], "tiers": tiers,
+                                             "generator_version": manifest["generator_version"]},
+                               "tiers": {}}
+    episodes_by_tier = {}
+    for tier in tiers:
+        say(f"tier {tier}: oracle runs")
+        oracle = _oracle_run(root, tier, "oracle").values()
+        text_only = _oracle_run(root, tier, "oracle-text").values()
+        episodes = _episodes(root, tier)
+        episodes_by_tier[tier] = episodes
+        say(f"tier {tier}: retrieval difficulty")
+        results["tiers"][tier] = {
+            "oracle": _plain(accuracy_gate(list(oracle))),
+            "visual_necessity": _plain(visual_necessity_gate(list(text_only))),
+            "retrieval": {name: _plain(retrieval_recall(episodes, retriever=name))
+                          for name in ("bm25", "embed")},
+        }
+    largest = tiers[-1]
+    say("indistinguishability")
+    results["indistinguishability"] = _plain(indistinguishability(episodes_by_tier[largest]))
+    say("near-duplicate images")
+    seen: dict[str, tuple[str, str, dict[str, Any]]] = {}
+    for ep in episodes_by_tier[largest]:
+        for s in ep.sessions:
+            for t in s.turns:
+                for im in t.images:
+                    if im.path and im.path not in seen:
+                        seen[im.path] = (im.path, im.meta.get("kind", ""), im.meta.get("facts", {}))
+    results["near_duplicates"] = _plain(near_duplicates(list(seen.values())))
+    if ocr is None:
+        try:
+            import rapidocr_onnxruntime  # noqa: F401
+
+            ocr = True
+        except ImportError:
+            ocr = False
+    if ocr:
+        say("caption-proof (OCR)")
+        results["caption_proof"] = _plain(caption_proof(episodes_by_tier[tiers[0]]))
+    else:
+        results["caption_proof"] = {"skipped": "install memgauge[ocr] (rapidocr) to run it"}
+    gates = [results["indistinguishability"], results["near_duplicates"]]
+    for t in results["tiers"].values():
+        gates += [t["oracle"], t["visual_necessity"]]
+    results["passed"] = all(g.get("passed", True) for g in gates)
+    out = root / "validation"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "gates.json").write_text(json.dumps(results, indent=2, sort_keys=True, default=str)
+                                    + "\n", encoding="utf-8")
+    (out / "gates.md").write_text(render_gates_markdown(results) + "\n", encoding="utf-8")
+    return results

@@ -1,0 +1,347 @@
+"""Tests for the validation gates, on small hand-built episodes, images and records."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+
+import pytest
+
+from memgauge.analysis import (
+    accuracy_gate,
+    caption_proof,
+    indistinguishability,
+    near_duplicates,
+    normalize_for_match,
+    render_gates_markdown,
+    retrieval_recall,
+    visual_necessity_gate,
+)
+from memgauge.schema import (
+    BenchmarkInfo,
+    Episode,
+    EvidenceRef,
+    ImageRef,
+    Labels,
+    Question,
+    Record,
+    Response,
+    Session,
+    Turn,
+)
+
+# ---------------------------------------------------------------------------------------
+# helpers
+
+
+def text_session(sid, role, text):
+    return Session(session_id=sid, meta={"role": role, "topic": "t"},
+                   turns=[Turn(turn_id=f"{sid}:1", role="user", text=text),
+                          Turn(turn_id=f"{sid}:2", role="assistant", text="Okay.")])
+
+
+def make_episode(qid, sessions, *, needed=(), x="X1", family="fam", evidence=None,
+                 text="question?"):
+    q = Question(question_id=qid, text=text, answer="a", answer_type="free_text",
+                 ability="information_extraction", labels=Labels(x=x),
+                 evidence=evidence or [], meta={"family": family, "needed": list(needed)})
+    return Episode(episode_id=qid, sessions=sessions, questions=[q],
+                   benchmark=BenchmarkInfo(name="t"))
+
+
+VOCAB = [f"w{i}" for i in range(150)]
+
+
+def corpus(telltale: bool, *, n_questions=40, seed=1):
+    """40 questions x (2 evidence + 6 haystack from a shared pool of 120) + 1 filler each."""
+    rng = random.Random(seed)
+
+    def words(n=30):
+        return " ".join(rng.choice(VOCAB) for _ in range(n))
+
+    pool = [text_session(f"h{i}", "haystack", words()) for i in range(120)]
+    eps = []
+    for q in range(n_questions):
+        ev = [text_session(f"q{q}:e{k}", "evidence",
+                           words() + (" receipt attached" if telltale else "")) for k in range(2)]
+        hay = rng.sample(pool, 6)
+        filler = text_session(f"q{q}:f", "filler", "receipt attached " * 5)
+        eps.append(make_episode(f"q{q}", [*ev, *hay, filler]))
+    return eps
+
+
+# ---------------------------------------------------------------------------------------
+# 1. indistinguishability
+
+
+def test_indistinguishability_fails_on_a_telltale_word():
+    pytest.importorskip("sklearn")
+    res = indistinguishability(corpus(telltale=True))
+    assert res.auc > 0.95 and not res.passed
+    assert res.n_evidence == 80 and res.folds == 5 and res.n_groups == 40
+
+
+def test_indistinguishability_passes_when_well_mixed():
+    pytest.importorskip("sklearn")
+    eps = corpus(telltale=False)
+    res = indistinguishability(eps, seed=3)
+    assert 0.35 < res.auc <= 0.60 and res.passed
+    # Haystack repeats across episodes are kept once; fillers are skipped.
+    used = {s.session_id for ep in eps for s in ep.sessions if s.meta["role"] == "haystack"}
+    assert res.n_haystack == len(used) and res.n_haystack_repeats == 40 * 6 - len(used)
+    assert res.n_evidence == 80
+    json.dumps(res.to_dict())
+    assert dataclasses.asdict(res) == res.to_dict()
+
+
+def test_indistinguishability_needs_two_groups():
+    pytest.importorskip("sklearn")
+    res = indistinguishability(corpus(telltale=False, n_questions=1))
+    assert res.auc is None and not res.passed and res.note
+
+
+# ---------------------------------------------------------------------------------------
+# 2. near duplicates
+
+
+def draw(path, *, shift=0, dots=()):
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", (96, 96), "white")
+    d = ImageDraw.Draw(img)
+    d.rectangle([10 + shift, 10, 50 + shift, 60], fill="black")
+    d.ellipse([55, 40, 90, 85], fill=(200, 30, 30))
+    for x, y in dots:
+        d.point((x, y), fill="black")
+    img.save(path)
+    return str(path)
+
+
+def draw_other(path):
+    from PIL import Image, ImageDraw
+
+    img = Image.new("RGB", (96, 96), "black")
+    d = ImageDraw.Draw(img)
+    for i in range(0, 96, 12):
+        d.line([(i, 0), (95 - i, 95)], fill="white", width=3)
+    img.save(path)
+    return str(path)
+
+
+def test_near_duplicates_classifies_pairs(tmp_path):
+    pytest.importorskip("imagehash")
+    a = draw(tmp_path / "a.png")
+    a_rerender = draw(tmp_path / "a2.png")  # identical pixels, same facts: fine
+    b_same_pixels = draw(tmp_path / "b.png")  # identical pixels, different facts: a bug
+    c_close = draw(tmp_path / "c.png", dots=[(70, 20), (71, 20)])  # look-alike
+    other = draw_other(tmp_path / "d.png")
+    items = [
+        (a, "receipt", {"total": "1.00"}),
+        (a, "receipt", {"total": "1.00"}),  # the same use twice: one entry
+        (a_rerender, "receipt", {"total": "1.00"}),
+        (b_same_pixels, "receipt", {"total": "2.00"}),
+        (c_close, "receipt", {"total": "3.00"}),
+        (other, "clock", {"time": "9:00"}),
+        (str(tmp_path / "missing.png"), "clock", {"time": "1:00"}),
+    ]
+    res = near_duplicates(items)
+    assert res.n_images == 7 and res.n_files == 5 and res.missing_files
+    assert res.exact_different_facts == 2  # b vs a, b vs a2
+    assert not res.passed
+    assert res.same_facts == 1  # a vs a2
+    assert res.different_facts == 3  # c vs a, c vs a2, c vs b
+    assert res.different_facts_by_kind == {"receipt": 3}
+    assert {e["b"] for e in res.examples_exact_different_facts} == {b_same_pixels}
+    json.dumps(res.to_dict())
+
+
+def test_near_duplicates_passes_without_exact_duplicates(tmp_path):
+    pytest.importorskip("imagehash")
+    a = draw(tmp_path / "a.png")
+    c = draw(tmp_path / "c.png", dots=[(70, 20)])
+    res = near_duplicates([(a, "label", {"x": 1}), (c, "label", {"x": 2}),
+                           (draw_other(tmp_path / "o.png"), "clock", {"x": 1})])
+    assert res.passed and res.exact_different_facts == 0
+    assert res.different_facts == 1 and res.different_facts_by_kind == {"label": 1}
+    assert res.examples_different_facts[0]["distance"] <= 4
+
+
+def test_near_duplicates_one_file_with_two_fact_sets(tmp_path):
+    pytest.importorskip("imagehash")
+    a = draw(tmp_path / "a.png")
+    res = near_duplicates([(a, "label", {"x": 1}), (a, "label", {"x": 2})])
+    assert res.exact_different_facts == 1 and not res.passed
+    assert res.examples_exact_different_facts[0]["distance"] == 0
+
+
+# ---------------------------------------------------------------------------------------
+# 3. caption proof
+
+
+def image_session(sid, sources):
+    images = [ImageRef(source=s, path=f"/abs/{s}", meta={"kind": "ticket"}) for s in sources]
+    return Session(session_id=sid, meta={"role": "evidence"},
+                   turns=[Turn(turn_id=f"{sid}:1", role="user", text="<image> " * len(images),
+                               images=images)])
+
+
+def ptr(sid, k=None):
+    return EvidenceRef(session_id=sid, turn_id=f"{sid}:1", image_index=k)
+
+
+def caption_episodes():
+    s1 = image_session("e1", ["img/1.png", "img/2.png"])
+    s2 = image_session("e2", ["img/3.png"])
+    return [
+        # X1: both strings found across the two images, modulo case/spaces/dash kind.
+        make_episode("q1", [s1], needed=["BA-2041", "Gate 9–5"], x="X1", family="ie",
+                     evidence=[ptr("e1", 0), ptr("e1", 1)]),
+        # X2: "Tom" is not in the OCR text.
+        make_episode("q2", [s2], needed=["$12.50", "Tom"], x="X2", family="ie",
+                     evidence=[ptr("e2", 0)]),
+        # no needed strings: not counted
+        make_episode("q3", [s2], needed=[], x="X3", evidence=[ptr("e2", 0)]),
+        # needed strings but only a text pointer: counted, not surviving
+        make_episode("q4", [s2], needed=["x"], x="X4", family="tr", evidence=[ptr("e2")]),
+        # same image as q2, read only once; found
+        make_episode("q5", [s2], needed=["12.50"], x="X2", family="tr",
+                     evidence=[ptr("e2", 0)]),
+    ]
+
+
+def test_caption_proof_with_fake_ocr():
+    texts = {"/abs/img/1.png": "FLIGHT ba 2041", "/abs/img/2.png": "gate 9-5",
+             "/abs/img/3.png": "TOTAL$12.50"}
+    calls = []
+
+    def fake_ocr(path):
+        calls.append(path)
+        return texts[path]
+
+    res = caption_proof(caption_episodes(), ocr=fake_ocr)
+    assert sorted(calls) == sorted(texts)  # each image once
+    assert res.n_questions == 4 and res.n_surviving == 2 and res.survival_rate == 0.5
+    assert res.by_x == {"X1": {"n": 1, "surviving": 1, "rate": 1.0},
+                        "X2": {"n": 2, "surviving": 1, "rate": 0.5},
+                        "X4": {"n": 1, "surviving": 0, "rate": 0.0}}
+    assert res.by_family["ie"] == {"n": 2, "surviving": 1, "rate": 0.5}
+    assert res.by_family["tr"] == {"n": 2, "surviving": 1, "rate": 0.5}
+    assert res.n_without_images == 1 and res.n_images == 3 and res.ocr_errors == 0
+    assert {"question_id": "q2", "missing": ["Tom"]} in res.failures
+    json.dumps(res.to_dict())
+
+
+def test_caption_proof_counts_unreadable_images():
+    def broken(path):
+        raise OSError("cannot read")
+
+    res = caption_proof(caption_episodes(), ocr=broken)
+    assert res.n_surviving == 0 and res.ocr_errors == 3
+
+
+def test_normalize_for_match():
+    assert normalize_for_match("Gate 9–5, BA-2041!") == normalize_for_match("gate 9-5 ba 2041")
+    assert normalize_for_match("Ünïcode ＡＢ") == "ünïcodeab"
+
+
+def test_caption_proof_with_rapidocr(tmp_path):
+    pytest.importorskip("rapidocr_onnxruntime")
+    from PIL import Image, ImageDraw, ImageFont
+
+    img = Image.new("RGB", (320, 60), "white")
+    try:
+        font = ImageFont.truetype("DejaVuSans.ttf", 26)
+    except OSError:
+        font = ImageFont.load_default(size=26)
+    ImageDraw.Draw(img).text((10, 12), "GATE B-17", fill="black", font=font)
+    img.save(tmp_path / "t.png")
+    s = Session(session_id="e", turns=[Turn(
+        turn_id="e:1", role="user", text="<image>",
+        images=[ImageRef(source="t.png")])])  # no path: resolved against root
+    eps = [make_episode("q", [s], needed=["B-17"], evidence=[ptr("e", 0)])]
+    res = caption_proof(eps, root=tmp_path)
+    assert res.ocr_errors == 0 and res.n_surviving == 1, res.failures
+
+
+# ---------------------------------------------------------------------------------------
+# 4. oracle gates
+
+
+def rec(qid, score, *, status="ok", dep="essential", answer_type="free_text"):
+    return Record(question_id=qid, episode_id=qid, benchmark=BenchmarkInfo(name="t"),
+                  status=status, ability="information_extraction", answer_type=answer_type,
+                  labels=Labels(image_dependency=dep), question="q?", gold="g",
+                  response=Response(text="a"), scores={} if score is None else {"rule": score})
+
+
+def test_accuracy_gate():
+    good = {f"q{i}": rec(f"q{i}", 1.0) for i in range(5)}
+    res = accuracy_gate(good)
+    assert res.passed and res.accuracy == 1.0 and res.failing == [] and res.n == 5
+    bad = [*good.values(), rec("qx", 0.0), rec("qe", None, status="error")]
+    res = accuracy_gate(bad)
+    assert not res.passed and res.n_error == 1 and res.failing == ["qe", "qx"]
+    assert res.accuracy == pytest.approx(5 / 7)
+    assert accuracy_gate(bad, expect=0.7).passed
+    assert not accuracy_gate([]).passed
+    json.dumps(res.to_dict())
+
+
+def test_visual_necessity_gate():
+    recs = [rec(f"q{i}", 0.0) for i in range(60)]
+    recs += [rec("lucky", 1.0),
+             rec("text-q", 1.0, dep="text"),  # not image-essential: ignored
+             rec("refuse", 1.0, answer_type="refusal"),  # refusals ignored
+             rec("err", None, status="error")]
+    res = visual_necessity_gate(recs)
+    assert res.n == 61 and res.n_error == 1 and res.answered == ["lucky"]
+    assert res.fraction == pytest.approx(1 / 61, abs=1e-6) and res.passed
+    res = visual_necessity_gate(recs, threshold=0.01)
+    assert not res.passed
+    assert not visual_necessity_gate([]).passed
+
+
+# ---------------------------------------------------------------------------------------
+# 5. markdown
+
+
+def test_render_gates_markdown():
+    pytest.importorskip("bm25s")
+    ep = make_episode("q1", [text_session("e", "evidence", "kitchen cabinets green"),
+                             text_session("h", "haystack", "marathon training")],
+                      text="kitchen cabinets?", evidence=[ptr("e")])
+    results = {
+        "benchmark": {"digest": "abc", "tiers": ["8k", "32k"], "generator_version": "1"},
+        "passed": False,
+        "tiers": {
+            tier: {"oracle": accuracy_gate([rec("q1", 1.0)]),
+                   "visual_necessity": dataclasses.asdict(
+                       visual_necessity_gate([rec("q1", 1.0)])),
+                   "retrieval": {"bm25": retrieval_recall([ep], ks=(1, 3))}}
+            for tier in ("8k", "32k")},
+        "indistinguishability": {"auc": 0.55, "threshold": 0.6, "passed": True,
+                                 "n_evidence": 10, "n_haystack": 30, "n_haystack_repeats": 2,
+                                 "n_groups": 5, "folds": 5, "note": None},
+        "near_duplicates": {"n_images": 3, "n_files": 3, "max_distance": 4, "passed": True,
+                            "same_facts": 0, "different_facts": 2,
+                            "different_facts_by_kind": {"clock": 2}, "exact_different_facts": 0,
+                            "examples_different_facts": [],
+                            "examples_exact_different_facts": [], "missing_files": []},
+        "caption_proof": caption_proof(caption_episodes(), ocr=lambda p: "ba 2041 gate 9-5"),
+    }
+    md = render_gates_markdown(results)
+    assert "**Overall: FAIL**" in md
+    assert "| 8k | oracle accuracy | 100.0% (1/1, 0 errors) | ≥ 100.0% | PASS |" in md
+    assert "| 32k | text-only oracle on image-essential | 100.0% (1/1, 0 errors)" in md
+    assert "FAIL answered: `q1`" in md
+    assert "indistinguishability — PASS" in md and "**0.550**" in md
+    assert "| clock | 2 |" in md
+    assert ("| tier | retriever | questions | sessions/episode | R@1 | R@3 | all@1 | all@3 "
+            "| MRR |") in md
+    assert "| 8k | bm25 | 1 | 2.0 | 1.000 | 1.000 | 1.000 | 1.000 | 1.000 |" in md
+    assert "Caption-proof (OCR) — INFO" in md and "| X1 | 1 | 1 | 100.0% |" in md
+    assert "| X2 | 2 | 0 | 0.0% |" in md
+    skipped = render_gates_markdown({"caption_proof": {"skipped": "install memgauge[ocr]"}})
+    assert "SKIPPED" in skipped and "install memgauge[ocr]" in skipped
+    assert render_gates_markdown({}).startswith("# Validation gates")
