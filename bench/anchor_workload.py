@@ -142,7 +142,8 @@ def main() -> None:
             f"- c={r['concurrency']} run {r['run']}: {r['items_per_s_wall']} items/s "
             f"({r['x_reference']}x ref) -> throughput target "
             f"{'met' if r['meets_throughput'] else 'NOT met'}; peak RSS {r['max_rss_mb']} MB vs "
-            f"{r['reference_rss_mb']} -> {'lower' if r['meets_rss'] else 'NOT lower'}; inline images "
+            f"{r['reference_rss_mb']} -> {'lower' if r['meets_rss'] else 'NOT lower'}; "
+            "inline images "
             f"{r['stub_inline_images']} ({'ok' if r['images_ok'] else 'WRONG, expected 1600'}).")
     lines += ["", f"Result JSON: {C.rel(path)}", ""]
     md = "\n".join(lines)

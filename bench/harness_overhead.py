@@ -74,7 +74,8 @@ def main() -> None:
             "offered_items_per_s": offered,
             "max_rss_mb": round(m.max_rss_mb, 1) if m.max_rss_mb else None,
             "harness_cpu_s": round((m.user_s or 0) + (m.sys_s or 0), 2),
-            "harness_cpu_ms_per_item": round(1000 * ((m.user_s or 0) + (m.sys_s or 0)) / max(1, n), 2),
+            "harness_cpu_ms_per_item": round(
+                1000 * ((m.user_s or 0) + (m.sys_s or 0)) / max(1, n), 2),
             "cpu_pct": m.cpu_pct,
             "stub_requests": st.get("requests"),
             "stub_max_inflight": st.get("max_inflight"),
@@ -109,7 +110,8 @@ def main() -> None:
             ("pct_offered_wall", "% of offered (wall)"), ("active_window_s", "stub window s"),
             ("items_per_s_window", "items/s (window)"), ("pct_offered_window", "% (window)"),
             ("max_rss_mb", "peak RSS MB"), ("harness_cpu_ms_per_item", "CPU ms/item"),
-            ("cpu_pct", "CPU %"), ("stub_requests", "stub req."), ("stub_max_inflight", "max in-flight"),
+            ("cpu_pct", "CPU %"), ("stub_requests", "stub req."),
+            ("stub_max_inflight", "max in-flight"),
             ("stub_inline_images", "inline images"), ("host_steal_pct", "steal %")]
     table = C.md_table(rows, cols)
     verdict = (f"Offered limit {a.concurrency}/{a.latency_ms / 1000:g} s = {offered:.0f} items/s; "

@@ -258,7 +258,8 @@ def main() -> None:
                       ("wall_s", "wall s"), ("ok", "ok"), ("errors", "err."),
                       ("max_rss_mb", "peak RSS MB"), ("harness_cpu_s", "CPU s"),
                       ("stub_requests", "stub req."), ("stub_inline_images", "inline images"),
-                      ("stub_mb_in", "MB sent"), ("meets_target", f"<= {TARGET_FIRST_REQUEST_S:g} s")]),
+                      ("stub_mb_in", "MB sent"),
+                      ("meets_target", f"<= {TARGET_FIRST_REQUEST_S:g} s")]),
                   ""]
     lines += ["(b)/(c) prompt assembly for every item in a fresh interpreter "
               "(stream `episodes()`, `build_prompt` per question, nothing kept)", "",

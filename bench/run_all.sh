@@ -16,7 +16,8 @@ BENCH="$(cd "$(dirname "$0")" && pwd)"
 REPO="$(cd "$BENCH/.." && pwd)"
 cd "$REPO"
 if [[ -z "${PYTHON:-}" ]]; then
-  if [[ -x "$REPO/.venv/bin/python" ]]; then PYTHON="$REPO/.venv/bin/python"; else PYTHON=python3; fi
+  PYTHON=python3
+  [[ -x "$REPO/.venv/bin/python" ]] && PYTHON="$REPO/.venv/bin/python"
 fi
 WORK="${WORK:-$BENCH/out}"
 mkdir -p "$WORK"

@@ -93,6 +93,10 @@ def test_indistinguishability_passes_when_well_mixed():
     assert res.n_evidence == 80
     json.dumps(res.to_dict())
     assert dataclasses.asdict(res) == res.to_dict()
+    # Fillers as extra negatives: one per question here, and they carry the telltale words.
+    wide = indistinguishability(corpus(telltale=True), negatives=("haystack", "filler"))
+    assert wide.n_haystack == len(used) + 40 and wide.negatives == ["haystack", "filler"]
+    assert wide.auc < indistinguishability(corpus(telltale=True)).auc
 
 
 def test_indistinguishability_needs_two_groups():

@@ -81,7 +81,8 @@ class IndistinguishabilityResult(_ToDict):
     ``passed`` iff ``auc <= threshold``; ``auc`` is ``None`` (and the gate fails) when there
     are too few documents or groups to cross-validate. Haystack sessions are de-duplicated by
     session id (``n_haystack_repeats`` copies dropped); ``n_groups`` is the number of
-    questions (GroupKFold groups); ``folds`` the folds actually used.
+    questions (GroupKFold groups); ``folds`` the folds actually used; ``negatives`` the
+    session roles counted as label 0.
     """
 
     auc: float | None
@@ -92,14 +93,19 @@ class IndistinguishabilityResult(_ToDict):
     n_haystack_repeats: int
     n_groups: int
     folds: int
+    negatives: list[str] = field(default_factory=lambda: ["haystack"])
     note: str | None = None
 
 
 def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: int = 0,
-                         threshold: float = 0.60) -> IndistinguishabilityResult:
+                         threshold: float = 0.60, negatives: Sequence[str] = ("haystack",),
+                         ) -> IndistinguishabilityResult:
     """Can the text of a session tell whether it is evidence? One document per evidence or
-    haystack session (``Session.meta["role"]``; "filler" and unlabelled sessions skipped),
+    haystack session (``Session.meta["role"]``; by default "filler" and unlabelled sessions
+    are skipped),
     its text being :func:`~memgauge.analysis._retrieval.session_text` (no captions).
+    ``negatives``: the roles that form label 0 (e.g. ``("haystack", "filler")`` to compare
+    evidence with every distractor; ``n_haystack`` then counts all of them).
 
     Groups are the episode's (first) question id, so a question's sessions never straddle
     train and test. A haystack session that recurs across episodes (a shared pool) is kept
@@ -118,15 +124,16 @@ def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: i
     groups: list[str] = []
     seen: set[tuple[str, str]] = set()
     repeats = 0
+    wanted = {"evidence", *negatives}
     for ep in episodes:
         group = ep.questions[0].question_id if ep.questions else ep.episode_id
         for s in ep.sessions:
             role = s.meta.get("role")
-            if role not in ("evidence", "haystack"):
+            if role not in wanted:
                 continue
             key = (role, s.session_id)
             if key in seen:
-                repeats += role == "haystack"
+                repeats += role != "evidence"
                 continue
             seen.add(key)
             docs.append(session_text(s))
@@ -141,7 +148,7 @@ def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: i
         return IndistinguishabilityResult(
             auc=_round(auc, 4), threshold=threshold, passed=auc is not None and auc <= threshold,
             n_evidence=n_ev, n_haystack=n_hay, n_haystack_repeats=repeats, n_groups=n_groups,
-            folds=used, note=note)
+            folds=used, negatives=list(negatives), note=note)
 
     if n_ev == 0 or n_hay == 0 or k < 2:
         return result(None, 0, "needs evidence and haystack sessions in at least 2 questions")
@@ -325,7 +332,10 @@ def rapidocr_text(path: str) -> str:
         engine = _OCR_ENGINE[0]
     if not Path(path).is_file():
         raise InputError("image file not found", file=str(path))
-    result, _ = engine(str(path))
+    try:
+        result, _ = engine(str(path))
+    except Exception as exc:  # rapidocr's own errors (e.g. LoadImageError) derive from Exception
+        raise InputError(f"OCR failed: {exc}", file=str(path)) from exc
     return "\n".join(str(box[1]) for box in (result or []))
 
 
@@ -543,8 +553,9 @@ def _md_indist(g: Mapping[str, Any]) -> list[str]:
            f"Out-of-fold ROC AUC of a TF-IDF + logistic-regression classifier separating "
            f"evidence from haystack sessions by their text: **{_fmt(g.get('auc'))}** "
            f"(pass if ≤ {_fmt(g.get('threshold'), 2)}; 0.5 = indistinguishable).", "",
-           f"- documents: {g.get('n_evidence')} evidence, {g.get('n_haystack')} haystack "
-           f"(+{g.get('n_haystack_repeats', 0)} repeated haystack copies dropped)",
+           f"- documents: {g.get('n_evidence')} evidence, {g.get('n_haystack')} "
+           f"{'/'.join(g.get('negatives') or ['haystack'])} "
+           f"(+{g.get('n_haystack_repeats', 0)} repeated copies dropped)",
            f"- questions (groups): {g.get('n_groups')}, folds: {g.get('folds')}"]
     if g.get("note"):
         out.append(f"- note: {g['note']}")

@@ -18,7 +18,7 @@ from typing import Any
 
 from ...schema import Ability, AnswerType, Labels
 from . import _world as W
-from ._text import SessionPlan, TurnPlan, chat_session, say, share_image
+from ._text import LINES, SessionPlan, TurnPlan, chat_session, say, share_image
 
 REFUSAL = "Insufficient information"
 
@@ -77,13 +77,13 @@ def plan_ie_entity(rng: random.Random, when: When) -> QuestionPlan:
     label = {"product": product.title(), "brand": brand, "weight": f"{rng.choice([250, 400, 500])} g",
              "best_before": str(when.day(t1) + timedelta(days=200)),
              "lot": f"L{rng.randint(1000, 9999)}-{rng.randint(10, 99)}", "colour": rng.choice(W.COLOURS)}
-    s1 = chat_session(rng, topic="shopping", inserts=[_needle(share_image(
-        rng, "label", label, line=f"This is the {product} I've been having every morning <image>"))])
+    s1 = chat_session(rng, inserts=[_needle(share_image(
+        rng, "label", label, line=LINES["label_morning"].format(product=product)))])
     pairs = list(zip(brands, origins, strict=True))
     rng.shuffle(pairs)
     fact_text = "; ".join(f"{b} is based in {o}" for b, o in pairs)
-    s2 = chat_session(rng, topic="shopping", inserts=[[
-        say("user", f"I read an article about {product} makers: {fact_text}.",
+    s2 = chat_session(rng, inserts=[[
+        say("user", LINES["article"].format(product=product, facts=fact_text),
             [{"entity": b, "based_in": o} for b, o in pairs] + [{"needle": True}]),
         say("assistant", "Interesting, thanks for sharing that.")]])
     return QuestionPlan(
@@ -115,18 +115,17 @@ def plan_ie_previnfo(rng: random.Random, when: When) -> QuestionPlan:
                   ["Check-in", str(when.day(rng.uniform(2, 30)))], ["Guests", str(rng.randint(1, 4))],
                   ["Reference", ref]]
         q = "What was the reference number in the booking confirmation screenshot I shared?"
-        line = "Finally booked somewhere to stay, here's the confirmation <image>"
+        line = LINES["booking"]
     else:
         ref = W.code(rng, "PK")
         fields = [["Carrier", rng.choice(["SwiftPost", "ParcelOne", "BoxRoute"])],
                   ["Status", "In transit"], ["Tracking", ref], ["Items", str(rng.randint(1, 3))]]
         q = "What was the tracking number in the parcel screenshot I shared?"
-        line = "My parcel is on its way, screenshot from the app <image>"
+        line = LINES["parcel"]
     facts = {"app": app, "title": "Confirmation" if kind == "booking" else "Your parcel",
              "fields": fields, "accent": rng.choice(W.COLOURS)}
     (t1,) = when.days(rng, 1)
-    s = chat_session(rng, topic="travel" if kind == "booking" else "shopping",
-                     inserts=[_needle(share_image(rng, "app_ui", facts, line=line))])
+    s = chat_session(rng, inserts=[_needle(share_image(rng, "app_ui", facts, line=line))])
     label = "Reference" if kind == "booking" else "Tracking"
     return QuestionPlan(
         family="ie_previnfo", ability=Ability.INFORMATION_EXTRACTION, subtype="previnfo",
@@ -155,7 +154,7 @@ def plan_msr_arithmetic(rng: random.Random, when: When) -> QuestionPlan:
     for d in days:
         facts = W.receipt_facts(rng, store, str(when.day(d)), currency)
         total += Decimal(facts["total"])
-        sessions.append(_evidence(chat_session(rng, topic="shopping", inserts=[_needle(
+        sessions.append(_evidence(chat_session(rng, inserts=[_needle(
             share_image(rng, "receipt", facts, place=store))]), d))
     answer = W.fmt_amount(W.money(float(total)), currency)
     return QuestionPlan(
@@ -190,9 +189,9 @@ def plan_msr_counting(rng: random.Random, when: When) -> QuestionPlan:
     days = when.days(rng, len(shots))
     sessions = []
     for d, ident in zip(days, shots, strict=True):
-        facts = {**ident, "background": rng.choice(W.COLOURS)}
+        facts = dict(ident)  # the photo (pose, backdrop) varies by render variant
         sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
-            rng, "entity", facts, line=f"Another photo for my {kind} collection <image>"))]), d))
+            rng, "entity", facts, line=LINES["collection"].format(kind=kind)))]), d))
     return QuestionPlan(
         family="msr_counting", ability=Ability.MULTI_SESSION_REASONING, subtype="counting",
         answer_type=AnswerType.INTEGER,
@@ -212,7 +211,7 @@ def solve_msr_counting(program, images, texts):
 def plan_msr_entity(rng: random.Random, when: When) -> QuestionPlan:
     kind = rng.choice(["cat", "dog"])
     owner = rng.choice(W.OWNERS)
-    name = rng.choice(["Biscuit", "Pepper", "Miso", "Juno", "Olive", "Rocket", "Tofu", "Ziggy"])
+    name = rng.choice(W.PET_NAMES)
     named = W.entity_identity(rng, kind)
     same = rng.random() < 0.5
     other = dict(named)
@@ -220,13 +219,17 @@ def plan_msr_entity(rng: random.Random, when: When) -> QuestionPlan:
         attr = rng.choice(["pattern", "mark", "body"])
         pool = {"pattern": W.PATTERNS, "mark": W.MARKS, "body": W.COLOURS}[attr]
         other[attr] = rng.choice([v for v in pool if v != named[attr]])
+        other = W.canonical_entity(other)
+        if W.identity_key(other) == W.identity_key(named):  # e.g. a recoloured absent mark
+            other = W.canonical_entity({**other, "body": rng.choice(
+                [c for c in W.COLOURS if c != named["body"]])})
     t1, t2 = when.days(rng, 2)
-    s1 = chat_session(rng, topic="pets", inserts=[_needle(share_image(
-        rng, "entity", {**other, "background": rng.choice(W.COLOURS)},
-        line=f"{owner.capitalize()} came over today and brought their {kind} along <image>"))])
-    s2 = chat_session(rng, topic="pets", inserts=[_needle(share_image(
-        rng, "entity", {**named, "background": rng.choice(W.COLOURS)},
-        line=f"This is {name}, the {kind} from down the street <image>"))])
+    s1 = chat_session(rng, inserts=[_needle(share_image(
+        rng, "entity", other,
+        line=LINES["visitor"].format(owner=owner.capitalize(), kind=kind)))])
+    s2 = chat_session(rng, inserts=[_needle(share_image(
+        rng, "entity", named,
+        line=LINES["named"].format(name=name, kind=kind)))])
     return QuestionPlan(
         family="msr_entity", ability=Ability.MULTI_SESSION_REASONING, subtype="entity_resolution",
         answer_type=AnswerType.YES_NO,
@@ -257,8 +260,9 @@ def plan_tr_duration(rng: random.Random, when: When) -> QuestionPlan:
         f2 = {"hour": end // 60, "minute": end % 60, "face_colour": f1["face_colour"]}
         facts_all.append((f1, f2))
         sessions.append(_evidence(chat_session(rng, inserts=[
-            _needle(share_image(rng, "clock", f1, line=f"Starting {act} now <image>")),
-            _needle(share_image(rng, "clock", f2, line=f"Finished {act} <image>"))]), d))
+            _needle(share_image(rng, "clock", f1, line=LINES["clock_start"].format(activity=act))),
+            _needle(share_image(rng, "clock", f2, line=LINES["clock_end"].format(activity=act)))]),
+            d))
     answer = "A" if durations[0] > durations[1] else "B"
     q = (f"Which took longer, {a1_ref} or {a2_ref}? A. Duration 1 ({a1_ref}) is longer. "
          f"B. Duration 2 ({a2_ref}) is longer.")
@@ -266,7 +270,7 @@ def plan_tr_duration(rng: random.Random, when: When) -> QuestionPlan:
         family="tr_duration", ability=Ability.TEMPORAL_REASONING, subtype="duration_comparison",
         answer_type=AnswerType.CHOICE, question=q, answer=answer,
         labels=Labels(x="X2", y="Y2", image_dependency="essential"), sessions=sessions,
-        program={"op": "duration_compare"})
+        program={"op": "duration_compare"}, exclusive={f"activity:{a1}", f"activity:{a2}"})
 
 
 def solve_tr_duration(program, images, texts):
@@ -294,8 +298,8 @@ def plan_tr_order(rng: random.Random, when: When) -> QuestionPlan:
                  "price": W.money(rng.randint(12, 90)), "currency": rng.choice(W.CURRENCIES),
                  "code": W.code(rng, "TK")}
         tickets.append(facts)
-        sessions.append(_evidence(chat_session(rng, topic="events", inserts=[_needle(share_image(
-            rng, "ticket", facts, line=f"Got tickets for {W.EVENTS[ev]} <image>"))]), d))
+        sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
+            rng, "ticket", facts, line=LINES["ticket"].format(event=W.EVENTS[ev])))]), d))
     listing = rng.sample(range(k), k)  # the numbering in the question
     names = [W.EVENTS[events[j]] for j in listing]
     order = sorted(range(k), key=lambda n: tickets[listing[n]]["date"])
@@ -323,21 +327,20 @@ def solve_tr_order(program, images, texts):
 # --- TR: the date marked on a calendar -----------------------------------------------------
 
 def plan_tr_date(rng: random.Random, when: When) -> QuestionPlan:
-    what = rng.choice(["dentist appointment", "passport renewal", "piano recital",
-                       "car service", "moving day", "job interview"])
+    what = rng.choice(W.APPOINTMENTS)
     (t1,) = when.days(rng, 1)
     shared = when.day(t1)
     target = shared + timedelta(days=rng.randint(3, 25))
     facts = {"year": target.year, "month": target.month, "marked_day": target.day,
              "marker_colour": rng.choice(["red", "blue", "green", "orange", "purple"])}
-    s = chat_session(rng, topic="work", inserts=[_needle(share_image(
-        rng, "calendar", facts, line=f"I marked the day of my {what} <image>"))])
+    s = chat_session(rng, inserts=[_needle(share_image(
+        rng, "calendar", facts, line=LINES["calendar"].format(what=what)))])
     return QuestionPlan(
         family="tr_date", ability=Ability.TEMPORAL_REASONING, subtype="temporal_info_extraction",
         answer_type=AnswerType.DATE, question=f"On what date is my {what}? Answer as YYYY/MM/DD.",
         answer=target.strftime("%Y/%m/%d"),
         labels=Labels(x="X2", y="Y1", image_dependency="essential"), sessions=[_evidence(s, t1)],
-        program={"op": "marked_date"})
+        program={"op": "marked_date"}, exclusive={f"what:{what}"})
 
 
 def solve_tr_date(program, images, texts):
@@ -358,8 +361,7 @@ def plan_ku_update(rng: random.Random, when: When) -> QuestionPlan:
         facts = {"app": "ParkSmart", "title": "Parked", "fields": [["Level", spot[0]],
                  ["Bay", spot], ["Since", f"{rng.randint(7, 20):02d}:{rng.randint(0, 59):02d}"]],
                  "accent": colour}
-        line = ("Parked the car, saving the spot <image>" if i == 0 else
-                "Had to move the car again, new spot <image>")
+        line = LINES["parking_first"] if i == 0 else LINES["parking_move"]
         sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
             rng, "app_ui", facts, line=line))]), d))
     return QuestionPlan(

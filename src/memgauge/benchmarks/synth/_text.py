@@ -223,6 +223,23 @@ SHARE_LINES: dict[str, list[str]] = {
     "scene": ["This is how the table looks right now <image>", "Photo of the shelf <image>"],
     "entity": ["Look at this <image>", "Here's a photo <image>", "Snapped this earlier <image>"],
 }
+# Lines that tie an image to something a question asks about. Evidence and haystack draw
+# from the same templates (haystack with other fillers), so wording never marks evidence.
+LINES: dict[str, str] = {
+    "label_morning": "This is the {product} I've been having every morning <image>",
+    "article": "I read an article about {product} makers: {facts}.",
+    "booking": "Finally booked somewhere to stay, here's the confirmation <image>",
+    "parcel": "My parcel is on its way, screenshot from the app <image>",
+    "parking_first": "Parked the car, saving the spot <image>",
+    "parking_move": "Had to move the car again, new spot <image>",
+    "collection": "Another photo for my {kind} collection <image>",
+    "visitor": "{owner} came over today and brought their {kind} along <image>",
+    "named": "This is {name}, the {kind} from down the street <image>",
+    "clock_start": "Starting {activity} now <image>",
+    "clock_end": "Finished {activity} <image>",
+    "ticket": "Got tickets for {event} <image>",
+    "calendar": "I marked the day of my {what} <image>",
+}
 SHARE_REPLIES = [
     "Thanks for sharing, I've got it.", "Nice, thanks for the photo.", "Got it, thanks.",
     "Thanks, that's clear.", "Noted, thanks for sending it over.",

@@ -59,7 +59,9 @@ def validate(root: str | Path, *, ocr: bool | None = None,
     if not mpath.exists():
         raise InputError("not a generated benchmark folder (no manifest.json)", file=str(root))
     manifest = json.loads(mpath.read_text(encoding="utf-8"))
-    tiers = list(manifest["tiers"])
+    from ._generate import parse_tier
+
+    tiers = sorted(manifest["tiers"], key=parse_tier)  # smallest first; JSON keys are sorted
     say = progress or (lambda msg: None)
     results: dict[str, Any] = {"benchmark": {"digest": manifest["digest"], "tiers": tiers,
                                              "generator_version": manifest["generator_version"]},
@@ -82,13 +84,16 @@ def validate(root: str | Path, *, ocr: bool | None = None,
     say("indistinguishability")
     results["indistinguishability"] = _plain(indistinguishability(episodes_by_tier[largest]))
     say("near-duplicate images")
-    seen: dict[str, tuple[str, str, dict[str, Any]]] = {}
+    # Every (file, facts) pair: one file drawn from two different fact sets is the bug to catch.
+    seen: dict[tuple[str, str], tuple[str, str, dict[str, Any]]] = {}
     for ep in episodes_by_tier[largest]:
         for s in ep.sessions:
             for t in s.turns:
                 for im in t.images:
-                    if im.path and im.path not in seen:
-                        seen[im.path] = (im.path, im.meta.get("kind", ""), im.meta.get("facts", {}))
+                    if im.path:
+                        key = (im.path, json.dumps(im.meta.get("facts", {}), sort_keys=True))
+                        seen.setdefault(key, (im.path, im.meta.get("kind", ""),
+                                              im.meta.get("facts", {})))
     results["near_duplicates"] = _plain(near_duplicates(list(seen.values())))
     if ocr is None:
         try:

@@ -42,6 +42,9 @@ PATTERNS = ["none", "stripes", "dots", "zigzag"]
 MARKS = ["none", "star", "heart", "moon", "bolt", "leaf"]
 OWNERS = ["my sister", "my neighbour", "my friend Maya", "my cousin", "my colleague Tom",
           "my aunt"]
+APPOINTMENTS = ["dentist appointment", "passport renewal", "piano recital", "car service",
+                "moving day", "job interview", "eye test", "haircut"]
+PET_NAMES = ["Biscuit", "Pepper", "Miso", "Juno", "Olive", "Rocket", "Tofu", "Ziggy"]
 SPOTS = ["B12", "C07", "A03", "D21", "E15", "F02", "G18", "H09", "B04", "C22", "K11", "L05"]
 
 
@@ -66,9 +69,21 @@ def receipt_facts(rng: random.Random, store: str, date: str, currency: str) -> d
 
 def entity_identity(rng: random.Random, kind: str) -> dict[str, Any]:
     body = rng.choice(COLOURS)
-    return {"kind": kind, "body": body, "pattern": rng.choice(PATTERNS),
-            "pattern_colour": rng.choice([c for c in COLOURS if c != body]),
-            "mark": rng.choice(MARKS), "mark_colour": rng.choice(COLOURS)}
+    return canonical_entity({
+        "kind": kind, "body": body, "pattern": rng.choice(PATTERNS),
+        "pattern_colour": rng.choice([c for c in COLOURS if c != body]),
+        "mark": rng.choice(MARKS), "mark_colour": rng.choice(COLOURS)})
+
+
+def canonical_entity(facts: dict[str, Any]) -> dict[str, Any]:
+    """An absent pattern or mark has no visible colour: pin it, so facts hold only what is
+    drawn (two identities never differ in an invisible attribute)."""
+    out = dict(facts)
+    if out["pattern"] == "none":
+        out["pattern_colour"] = out["body"]
+    if out["mark"] == "none":
+        out["mark_colour"] = "black"
+    return out
 
 
 def identity_key(facts: dict[str, Any]) -> tuple[Any, ...]:

@@ -574,6 +574,24 @@ def other_choice(rng: random.Random, pool: Sequence[Any], exclude: Sequence[Any]
     return rng.choice(options)
 
 
+_NAME_A = ("Red", "Oak", "Silver", "Little", "Golden", "Quiet", "Bright", "Cedar", "Harbour",
+           "Willow", "North", "Amber")
+_NAME_B = ("Door", "Leaf", "Lantern", "Anchor", "Bridge", "Garden", "Fox", "Mill", "Corner",
+           "Pine", "Bay", "Field")
+
+
+def alternative_name(rng: random.Random, pool: Sequence[str], current: str,
+                     ok: Callable[[str], bool], suffix: str = "") -> str:
+    """Another name from ``pool`` satisfying ``ok``; falls back to generated names."""
+    options = [p for p in pool if p != current and ok(p)]
+    if not options:
+        options = [f"{a} {b}{suffix}" for a in _NAME_A for b in _NAME_B
+                   if f"{a} {b}{suffix}" != current and ok(f"{a} {b}{suffix}")]
+    if not options:
+        raise ValueError("no alternative name available")
+    return rng.choice(options)
+
+
 def close_colour(rng: random.Random, colour: str, avoid: Sequence[str] = ()) -> str:
     return other_choice(rng, CLOSE_COLOURS[colour], [colour, *avoid])
 

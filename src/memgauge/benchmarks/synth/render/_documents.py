@@ -7,6 +7,7 @@ changes the desk, the lighting and the paper noise, never the printed content.
 from __future__ import annotations
 
 import calendar as _cal
+import copy
 import datetime as _dt
 import random
 from typing import Any
@@ -25,10 +26,8 @@ from ._base import (
     check_str,
     check_time,
     close_colour,
-    desk_colour,
     far_colour,
-    finish,
-    fmt_list,
+    photo_of,
     heart_points,
     ink_for,
     mix,
@@ -41,10 +40,9 @@ from ._base import (
     shade,
     stable_index,
     star_points,
-    surface_image,
     _fail,
+    alternative_name,
 )
-import copy
 
 INK = (34, 34, 38)
 GREY = (120, 120, 124)
@@ -145,18 +143,20 @@ def _draw_receipt(f: dict[str, Any], size, pres: Presentation):
     pad = 12.0
     total_txt = money_display(f["total"], f["currency"])
     payment = f.get("payment")
-    # the largest item font (>= 11 px at 384x288) whose layout fits on the canvas
-    for item_size, lh in ((14.0, 17.0), (13.0, 16.0), (12.0, 15.0), (11.0, 13.0)):
-        big = item_size / 12.0
+    # the largest item font (>= 11 px at 384x288) whose layout fits on the canvas; every
+    # other metric scales with it (``g``)
+    for item_size, lh in ((16.0, 19.0), (15.0, 18.0), (14.0, 17.0), (13.0, 16.0), (12.0, 15.0),
+                          (11.0, 13.0)):
+        g = item_size / 12.0
         need = max(fr.tw(a, item_size) + fr.tw(b, item_size) + 18 for a, b in lines)
-        need = max(need, fr.tw(f["store"], 15) + 44,
-                   fr.tw("TOTAL", 14 * big) + fr.tw(total_txt, 14 * big) + 24,
-                   fr.tw(RECEIPT_FOOTER, 9) + 8)
+        need = max(need, fr.tw(f["store"], 15 * g) + 44 * g,
+                   fr.tw("TOTAL", 14 * g) + fr.tw(total_txt, 14 * g) + 24,
+                   fr.tw(RECEIPT_FOOTER, 9 * g) + 8)
         if payment:
-            need = max(need, fr.tw(f"PAID {payment}", 11 * big) + 8)
-        pw = max(196.0, need + 2 * pad)
-        ph = (8 + 28 + 8 + 14 * big + 10 + n * lh + 8 + 20 * big
-              + (15 * big if payment else 0) + 16 + 6)
+            need = max(need, fr.tw(f"PAID {payment}", 11 * g) + 8)
+        pw = max(196.0 * g, need + 2 * pad)
+        ph = (44 * g + 14 * g + 10 + n * lh + 8 + 20 * g
+              + (15 * g if payment else 0) + 16 * g + 6)
         if pw <= 350 and ph <= 266:
             break
     else:
@@ -175,16 +175,18 @@ def _draw_receipt(f: dict[str, Any], size, pres: Presentation):
     body = [(x0, y0), (x1, y0), *edge, (x0, y1 - 4)]
     fr.polygon([(x + 3, y + 3) for x, y in body], fill=(0, 0, 0, 60))
     fr.polygon(body, fill=paper)
-    y = y0 + 8
+    y = y0 + 8 * g
     # header band
-    fr.rect(x0 + 6, y, x1 - 6, y + 28, fill=acc, radius=3)
+    bh = 28 * g
+    fr.rect(x0 + 6, y, x1 - 6, y + bh, fill=acc, radius=3)
     hink = ink_for(acc)
-    _logo(fr, logo, x0 + 20, y + 14, 8, hink)
-    hs = fr.fit_size(f["store"], 15, pw - 46, 9)
-    fr.text((x0 + 30 + x1 - 6) / 2, y + 14, f["store"], hs, hink, anchor="mm", bold=True)
-    y += 28 + 8
-    fr.text(192, y, f"{f['date']}   {f['time']}", 11 * big, INK, anchor="ma")
-    y += 14 * big + 4
+    _logo(fr, logo, x0 + 6 + 14 * g, y + bh / 2, 8 * g, hink)
+    hs = fr.fit_size(f["store"], 15 * g, pw - 12 - 34 * g, 9)
+    fr.text((x0 + 6 + 28 * g + x1 - 6) / 2, y + bh / 2, f["store"], hs, hink, anchor="mm",
+            bold=True)
+    y += bh + 8 * g
+    fr.text(192, y, f"{f['date']}   {f['time']}", 11 * g, INK, anchor="ma")
+    y += 14 * g + 4
     fr.hline_dashed(x0 + pad, x1 - pad, y, GREY)
     y += 6
     for a, b in lines:
@@ -194,15 +196,14 @@ def _draw_receipt(f: dict[str, Any], size, pres: Presentation):
     y += 3
     fr.hline_dashed(x0 + pad, x1 - pad, y, GREY)
     y += 5
-    fr.text(x0 + pad, y, "TOTAL", 14 * big, INK, bold=True)
-    fr.text(x1 - pad, y, total_txt, 14 * big, INK, anchor="ra", bold=True)
-    y += 20 * big
+    fr.text(x0 + pad, y, "TOTAL", 14 * g, INK, bold=True)
+    fr.text(x1 - pad, y, total_txt, 14 * g, INK, anchor="ra", bold=True)
+    y += 20 * g
     if payment:
-        fr.text(x0 + pad, y, f"PAID {payment}", 11 * big, INK)
-        y += 15 * big
-    fr.text(192, y + 2, RECEIPT_FOOTER, 9, GREY, anchor="ma")
-    bg = surface_image(size, desk_colour(pres), pres)
-    return finish(bg, fr.img, pres, size)
+        fr.text(x0 + pad, y, f"PAID {payment}", 11 * g, INK)
+        y += 15 * g
+    fr.text(192, y + 2, RECEIPT_FOOTER, 9 * g, GREY, anchor="ma")
+    return photo_of(fr, pres, size)
 
 
 def _describe_receipt(f: dict[str, Any]) -> str:
@@ -219,9 +220,9 @@ def _describe_receipt(f: dict[str, Any]) -> str:
 
 def _near_receipt_x1(f, rng):
     pname, _, accent, _ = receipt_theme(f["store"])
-    pool = [s for s in STORE_POOL
-            if receipt_theme(s)[0] != pname and receipt_theme(s)[2] != accent]
-    return replaced(f, "store", other_choice(rng, pool, [f["store"]]))
+    return replaced(f, "store", alternative_name(
+        rng, STORE_POOL, f["store"],
+        lambda s: receipt_theme(s)[0] != pname and receipt_theme(s)[2] != accent, " Market"))
 
 
 def _near_receipt_x2(f, rng):
@@ -353,8 +354,7 @@ def _draw_ticket(f, size, pres):
             fr.rect(x, by, x + w * unit, by + bh, fill=INK)
         x += (w + 1) * unit
     fr.text(sx, by + bh + 8, f["code"], 9.5, INK, anchor="ma")
-    bg = surface_image(size, desk_colour(pres), pres)
-    return finish(bg, fr.img, pres, size)
+    return photo_of(fr, pres, size)
 
 
 def _describe_ticket(f):
@@ -369,8 +369,8 @@ def _describe_ticket(f):
 
 def _near_ticket_x1(f, rng):
     theme = ticket_theme(f["event"])
-    pool = [e for e in EVENT_POOL if ticket_theme(e) != theme]
-    return replaced(f, "event", other_choice(rng, pool, [f["event"]]))
+    return replaced(f, "event", alternative_name(
+        rng, EVENT_POOL, f["event"], lambda e: ticket_theme(e) != theme, " Night"))
 
 
 def _near_ticket_x2(f, rng):
@@ -434,13 +434,13 @@ def _validate_label(f):
 
 
 def _wrap2(fr: Frame, text: str, size: float, max_w: float) -> list[str]:
+    """Split ``text`` into the two lines of most even width."""
     words = text.split()
-    best = [text]
-    for i in range(1, len(words)):
-        a, b = " ".join(words[:i]), " ".join(words[i:])
-        if max(fr.tw(a, size), fr.tw(b, size)) <= max_w:
-            return [a, b]
-    return best
+    if len(words) < 2:
+        return [text]
+    best = min(range(1, len(words)),
+               key=lambda i: max(fr.tw(" ".join(words[:i]), size), fr.tw(" ".join(words[i:]), size)))
+    return [" ".join(words[:best]), " ".join(words[best:])]
 
 
 def _draw_label(f, size, pres):
@@ -456,8 +456,8 @@ def _draw_label(f, size, pres):
     fr.line([(cx - 40, y0 + 40), (cx + 40, y0 + 40)], ink, 1)
     psize = fr.fit_size(f["product"], 25, 272, 15)
     if fr.tw(f["product"], psize) > 272:
-        lines = _wrap2(fr, f["product"], 17, 272)
-        psize = fr.fit_size(max(lines, key=len), 17, 272, 9)
+        lines = _wrap2(fr, f["product"], 18, 272)
+        psize = min(fr.fit_size(ln, 18, 272, 9) for ln in lines)
     else:
         lines = [f["product"]]
     py = y0 + 68 - (len(lines) - 1) * 11
@@ -469,8 +469,7 @@ def _draw_label(f, size, pres):
     fr.rect(bx0, by0, bx1, by1, fill=(255, 255, 255), outline=(40, 40, 40), width=1, radius=4)
     fr.text(cx, by0 + 8, f"BEST BEFORE {f['best_before']}", 12, INK, anchor="ma")
     fr.text(cx, by0 + 28, f"LOT {f['lot']}", 9.5, INK, anchor="ma")
-    bg = surface_image(size, desk_colour(pres), pres)
-    return finish(bg, fr.img, pres, size)
+    return photo_of(fr, pres, size)
 
 
 def _describe_label(f):
@@ -565,8 +564,7 @@ def _draw_calendar(f, size, pres):
     if note:
         fr.text(gx0 + 2, y1 - 21, f"Note: {note}", fr.fit_size(f"Note: {note}", 12, gx1 - gx0, 8),
                 (30, 40, 110))
-    bg = surface_image(size, desk_colour(pres), pres)
-    return finish(bg, fr.img, pres, size)
+    return photo_of(fr, pres, size)
 
 
 def _describe_calendar(f):
@@ -665,8 +663,7 @@ def _draw_schedule(f, size, pres):
         fr.text(x0 + 90, ry + rh / 2, r["what"], fr.fit_size(r["what"], 14, x1 - x0 - 104, 9),
                 INK, anchor="lm")
     fr.line([(x0 + 80, top), (x0 + 80, top + rh * len(rows))], (190, 196, 204), 1)
-    bg = surface_image(size, desk_colour(pres), pres)
-    return finish(bg, fr.img, pres, size)
+    return photo_of(fr, pres, size)
 
 
 def _describe_schedule(f):
@@ -729,4 +726,3 @@ register(KindSpec(
                       {"time": "17:45", "what": "Yoga class"}]},
 ))
 
-__all__ = ["receipt_theme", "ticket_theme", "fmt_list"]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import copy
 import math
-import random
-from typing import Any
 
 from PIL import Image, ImageChops, ImageDraw
 
@@ -22,10 +20,10 @@ from ._base import (
     close_colour,
     ellipse_points,
     far_colour,
-    finish,
+    post,
+    rrect_points,
     fmt_list,
     heart_points,
-    ink_for,
     luminance,
     mark_points,
     mix,
@@ -35,10 +33,8 @@ from ._base import (
     replaced,
     require,
     rgba,
-    rotate_points,
     shade,
     star_points,
-    surface_image,
 )
 
 SHAPES = ("circle", "square", "triangle", "star", "heart")
@@ -93,8 +89,8 @@ def shape_polygon(shape: str, cx: float, cy: float, r: float, rot: float) -> lis
 
 
 def _draw_scene(f, size, pres: Presentation):
-    fr = Frame.canvas(size, ss=2)
     bgc = PALETTE[f["background"]]
+    fr = Frame.canvas(size, ss=2, mode="RGB", fill=bgc)
     dark_bg = luminance(bgc) < 0.3
     grid = shade(bgc, 0.16) if dark_bg else shade(bgc, -0.13)
     outline = (236, 236, 236) if dark_bg else (28, 28, 28)
@@ -117,8 +113,7 @@ def _draw_scene(f, size, pres: Presentation):
         fr.polygon([(x + 3, y + 4) for x, y in pts], fill=(0, 0, 0, 70))
         fr.polygon(pts, fill=PALETTE[o["colour"]])
         fr.line(pts + [pts[0]], outline, 2.0)
-    bg = surface_image(size, bgc, pres, amp=5.0)
-    return finish(bg, fr.img, pres, size, rotate_fg=False, ss=2)
+    return post(fr.img.reduce(2), pres, grain=5.0)
 
 
 def cell_name(col: int, row: int) -> str:
@@ -208,16 +203,16 @@ BACKDROPS = (((232, 229, 222), (196, 184, 166)), ((214, 224, 232), (170, 160, 15
 
 # how the body colour, mark and tag are worded per kind
 ENTITY_WORDS = {
-    "mug": ("a mug with a handle and a darker inside rim", "mug", "front of the mug", "handle"),
+    "mug": ("a mug with a handle; its inside is a darker shade", "mug", "front of the mug", "handle"),
     "cat": ("a sitting cat with pointed ears, whiskers, a curled tail and a dark collar",
             "fur", "chest", "collar"),
-    "dog": ("a sitting dog with floppy ears, a snout with a black nose and pink tongue, a tail "
+    "dog": ("a sitting dog with floppy ears (a darker shade of its fur), a snout with a black nose and pink tongue, a tail "
             "and a dark collar", "fur", "chest", "collar"),
     "plant": ("a potted plant with green leaves", "pot", "pot", "pot rim"),
     "bottle": ("a bottle with a dark grey cap", "bottle", "middle of the bottle", "neck"),
     "sneaker": ("a sneaker seen from the side, with a white sole and laces", "upper",
                 "side of the shoe", "heel"),
-    "backpack": ("a backpack with a top handle, side straps and a front pocket", "fabric",
+    "backpack": ("a backpack with a top handle, dark grey side straps and a front pocket", "fabric",
                  "front pocket", "top handle"),
     "lamp": ("a table lamp with a dark stand and base", "lampshade", "lampshade",
              "pull chain"),
@@ -317,19 +312,20 @@ def _entity_parts(kind: str, body):
             front=[("rrect", 81, 24, 119, 44, 4, FIXTURE)],
             mark=(100, 132, 18), tag=(116, 60))
     if kind == "sneaker":
-        upper = [(32, 172), (34, 128), (44, 108), (62, 104), (80, 108), (96, 124), (128, 134),
-                 (158, 142), (176, 156), (182, 172)]
-        laces = [("stroke", [(92 + 9 * i, 118 + 4 * i), (100 + 9 * i, 128 + 3 * i)], 2.2, light
-                  if luminance(body) < 0.5 else dark) for i in range(4)]
+        upper = [(26, 172), (27, 120), (38, 92), (60, 84), (82, 90), (98, 110), (130, 122),
+                 (162, 132), (183, 148), (190, 172)]
+        lace = light if luminance(body) < 0.5 else dark
+        laces = [("stroke", [(96 + 10 * i, 104 + 5 * i), (106 + 10 * i, 116 + 4 * i)], 2.6, lace)
+                 for i in range(4)]
         return dict(
             behind=[],
             body=[("poly", upper)],
-            front=[("rrect", 24, 168, 188, 188, 8, SOLE), ("ell", 62, 108, 18, 5, -8, dark),
+            front=[("rrect", 16, 166, 196, 189, 9, SOLE), ("ell", 60, 90, 21, 6, -6, dark),
                    *laces],
-            mark=(118, 152, 13), tag=(36, 128))
+            mark=(124, 150, 14), tag=(30, 110, -1))
     if kind == "backpack":
         return dict(
-            behind=[("rrect", 38, 72, 54, 172, 6, dark), ("rrect", 146, 72, 162, 172, 6, dark)],
+            behind=[("rrect", 38, 72, 54, 172, 6, FIXTURE), ("rrect", 146, 72, 162, 172, 6, FIXTURE)],
             body=[("ring", 100, 48, 17, 14, 6), ("rrect", 52, 52, 148, 188, 26)],
             front=[("rrect", 66, 116, 134, 178, 12, None, dark),
                    ("stroke", [(72, 128), (128, 128)], 2, dark)],
@@ -345,32 +341,29 @@ def _entity_parts(kind: str, body):
 
 
 def _shape(fr: Frame, d: ImageDraw.ImageDraw, shp, fill, grow: float = 0.0):
-    """Draw one shape filled with ``fill`` (any mode); ``grow`` enlarges it (outline pass)."""
+    """Draw one shape filled with ``fill`` (any mode); ``grow`` enlarges it (outline pass).
+    Everything is drawn as polygons/polylines so the frame's rotation applies."""
     t = shp[0]
     if t == "ell":
         cx, cy, rx, ry = shp[1:5]
         rot = shp[5] if len(shp) > 5 and isinstance(shp[5], (int, float)) else 0
-        if rot:
-            pts = fr.pts(ellipse_points(cx, cy, rx + grow, ry + grow, rot=rot))
-            d.polygon(pts, fill=fill)
-        else:
-            d.ellipse(fr.box(cx - rx - grow, cy - ry - grow, cx + rx + grow, cy + ry + grow), fill=fill)
+        d.polygon(fr.pts(ellipse_points(cx, cy, rx + grow, ry + grow, rot=rot)), fill=fill)
     elif t == "poly":
         pts = fr.pts(shp[1])
         d.polygon(pts, fill=fill)
         if grow:
             d.line(pts + [pts[0]], fill=fill, width=fr.lw(2 * grow), joint="curve")
+            rr = grow * fr.s
             for p in pts:
-                rr = grow * fr.s
                 d.ellipse([p[0] - rr, p[1] - rr, p[0] + rr, p[1] + rr], fill=fill)
     elif t == "rrect":
         x0, y0, x1, y1, r = shp[1:6]
-        d.rounded_rectangle(fr.box(x0 - grow, y0 - grow, x1 + grow, y1 + grow),
-                            radius=max(1, round((r + grow) * fr.s)), fill=fill)
+        d.polygon(fr.pts(rrect_points(x0 - grow, y0 - grow, x1 + grow, y1 + grow, r + grow)),
+                  fill=fill)
     elif t == "ring":
         cx, cy, rx, ry, w = shp[1:6]
-        d.ellipse(fr.box(cx - rx - grow, cy - ry - grow, cx + rx + grow, cy + ry + grow),
-                  outline=fill, width=fr.lw(w + 2 * grow))
+        pts = fr.pts(ellipse_points(cx, cy, rx, ry))
+        d.line(pts + pts[:2], fill=fill, width=fr.lw(w + 2 * grow), joint="curve")
     elif t == "stroke":
         pts, w = shp[1], shp[2]
         d.line(fr.pts(pts), fill=fill, width=fr.lw(w + 2 * grow), joint="curve")
@@ -390,96 +383,90 @@ def _detail(fr: Frame, shp, outline_col):
         geom, col = shp[:6], shp[6]
         oc = shp[7] if len(shp) > 7 else outline_col
         if col is None:  # outline only
-            fr.rect(*geom[1:5], outline=oc, width=2, radius=geom[5])
+            fr.polygon(rrect_points(*geom[1:6]), outline=oc, width=2)
         else:
             _shape(fr, fr.draw, geom, rgba(oc), grow=1.0)
             _shape(fr, fr.draw, geom, rgba(col))
     elif t == "poly":
-        geom, col = shp[:2], shp[2]
-        _shape(fr, fr.draw, geom, rgba(col))
+        _shape(fr, fr.draw, shp[:2], rgba(shp[2]))
     elif t == "stroke":
-        geom, col = shp[:3], shp[3]
-        _shape(fr, fr.draw, geom, rgba(col))
+        _shape(fr, fr.draw, shp[:3], rgba(shp[3]))
 
 
-def _pattern_layer(fr: Frame, pattern: str, colour, edge) -> Image.Image:
-    img = Image.new("RGBA", fr.img.size, (0, 0, 0, 0))
-    pf = Frame(img, fr.s, fr.ox, fr.oy)
-    col = rgba(colour)
-    ecol = rgba(edge) if edge is not None else None
+def _pattern_mask(pf: Frame, pattern: str, grow: float = 0.0) -> None:
+    """Draw the pattern (value 255) on the L surface of ``pf``, in local entity units."""
+    d = pf.draw
     if pattern == "stripes":
         for i in range(-12, 14):
             x = i * 19.0
-            pts = [(x, 0), (x + 8.5, 0), (x + 8.5 + 120, 210), (x + 120, 210)]
-            if ecol:
-                pf.polygon(pts, outline=edge, width=1.5)
-            pf.draw.polygon(pf.pts(pts), fill=col)
+            pts = pf.pts([(x - grow, -10), (x + 8.5 + grow, -10), (x + 8.5 + grow + 126, 210),
+                          (x - grow + 126, 210)])
+            d.polygon(pts, fill=255)
     elif pattern == "dots":
-        for j in range(12):
+        for j in range(13):
             for i in range(12):
                 cx = i * 19.0 + (9.5 if j % 2 else 0) + 4
                 cy = j * 17.0 + 6
-                if ecol:
-                    pf.ellipse(cx, cy, 6.5, 6.5, fill=edge)
-                pf.ellipse(cx, cy, 5.2, 5.2, fill=colour)
+                X, Y = pf.p(cx, cy)
+                r = (5.2 + grow) * pf.s
+                d.ellipse([X - r, Y - r, X + r, Y + r], fill=255)
     elif pattern == "zigzag":
         for j in range(11):
             y = j * 20.0 + 4
             pts = [(x * 8.0 - 8, y + (6 if x % 2 else -6)) for x in range(30)]
-            if ecol:
-                pf.line(pts, edge, 7.0)
-            pf.line(pts, colour, 4.6)
-    return img
-
-
-def _backdrop(size, pres: Presentation, horizon: float) -> Image.Image:
-    wall, floor = BACKDROPS[0 if pres.plain else pres.surface % len(BACKDROPS)]
-    img = surface_image(size, wall, pres, amp=4.0)
-    s = min(size[0] / 384, size[1] / 288)
-    oy = (size[1] - 288 * s) / 2
-    y = int(round(oy + horizon * s))
-    d = ImageDraw.Draw(img)
-    d.rectangle([0, y, size[0], size[1]], fill=floor)
-    d.line([(0, y), (size[0], y)], fill=shade(floor, -0.2), width=max(1, round(2 * s)))
-    return img
+            d.line(pf.pts(pts), fill=255, width=pf.lw(4.6 + 2 * grow), joint="curve")
 
 
 def _draw_entity(f, size, pres: Presentation):
     ss = 2
-    fr = Frame.canvas(size, ss=ss)
     rng = pres.rng
     if pres.plain:
         cx, cy, k, rot, horizon = 192.0, 146.0, 1.16, 0.0, 196.0
+        wall, floor = BACKDROPS[0]
     else:
         k = rng.uniform(0.96, 1.24)
         cx = 192 + rng.uniform(-72, 72)
         cy = 146 + rng.uniform(-10, 10)
         rot = rng.uniform(-6, 6)
         horizon = rng.uniform(168, 214)
+        wall, floor = BACKDROPS[pres.surface % len(BACKDROPS)]
+    fr = Frame.canvas(size, ss=ss, mode="RGB", fill=wall)
+    W2, H2 = fr.img.size
+    hy = fr.p(0, horizon)[1]
+    fr.draw.rectangle([0, hy, W2, H2], fill=floor)
+    fr.draw.line([(0, hy), (W2, hy)], fill=shade(floor, -0.2), width=fr.lw(2))
     body = PALETTE[f["body"]]
     outline = (30, 30, 34) if luminance(body) > 0.18 else (150, 150, 160)
     parts = _entity_parts(f["kind"], body)
-    # local layer: 240x240 units (200 box + 20 margin), drawn at the final pixel scale
+    # the entity's own frame: local box point (100, 110) lands on (cx, cy), scaled by k and
+    # rotated by ``rot`` about that point
+    X, Y = fr.p(cx, cy)
     s_local = fr.s * k
-    px = int(math.ceil(240 * s_local))
-    local = Frame(Image.new("RGBA", (px, px), (0, 0, 0, 0)), s_local, 20 * s_local, 20 * s_local)
-    mask = Image.new("L", (px, px), 0)
-    mf = Frame(mask, s_local, local.ox, local.oy)
+    local = Frame(fr.img, s_local, X - 100 * s_local, Y - 110 * s_local, rot=rot, pivot=(100, 110))
+    foot_y = cy + (190 - 110) * k
+    fr.ellipse(cx, foot_y, 70 * k, 9 * k, fill=(0, 0, 0, 55))
     for shp in parts["behind"]:
         _detail(local, shp, outline)
     for shp in parts["body"]:
         _shape(local, local.draw, shp, rgba(outline), grow=2.2)
     for shp in parts["body"]:
         _shape(local, local.draw, shp, rgba(body))
-        _shape(mf, mf.draw, shp, 255)
     if f["pattern"] != "none":
+        mask = Image.new("L", fr.img.size, 0)
+        mf = local.sub(mask)
+        for shp in parts["body"]:
+            _shape(mf, mf.draw, shp, 255)
         pc = PALETTE[f["pattern_colour"]]
-        edge = shade(pc, -0.4) if f["pattern_colour"] == f["body"] else None
-        if edge is not None and luminance(pc) < 0.3:
-            edge = shade(pc, 0.5)
-        pat = _pattern_layer(local, f["pattern"], pc, edge)
-        alpha = ImageChops.multiply(pat.getchannel("A"), mask)
-        local.img.paste(pat, (0, 0), alpha)
+        box = mask.getbbox() or (0, 0, W2, H2)
+        mbox = mask.crop(box)
+        if f["pattern_colour"] == f["body"]:  # keep a same-colour pattern visible: an edge
+            edge = shade(pc, 0.5) if luminance(pc) < 0.3 else shade(pc, -0.4)
+            em = Image.new("L", fr.img.size, 0)
+            _pattern_mask(local.sub(em), f["pattern"], grow=1.2)
+            fr.img.paste(edge, box, ImageChops.multiply(em.crop(box), mbox))
+        pm = Image.new("L", fr.img.size, 0)
+        _pattern_mask(local.sub(pm), f["pattern"])
+        fr.img.paste(pc, box, ImageChops.multiply(pm.crop(box), mbox))
     for shp in parts["front"]:
         _detail(local, shp, outline)
     if f["mark"] != "none":
@@ -489,26 +476,25 @@ def _draw_entity(f, size, pres: Presentation):
         for poly in mark_points(f["mark"], mx, my, mr):
             local.polygon(poly, fill=mc)
             local.line(poly + [poly[0]], medge, 1.4)
+        if f["mark"] == "leaf":  # midrib + stalk make the lens shape read as a leaf
+            a = math.radians(-35)
+            ux, uy = math.cos(a), math.sin(a)
+            local.line([(mx - ux * mr * 1.25, my - uy * mr * 1.25), (mx + ux * mr * 0.8,
+                                                                      my + uy * mr * 0.8)],
+                       medge, 1.4)
     if f.get("name_tag"):
-        tx, ty = parts["tag"]
+        tx, ty, *rest = parts["tag"]
+        side = rest[0] if rest else 1  # the tag hangs to the right (1) or left (-1)
         text = f["name_tag"]
-        ts = 10.5 / k * 1.0
-        ts = max(ts, 9.0)
+        ts = max(10.5 / k, 9.0)
         w = local.tw(text, ts) + 10
-        local.line([(tx, ty), (tx + 6, ty + 8)], (90, 90, 90), 1.2)
-        local.rect(tx + 2, ty + 8, tx + 2 + w, ty + 24, fill=(252, 250, 242),
+        lx = tx + 2 if side > 0 else tx - 2 - w
+        local.line([(tx, ty), (tx + 6 * side, ty + 8)], (90, 90, 90), 1.2)
+        local.rect(lx, ty + 8, lx + w, ty + 24, fill=(252, 250, 242),
                    outline=(60, 60, 60), width=1, radius=3)
-        local.ellipse(tx + 6, ty + 8, 1.6, 1.6, fill=(90, 90, 90))
-        local.text(tx + 2 + w / 2, ty + 16.5, text, ts, (30, 30, 30), anchor="mm")
-    # shadow on the floor, then the posed entity
-    foot_y = cy + (190 - 110) * k
-    fr.ellipse(cx, foot_y, 70 * k, 9 * k, fill=(0, 0, 0, 55))
-    layer = local.img.rotate(rot, resample=Image.Resampling.NEAREST) if rot else local.img
-    ox, oy = fr.p(cx, cy)
-    # local point (110, 130) (box centre incl. margin) -> frame (cx, cy)
-    fr.img.alpha_composite(layer, (int(round(ox - 120 * s_local)), int(round(oy - 130 * s_local))))
-    bg = _backdrop(size, pres, horizon)
-    return finish(bg, fr.img, pres, size, rotate_fg=False, ss=ss)
+        local.ellipse(tx + 6 * side, ty + 8, 1.6, 1.6, fill=(90, 90, 90))
+        local.text(lx + w / 2, ty + 16.5, text, ts, (30, 30, 30), anchor="mm")
+    return post(fr.img.reduce(ss), pres, grain=4.0)
 
 
 def _pattern_words(f) -> str:
@@ -590,4 +576,3 @@ register(KindSpec(
              "mark": "star", "mark_colour": "white", "name_tag": "Milo"},
 ))
 
-_ = (random, Any, rotate_points, ink_for, fmt_list)

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import copy
 import math
-import random
-from typing import Any
 
 from ._base import (
+    TIME_RE,
     PALETTE,
     Frame,
     KindSpec,
-    Presentation,
     _fail,
-    change_chars,
+    alternative_name,
     check_colour,
     check_int,
     check_str,
@@ -21,7 +19,8 @@ from ._base import (
     close_colour,
     desk_colour,
     far_colour,
-    finish,
+    photo_of,
+    post,
     ink_for,
     mix,
     other_choice,
@@ -30,7 +29,6 @@ from ._base import (
     require,
     shade,
     stable_index,
-    surface_image,
 )
 
 INK = (34, 34, 38)
@@ -71,7 +69,10 @@ def _ampm(hour: int) -> str:
 
 
 def _draw_clock(f, size, pres):
-    fr = Frame.canvas(size, ss=2)
+    plain = pres.plain
+    fr = Frame.canvas(size, ss=2, mode="RGB", fill=desk_colour(pres),
+                      rot=0.0 if plain else pres.angle,
+                      shift=(0.0, 0.0) if plain else (pres.dx, pres.dy))
     face = PALETTE[f["face_colour"]]
     ink = ink_for(face)
     cx, cy, R = 192.0, 124.0, 110.0
@@ -107,8 +108,7 @@ def _draw_clock(f, size, pres):
         fr.rect(192 - w / 2, 244, 192 + w / 2, 272, fill=(250, 248, 240), outline=(60, 60, 60),
                 width=1, radius=4)
         fr.text(192, 258, lab, ls, INK, anchor="mm")
-    bg = surface_image(size, desk_colour(pres), pres)
-    return finish(bg, fr.img, pres, size, ss=2)
+    return post(fr.img.reduce(2), pres)
 
 
 def clock_time(f) -> str:
@@ -221,15 +221,26 @@ def _wrap(fr: Frame, text: str, size: float, max_w: float) -> list[str]:
     return out
 
 
+CHAT_MAXW = 236.0  # max text width inside a bubble
+TIME_SIZE = 9.5
+
+
 def _chat_layout(fr: Frame, msgs, avail: float):
-    for size, lh in ((12.5, 15.5), (11.5, 14.0), (11.0, 13.0)):
+    """Per message: (lines, bubble height, bubble width, time inline?) at the largest font
+    (12.5 down to 11 px) at which all bubbles fit on the screen."""
+    for size, lh, gap in ((12.5, 15.5, 6.0), (11.5, 14.0, 5.0), (11.0, 13.0, 4.0)):
         blocks = []
         for m in msgs:
-            lines = _wrap(fr, m["text"], size, 206)
-            blocks.append((lines, len(lines) * lh + 24))
-        total = sum(h for _, h in blocks) + 6 * (len(blocks) - 1)
+            lines = _wrap(fr, m["text"], size, CHAT_MAXW)
+            tw = fr.tw(m["time"], TIME_SIZE)
+            last = fr.tw(lines[-1], size)
+            inline = last + tw + 10 <= CHAT_MAXW
+            h = len(lines) * lh + (10 if inline else 21)
+            w = max(max(fr.tw(ln, size) for ln in lines), last + tw + 10 if inline else tw) + 18
+            blocks.append((lines, h, w, inline))
+        total = sum(b[1] for b in blocks) + gap * (len(blocks) - 1)
         if total <= avail:
-            return size, lh, blocks
+            return size, lh, gap, blocks
     _fail("chat", "messages", "are too long to fit legibly on one screen")
 
 
@@ -240,35 +251,35 @@ def _draw_chat(f, size, pres):
     # phone bezel + screen
     fr.rect(8, 3, 376, 285, fill=(26, 26, 30), radius=18)
     sx0, sy0, sx1, sy1 = 15.0, 10.0, 369.0, 278.0
+    bar = 40.0
     fr.rect(sx0, sy0, sx1, sy1, fill=CHAT_BG, radius=12)
-    fr.rect(sx0, sy0, sx1, sy0 + 44, fill=theme, radius=12)
-    fr.rect(sx0, sy0 + 24, sx1, sy0 + 44, fill=theme)
-    fr.text(sx0 + 12, sy0 + 22, "<", 18, tink, anchor="lm", bold=True)
+    fr.rect(sx0, sy0, sx1, sy0 + bar, fill=theme, radius=12)
+    fr.rect(sx0, sy0 + 20, sx1, sy0 + bar, fill=theme)
+    fr.text(sx0 + 12, sy0 + bar / 2, "<", 18, tink, anchor="lm", bold=True)
     av = mix(theme, (255, 255, 255), 0.55)
-    fr.ellipse(sx0 + 44, sy0 + 22, 15, 15, fill=av)
-    fr.text(sx0 + 44, sy0 + 22, f["contact"][0].upper(), 15, ink_for(av), anchor="mm", bold=True)
-    fr.text(sx0 + 66, sy0 + 6, f["contact"], fr.fit_size(f["contact"], 15, 270, 9), tink,
+    fr.ellipse(sx0 + 44, sy0 + bar / 2, 14, 14, fill=av)
+    fr.text(sx0 + 44, sy0 + bar / 2, f["contact"][0].upper(), 14, ink_for(av), anchor="mm",
             bold=True)
-    fr.text(sx0 + 66, sy0 + 26, f["app"], 10.5, tink)
-    size_, lh, blocks = _chat_layout(fr, f["messages"], sy1 - sy0 - 44 - 16)
-    y = sy0 + 44 + 8
+    fr.text(sx0 + 66, sy0 + 4, f["contact"], fr.fit_size(f["contact"], 15, 270, 9), tink,
+            bold=True)
+    fr.text(sx0 + 66, sy0 + 23, f["app"], 10.5, tink)
+    size_, lh, gap, blocks = _chat_layout(fr, f["messages"], sy1 - sy0 - bar - 12)
+    y = sy0 + bar + 6
     mine = mix(theme, (255, 255, 255), 0.74)
-    for m, (lines, bh) in zip(f["messages"], blocks):
-        w = max(max(fr.tw(ln, size_) for ln in lines), fr.tw(m["time"], 9.5) + 4) + 18
+    for m, (lines, bh, w, inline) in zip(f["messages"], blocks):
         if m["from"] == "me":
             bx0, bx1, col = sx1 - 10 - w, sx1 - 10, mine
         else:
             bx0, bx1, col = sx0 + 10, sx0 + 10 + w, (255, 255, 255)
         fr.rect(bx0 + 1, y + 2, bx1 + 1, y + bh + 2, fill=(0, 0, 0, 40), radius=8)
         fr.rect(bx0, y, bx1, y + bh, fill=col, radius=8)
-        ty = y + 6
+        ty = y + 5
         for ln in lines:
             fr.text(bx0 + 9, ty, ln, size_, INK)
             ty += lh
-        fr.text(bx1 - 8, y + bh - 5, m["time"], 9.5, GREY, anchor="rd")
-        y += bh + 6
-    bg = surface_image(size, desk_colour(pres), pres)
-    return finish(bg, fr.img, pres, size)
+        fr.text(bx1 - 8, y + bh - 4, m["time"], TIME_SIZE, GREY, anchor="rd")
+        y += bh + gap
+    return photo_of(fr, pres, size)
 
 
 def _describe_chat(f):
@@ -276,7 +287,7 @@ def _describe_chat(f):
     parts = []
     for i, m in enumerate(f["messages"], 1):
         who = (f"from me (right, light {theme} bubble)" if m["from"] == "me"
-               else f"from {f['contact']} (left, white bubble)")
+               else f"from them, {f['contact']} (left, white bubble)")
         parts.append(f"{i}) {who} at {m['time']}: '{m['text']}'")
     return (f"A phone screenshot of a chat in the {f['app']} app. The {theme} title bar shows a "
             f"back arrow, an avatar circle with the letter '{f['contact'][0].upper()}', the "
@@ -286,8 +297,8 @@ def _describe_chat(f):
 
 def _near_chat_x1(f, rng):
     theme = chat_theme(f["app"])
-    return replaced(f, "app", other_choice(rng, [a for a in APP_POOL if chat_theme(a) != theme],
-                                           [f["app"]]))
+    return replaced(f, "app", alternative_name(rng, APP_POOL, f["app"],
+                                               lambda a: chat_theme(a) != theme, " Chat"))
 
 
 def _near_chat_msg(f, rng, what):
@@ -358,7 +369,7 @@ def _draw_app_ui(f, size, pres):
     acc = PALETTE[f["accent"]]
     aink = ink_for(acc)
     fields = f["fields"]
-    rh = 32.0
+    rh = min(32.0, (272 - 84 - 14) / len(fields))
     h = 84 + rh * len(fields) + 14
     x0, x1 = 28.0, 356.0
     y0 = max(8.0, 144 - h / 2)
@@ -384,8 +395,7 @@ def _draw_app_ui(f, size, pres):
                 bold=True)
     fr.line([(x0 + 14, top + rh * len(fields)), (x1 - 14, top + rh * len(fields))],
             (226, 226, 230), 1)
-    bg = surface_image(size, desk_colour(pres), pres)
-    return finish(bg, fr.img, pres, size)
+    return photo_of(fr, pres, size)
 
 
 def _describe_app_ui(f):
@@ -420,11 +430,16 @@ def _near_app_x4(f, rng):
     if with_digits:
         i = rng.choice(with_digits)
         val = fields[i][1]
-        pos = [k for k, c in enumerate(val) if c.isdigit()]
-        chars = list(val)
-        for k in rng.sample(pos, min(2, len(pos))):
-            chars[k] = rng.choice([d for d in "0123456789" if d != chars[k]])
-        fields[i][1] = "".join(chars)
+        if TIME_RE.match(val):  # stay a valid time: change both minute digits
+            mm = val[3:]
+            fields[i][1] = val[:3] + rng.choice(
+                [f"{t:02d}" for t in range(60) if f"{t:02d}"[0] != mm[0] and f"{t:02d}"[1] != mm[1]])
+        else:
+            pos = [k for k, c in enumerate(val) if c.isdigit()]
+            chars = list(val)
+            for k in rng.sample(pos, min(2, len(pos))):
+                chars[k] = rng.choice([d for d in "123456789" if d != chars[k]])
+            fields[i][1] = "".join(chars)
         return replaced(f, "fields", fields)
     return replaced(f, "accent", close_colour(rng, f["accent"]))
 
@@ -453,4 +468,3 @@ register(KindSpec(
              "accent": "navy"},
 ))
 
-_ = (change_chars, random, Any, Presentation)
