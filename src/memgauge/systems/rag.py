@@ -48,9 +48,9 @@ class Rag:
         self.sessions.append(session)
 
     async def answer(self, question: Question) -> Response:
-        from ..analysis import get_retriever
+        from ..analysis import rank_sessions
 
-        ranked = get_retriever(self.retriever).rank(self.sessions, question.text)[: self.top_k]
+        ranked = rank_sessions(self.sessions, question.text, self.retriever)[: self.top_k]
         retrieved = [RetrievedItem(pointer=EvidenceRef(session_id=sid), score=float(score))
                      for sid, score in ranked]
         keep = {sid for sid, _ in ranked}
