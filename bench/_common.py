@@ -284,6 +284,36 @@ def host_cpu_delta(before: list[int] | None, after: list[int] | None) -> dict[st
             "steal_pct": round(100 * (d[7] if len(d) > 7 else 0) / total, 1)}
 
 
+def foreign_load_pct(host: dict[str, float] | None, wall_s: float,
+                     own_cpu_s: float) -> float | None:
+    """CPU used during a measurement by processes other than ours (harness + stub), in % of
+    the whole machine: host busy core-seconds minus our CPU seconds. On a shared machine a
+    high value means the figure was measured under someone else's load."""
+    if not host or wall_s <= 0:
+        return None
+    cores = os.cpu_count() or 1
+    busy_core_s = host["busy_pct"] / 100 * cores * wall_s
+    return round(max(0.0, busy_core_s - own_cpu_s) / (cores * wall_s) * 100, 1)
+
+
+def wait_quiet(max_wait_s: float, threshold_pct: float = 10.0) -> float | None:
+    """Wait (up to ``max_wait_s``) until the machine's CPU use over 1 s is below
+    ``threshold_pct``; returns the last reading (None off Linux). Other people's jobs on a
+    shared machine would otherwise distort a measurement."""
+    deadline = time.monotonic() + max_wait_s
+    while True:
+        a = host_cpu()
+        time.sleep(1.0)
+        d = host_cpu_delta(a, host_cpu())
+        if d is None:
+            return None
+        if d["busy_pct"] < threshold_pct or time.monotonic() >= deadline:
+            if d["busy_pct"] >= threshold_pct:
+                print(f"bench: machine still {d['busy_pct']:.0f} % busy after waiting "
+                      f"{max_wait_s:.0f} s; measuring anyway", file=sys.stderr, flush=True)
+            return d["busy_pct"]
+
+
 def measure(cmd: list[str], *, env: dict[str, str] | None = None,
             on_start: Any = None) -> Measured:
     """Run ``cmd`` under ``/usr/bin/time -v`` (or, without it, read RUSAGE_CHILDREN) and return

@@ -47,6 +47,9 @@ def main() -> None:
     p.add_argument("--concurrency", default="4,32,64", help="comma list")
     p.add_argument("--latency-ms", type=float, default=200.0)
     p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--wait-quiet", type=float, default=30.0,
+                   help="before each measurement wait up to S s for the machine to be idle "
+                        "(< 10 %% CPU); 0 = do not wait")
     p.add_argument("--extra", default="",
                    help="extra memgauge run flags, space-separated; write --extra=--flag")
     a = p.parse_args()
@@ -63,6 +66,7 @@ def main() -> None:
             with C.stub(work, a.latency_ms, tag) as s:
                 cmd = [*C.memgauge_cmd(), *C.run_args(wl, s.base_url, out, conc,
                                                       extra=a.extra.split())]
+                busy_before = C.wait_quiet(a.wait_quiet) if a.wait_quiet > 0 else None
                 m = C.measure(cmd)
             st = s.final or {}
             rec = C.count_records(out)
@@ -97,6 +101,10 @@ def main() -> None:
                 "meets_throughput": n / m.wall_s >= target,
                 "meets_rss": (m.max_rss_mb or 1e9) < ref["max_rss_mb"],
                 "host_cpu": m.extra.get("host_cpu"),
+                "busy_before_pct": busy_before,
+                "other_load_pct": C.foreign_load_pct(
+                    m.extra.get("host_cpu"), m.wall_s,
+                    cpu + st.get("cpu_user_s", 0) + st.get("cpu_sys_s", 0)),
             "host_steal_pct": (m.extra.get("host_cpu") or {}).get("steal_pct"),
             "command": C.shell_quote(cmd),
             }
@@ -131,7 +139,8 @@ def main() -> None:
             ("reference_rss_mb", "ref RSS MB"), ("harness_cpu_ms_per_item", "CPU ms/item"),
             ("cpu_pct", "CPU %"), ("stub_requests", "stub req."),
             ("stub_max_inflight", "max in-flight"), ("stub_inline_images", "inline images"),
-            ("stub_mb_in", "MB sent"), ("host_steal_pct", "steal %")]
+            ("stub_mb_in", "MB sent"), ("host_steal_pct", "steal %"),
+            ("other_load_pct", "other load %")]
     lines = [f"### anchor_workload (200 items x 8 images 512x384, stub {a.latency_ms:g} ms)", "",
              C.md_table(rows, cols), "",
              f"Target: >= {TARGET_X:g}x the reference's {REF_BEST} items/s = {target:.1f} items/s, "

@@ -38,6 +38,9 @@ def main() -> None:
     p.add_argument("--chars-per-turn", type=int, default=None,
                    help="override the preset's ~1,500 chars per turn (e.g. 100 for short text)")
     p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--wait-quiet", type=float, default=30.0,
+                   help="before each measurement wait up to S s for the machine to be idle "
+                        "(< 10 %% CPU); 0 = do not wait")
     p.add_argument("--extra", default="",
                    help="extra memgauge run flags, space-separated; write --extra=--flag")
     a = p.parse_args()
@@ -52,6 +55,7 @@ def main() -> None:
         with C.stub(work, a.latency_ms, tag) as s:
             cmd = [*C.memgauge_cmd(), *C.run_args(wl, s.base_url, out, a.concurrency,
                                                   extra=a.extra.split())]
+            busy_before = C.wait_quiet(a.wait_quiet) if a.wait_quiet > 0 else None
             m = C.measure(cmd)
         st = s.final or {}
         rec = C.count_records(out)
@@ -83,6 +87,11 @@ def main() -> None:
             "stub_mb_in": st.get("mb_in"),
             "stub_cpu_s": round(st.get("cpu_user_s", 0) + st.get("cpu_sys_s", 0), 2),
             "host_cpu": m.extra.get("host_cpu"),
+            "busy_before_pct": busy_before,
+            "other_load_pct": C.foreign_load_pct(
+                m.extra.get("host_cpu"), m.wall_s,
+                (m.user_s or 0) + (m.sys_s or 0) + st.get("cpu_user_s", 0)
+                + st.get("cpu_sys_s", 0)),
             "host_steal_pct": (m.extra.get("host_cpu") or {}).get("steal_pct"),
             "command": C.shell_quote(cmd),
         }
@@ -112,7 +121,8 @@ def main() -> None:
             ("max_rss_mb", "peak RSS MB"), ("harness_cpu_ms_per_item", "CPU ms/item"),
             ("cpu_pct", "CPU %"), ("stub_requests", "stub req."),
             ("stub_max_inflight", "max in-flight"),
-            ("stub_inline_images", "inline images"), ("host_steal_pct", "steal %")]
+            ("stub_inline_images", "inline images"), ("host_steal_pct", "steal %"),
+            ("other_load_pct", "other load %")]
     table = C.md_table(rows, cols)
     verdict = (f"Offered limit {a.concurrency}/{a.latency_ms / 1000:g} s = {offered:.0f} items/s; "
                f"target >= {TARGET_PCT:.0f} % ({offered * TARGET_PCT / 100:.0f} items/s). "

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
@@ -115,38 +116,52 @@ def probe_worker(kind: str, data: str) -> None:
     total = time.perf_counter() - t0
     ru = resource.getrusage(resource.RUSAGE_SELF)
     print(json.dumps({"probe": kind, "items": n, "in_process_s": round(total, 3),
-                      "max_rss_mb": round(ru.ru_maxrss / 1024, 1)}))
+                      "max_rss_mb": round(ru.ru_maxrss / 1024, 1),
+                      "cpu_s": round(ru.ru_utime + ru.ru_stime, 2)}))
 
 
-def run_probe(wl: C.Workload, kind: str) -> dict:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--probe", kind, "--data", str(wl.data)]
+def _timed_child(cmd: list[str],
+                 wait_quiet: float) -> tuple[Any, float, dict | None, float | None]:
+    busy_before = C.wait_quiet(wait_quiet) if wait_quiet > 0 else None
+    cpu0 = C.host_cpu()
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - t0
+    return proc, wall, C.host_cpu_delta(cpu0, C.host_cpu()), busy_before
+
+
+def _annotate(out: dict, wall: float, host: dict | None, busy_before: float | None) -> None:
+    out["wall_s"] = round(wall, 3)
+    out["host_cpu"] = host
+    out["busy_before_pct"] = busy_before
+    out["other_load_pct"] = C.foreign_load_pct(host, wall, out.get("cpu_s") or 0.0)
+
+
+def run_probe(wl: C.Workload, kind: str, wait_quiet: float) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--probe", kind, "--data", str(wl.data)]
+    proc, wall, host, busy_before = _timed_child(cmd, wait_quiet)
     if proc.returncode != 0:
         return {"probe": kind, "rc": proc.returncode, "stderr": proc.stderr[-2000:]}
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    out["wall_s"] = round(wall, 3)
+    _annotate(out, wall, host, busy_before)
     out["reference_s"] = REFERENCE["json.load" if kind == "json" else
                                    "ijson.items (lower bound)"]["s"]
     out["command"] = C.shell_quote(cmd)
     return out
 
 
-def run_assembly(wl: C.Workload, with_counter: bool) -> dict:
+def run_assembly(wl: C.Workload, with_counter: bool, wait_quiet: float) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--assemble-worker",
            "--data", str(wl.data), "--image-dir", str(wl.image_dir)]
     if with_counter:
         cmd.append("--counter")
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - t0
+    proc, wall, host, busy_before = _timed_child(cmd, wait_quiet)
     if proc.returncode != 0:
         print(proc.stderr, file=sys.stderr)
         return {"with_counter": with_counter, "rc": proc.returncode, "stderr": proc.stderr[-4000:],
                 "command": C.shell_quote(cmd)}
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    out["wall_s"] = round(wall, 3)
+    _annotate(out, wall, host, busy_before)
     out["command"] = C.shell_quote(cmd)
     return out
 
@@ -155,12 +170,13 @@ def run_assembly(wl: C.Workload, with_counter: bool) -> dict:
 # (a) time to first request
 
 def first_request(wl: C.Workload, work: Path, latency_ms: float, limit: int, conc: int,
-                  rep: int) -> dict:
+                  rep: int, wait_quiet: float) -> dict:
     tag = f"load256k_first_r{rep}"
     out = C.fresh_dir(work / "runs" / tag)
     with C.stub(work, latency_ms, tag) as s:
         poller = C.FirstRequestPoller(s, 0.01)
         cmd = [*C.memgauge_cmd(), *C.run_args(wl, s.base_url, out, conc, limit=limit)]
+        busy_before = C.wait_quiet(wait_quiet) if wait_quiet > 0 else None
         m = C.measure(cmd, on_start=lambda t: poller.start())
         poller.stop()
     st = s.final or {}
@@ -177,6 +193,10 @@ def first_request(wl: C.Workload, work: Path, latency_ms: float, limit: int, con
         "stub_mb_in": st.get("mb_in"), "stub_max_inflight": st.get("max_inflight"),
         "meets_target": first is not None and first <= TARGET_FIRST_REQUEST_S,
         "host_cpu": m.extra.get("host_cpu"),
+        "busy_before_pct": busy_before,
+        "other_load_pct": C.foreign_load_pct(
+            m.extra.get("host_cpu"), m.wall_s,
+            (m.user_s or 0) + (m.sys_s or 0) + st.get("cpu_user_s", 0) + st.get("cpu_sys_s", 0)),
         "host_steal_pct": (m.extra.get("host_cpu") or {}).get("steal_pct"),
         "command": C.shell_quote(cmd),
     }
@@ -195,6 +215,9 @@ def main() -> None:
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--concurrency", type=int, default=8, help="memgauge's default")
     p.add_argument("--repeats", type=int, default=3, help="repeats of (a)")
+    p.add_argument("--wait-quiet", type=float, default=30.0,
+                   help="before each measurement wait up to S s for the machine to be idle "
+                        "(< 10 %% CPU); 0 = do not wait")
     p.add_argument("--skip-first-request", action="store_true")
     p.add_argument("--skip-counter", action="store_true", help="skip (c)")
     p.add_argument("--skip-calibration", action="store_true",
@@ -216,13 +239,14 @@ def main() -> None:
     wl = C.workload_256k(work)
 
     first_rows = [] if a.skip_first_request else [
-        first_request(wl, work, a.latency_ms, a.limit, a.concurrency, rep)
+        first_request(wl, work, a.latency_ms, a.limit, a.concurrency, rep, a.wait_quiet)
         for rep in range(a.repeats)]
-    assembly = [run_assembly(wl, False)]
+    assembly = [run_assembly(wl, False, a.wait_quiet)]
     if not a.skip_counter:
-        assembly.append(run_assembly(wl, True))
+        assembly.append(run_assembly(wl, True, a.wait_quiet))
 
-    calibration = [] if a.skip_calibration else [run_probe(wl, "json"), run_probe(wl, "ijson")]
+    calibration = [] if a.skip_calibration else [run_probe(wl, "json", a.wait_quiet),
+                                                   run_probe(wl, "ijson", a.wait_quiet)]
 
     firsts = [r["first_request_s"] for r in first_rows if r["first_request_s"] is not None]
     b = assembly[0]
@@ -258,7 +282,7 @@ def main() -> None:
                       ("wall_s", "wall s"), ("ok", "ok"), ("errors", "err."),
                       ("max_rss_mb", "peak RSS MB"), ("harness_cpu_s", "CPU s"),
                       ("stub_requests", "stub req."), ("stub_inline_images", "inline images"),
-                      ("stub_mb_in", "MB sent"),
+                      ("stub_mb_in", "MB sent"), ("other_load_pct", "other load %"),
                       ("meets_target", f"<= {TARGET_FIRST_REQUEST_S:g} s")]),
                   ""]
     lines += ["(b)/(c) prompt assembly for every item in a fresh interpreter "
@@ -268,12 +292,13 @@ def main() -> None:
                   ("messages", "messages"), ("images", "images"), ("tokens", "tokens"),
                   ("first_episode_s", "first episode s"), ("in_process_s", "in-process s"),
                   ("wall_s", "wall s (incl. start)"), ("max_rss_mb", "peak RSS MB"),
-                  ("cpu_s", "CPU s")]), "",
+                  ("cpu_s", "CPU s"), ("other_load_pct", "other load %")]), "",
               *([("Machine calibration: the reference's plain probes run here (this machine vs "
                   "the anchors' machine)"), "",
                  C.md_table(calibration, [("probe", "probe"), ("in_process_s", "in-process s here"),
                                           ("reference_s", "anchor s"), ("wall_s", "wall s here"),
-                                          ("max_rss_mb", "peak RSS MB here")]), ""]
+                                          ("max_rss_mb", "peak RSS MB here"),
+                                          ("other_load_pct", "other load %")]), ""]
                 if calibration else []),
               "Reference (perf-anchors.md 3b/3c):", "",
               C.md_table([{"probe": k, **v} for k, v in REFERENCE.items()],

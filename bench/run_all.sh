@@ -9,7 +9,9 @@
 #
 # Knobs (environment): PYTHON (default .venv/bin/python, else python3), WORK (default
 # bench/out), QUICK=1 (fewer repeats, no TokenCounter pass over the 256K file, which alone
-# takes ~2.5 min here), COUNT_TOKENS=1 (also run the anchor workload with --count-tokens).
+# takes ~2.5 min here), COUNT_TOKENS=1 (also run the anchor workload with --count-tokens),
+# WAIT_QUIET=S (before each measurement wait up to S s for the machine to be idle; default 60;
+# the "other load %" column shows how much CPU other processes took during each measurement).
 set -euo pipefail
 
 BENCH="$(cd "$(dirname "$0")" && pwd)"
@@ -20,6 +22,7 @@ if [[ -z "${PYTHON:-}" ]]; then
   [[ -x "$REPO/.venv/bin/python" ]] && PYTHON="$REPO/.venv/bin/python"
 fi
 WORK="${WORK:-$BENCH/out}"
+WQ=(--wait-quiet "${WAIT_QUIET:-60}")
 mkdir -p "$WORK"
 LOG="$WORK/run_all.log"
 : >"$LOG"
@@ -30,16 +33,16 @@ run() {
 }
 
 if [[ "${QUICK:-0}" == 1 ]]; then
-  run "$PYTHON" "$BENCH/harness_overhead.py" --work "$WORK"
-  run "$PYTHON" "$BENCH/anchor_workload.py" --work "$WORK"
-  run "$PYTHON" "$BENCH/load_256k.py" --work "$WORK" --repeats 1 --skip-counter
+  run "$PYTHON" "$BENCH/harness_overhead.py" --work "$WORK" "${WQ[@]}"
+  run "$PYTHON" "$BENCH/anchor_workload.py" --work "$WORK" "${WQ[@]}"
+  run "$PYTHON" "$BENCH/load_256k.py" --work "$WORK" "${WQ[@]}" --repeats 1 --skip-counter
 else
-  run "$PYTHON" "$BENCH/harness_overhead.py" --work "$WORK" --repeats 2
-  run "$PYTHON" "$BENCH/anchor_workload.py" --work "$WORK" --repeats 2
-  run "$PYTHON" "$BENCH/load_256k.py" --work "$WORK" --repeats 3
+  run "$PYTHON" "$BENCH/harness_overhead.py" --work "$WORK" "${WQ[@]}" --repeats 2
+  run "$PYTHON" "$BENCH/anchor_workload.py" --work "$WORK" "${WQ[@]}" --repeats 2
+  run "$PYTHON" "$BENCH/load_256k.py" --work "$WORK" "${WQ[@]}" --repeats 3
 fi
 if [[ "${COUNT_TOKENS:-0}" == 1 ]]; then
-  run "$PYTHON" "$BENCH/anchor_workload.py" --work "$WORK" --concurrency 32 \
+  run "$PYTHON" "$BENCH/anchor_workload.py" --work "$WORK" "${WQ[@]}" --concurrency 32 \
       --extra=--count-tokens --name anchor_workload_count_tokens
 fi
 

@@ -12,20 +12,33 @@ from memgauge.cli import app
 runner = CliRunner()
 
 
-def test_demo_runs_offline_and_writes_a_report(tmp_path):
+def test_demo_runs_offline_passes_its_gates_and_writes_a_report(tmp_path):
     out = tmp_path / "demo"
-    result = runner.invoke(app, ["demo", "--out", str(out)])
+    result = runner.invoke(app, ["demo", "--out", str(out), "--questions", "20"])
     assert result.exit_code == 0, result.output
     report = (out / "report.md").read_text()
-    assert "## By ability" in report and "answer_refusal" in report
-    assert "memgauge run --bench memlens" in result.output
-    records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
-    assert records and all(r["status"] == "ok" for r in records)
-    again = runner.invoke(app, ["demo", "--out", str(out)])  # rerun resumes: nothing new
-    assert again.exit_code == 0 and "0 answered now" in again.output
-    js = runner.invoke(app, ["report", str(out), "--format", "json"])
+    assert "Overall: **PASS**" in report and "## Baselines (offline)" in report
+    assert "rag-bm25 (top 5, oracle reader) | 32k | 20 |" in report
+    gates = json.loads((out / "benchmark" / "validation" / "gates.json").read_text())
+    assert gates["passed"] and gates["indistinguishability"]["auc"] <= 0.60
+    assert gates["caption_proof"].get("n_questions", 0) > 0  # OCR ran (the demo extra)
+    assert "memgauge run --bench synth" in result.output
+    js = runner.invoke(app, ["report", str(out / "runs" / "8k" / "rag-bm25"), "--format", "json"])
     summary = json.loads(js.output)["summary"]
-    assert summary["n_records"] == len(records) and summary["n_errors"] == 0
+    assert summary["n_records"] == 20 and summary["n_errors"] == 0
+
+
+def test_replayed_fixture_run_and_rerun_resumes(tmp_path):
+    from importlib import resources
+
+    fixture = resources.files("memgauge") / "data" / "memlens_mini"
+    args = ["run", "--bench", "memlens", "--data", str(fixture / "dataset.json"),
+            "--image-dir", str(fixture), "--model", f"replay:{fixture / 'predictions.json'}",
+            "--out", str(tmp_path / "r")]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0 and "0 answered now" in again.output
 
 
 def test_run_report_merge_with_replay(tmp_path):

@@ -261,6 +261,9 @@ class Generator:
         base = build_prompt([], question, counter=self.counter,
                             image_size=lambda p: (p.image.width, p.image.height)).tokens or 0
         total = base + sum(self._session_tokens(s) for s in chosen)
+        if total > target * (1 + TOLERANCE):
+            raise ConfigError(f"tier {tier} ({target} tokens) is smaller than question {qid}'s "
+                              f"evidence alone ({total} tokens); use larger tiers")
         text_tokens = total
         n_images = sum(len(t.images) for s in chosen for t in s.turns)
         pos = {True: 0, False: 0}
