@@ -244,6 +244,11 @@ def generate_synth(
         help="Haystack text tokens per image (ratio kept while filling)")] = 2000,
     families: Annotated[str | None, typer.Option(
         help="Comma-separated question families (default: all)")] = None,
+    naturalize: Annotated[str | None, typer.Option(
+        help="Rewrite the prose with this model (e.g. openai:<name>); needle facts are "
+             "checked to survive. Off by default.")] = None,
+    naturalize_base_url: Annotated[str | None, typer.Option(
+        help="Endpoint for --naturalize")] = None,
 ) -> None:
     """Procedural multimodal memory benchmark: rendered evidence, computed answers."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -252,9 +257,17 @@ def generate_synth(
 
     tier_list = [t.strip() for t in tiers.split(",") if t.strip()]
     try:
+        naturalizer = None
+        if naturalize:
+            from .cache import ResponseCache
+            from .models import ModelSettings, create_model
+
+            naturalizer = create_model(naturalize, ModelSettings(
+                base_url=naturalize_base_url, cache=ResponseCache(), concurrency=16))
         config = SynthConfig(out=out_dir, seed=seed, tiers=tier_list, questions=questions,
                              text_tokens_per_image=text_tokens_per_image,
-                             families=families.split(",") if families else None)
+                             families=families.split(",") if families else None,
+                             naturalizer=naturalizer)
         progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                             MofNCompleteColumn(), TimeElapsedColumn(), console=err,
                             disable=not err.is_terminal)

@@ -18,7 +18,7 @@ from typing import Any
 
 from ...schema import Ability, AnswerType, Labels
 from . import _world as W
-from ._text import LINES, SessionPlan, TurnPlan, chat_session, say, share_image
+from ._text import SessionPlan, TurnPlan, chat_session, line, say, share_image
 
 REFUSAL = "Insufficient information"
 
@@ -78,13 +78,14 @@ def plan_ie_entity(rng: random.Random, when: When) -> QuestionPlan:
              "best_before": str(when.day(t1) + timedelta(days=200)),
              "lot": f"L{rng.randint(1000, 9999)}-{rng.randint(10, 99)}", "colour": rng.choice(W.COLOURS)}
     s1 = chat_session(rng, inserts=[_needle(share_image(
-        rng, "label", label, line=LINES["label_morning"].format(product=product)))])
+        rng, "label", label, line=line("label_morning", product=product)))])
     pairs = list(zip(brands, origins, strict=True))
     rng.shuffle(pairs)
     fact_text = "; ".join(f"{b} is based in {o}" for b, o in pairs)
     s2 = chat_session(rng, inserts=[[
-        say("user", LINES["article"].format(product=product, facts=fact_text),
-            [{"entity": b, "based_in": o} for b, o in pairs] + [{"needle": True}]),
+        say("user", line("article", product=product, facts=fact_text),
+            [{"entity": b, "based_in": o} for b, o in pairs] + [{"needle": True}],
+            keep=tuple(f"{b} is based in {o}" for b, o in pairs)),
         say("assistant", "Interesting, thanks for sharing that.")]])
     return QuestionPlan(
         family="ie_entity", ability=Ability.INFORMATION_EXTRACTION, subtype="entity",
@@ -115,17 +116,17 @@ def plan_ie_previnfo(rng: random.Random, when: When) -> QuestionPlan:
                   ["Check-in", str(when.day(rng.uniform(2, 30)))], ["Guests", str(rng.randint(1, 4))],
                   ["Reference", ref]]
         q = "What was the reference number in the booking confirmation screenshot I shared?"
-        line = LINES["booking"]
+        share = line("booking")
     else:
         ref = W.code(rng, "PK")
         fields = [["Carrier", rng.choice(["SwiftPost", "ParcelOne", "BoxRoute"])],
                   ["Status", "In transit"], ["Tracking", ref], ["Items", str(rng.randint(1, 3))]]
         q = "What was the tracking number in the parcel screenshot I shared?"
-        line = LINES["parcel"]
+        share = line("parcel")
     facts = {"app": app, "title": "Confirmation" if kind == "booking" else "Your parcel",
              "fields": fields, "accent": rng.choice(W.COLOURS)}
     (t1,) = when.days(rng, 1)
-    s = chat_session(rng, inserts=[_needle(share_image(rng, "app_ui", facts, line=line))])
+    s = chat_session(rng, inserts=[_needle(share_image(rng, "app_ui", facts, line=share))])
     label = "Reference" if kind == "booking" else "Tracking"
     return QuestionPlan(
         family="ie_previnfo", ability=Ability.INFORMATION_EXTRACTION, subtype="previnfo",
@@ -191,7 +192,7 @@ def plan_msr_counting(rng: random.Random, when: When) -> QuestionPlan:
     for d, ident in zip(days, shots, strict=True):
         facts = dict(ident)  # the photo (pose, backdrop) varies by render variant
         sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
-            rng, "entity", facts, line=LINES["collection"].format(kind=kind)))]), d))
+            rng, "entity", facts, line=line("collection", kind=kind)))]), d))
     return QuestionPlan(
         family="msr_counting", ability=Ability.MULTI_SESSION_REASONING, subtype="counting",
         answer_type=AnswerType.INTEGER,
@@ -226,10 +227,10 @@ def plan_msr_entity(rng: random.Random, when: When) -> QuestionPlan:
     t1, t2 = when.days(rng, 2)
     s1 = chat_session(rng, inserts=[_needle(share_image(
         rng, "entity", other,
-        line=LINES["visitor"].format(owner=owner.capitalize(), kind=kind)))])
+        line=line("visitor", owner=owner.capitalize(), kind=kind)))])
     s2 = chat_session(rng, inserts=[_needle(share_image(
         rng, "entity", named,
-        line=LINES["named"].format(name=name, kind=kind)))])
+        line=line("named", name=name, kind=kind)))])
     return QuestionPlan(
         family="msr_entity", ability=Ability.MULTI_SESSION_REASONING, subtype="entity_resolution",
         answer_type=AnswerType.YES_NO,
@@ -260,8 +261,8 @@ def plan_tr_duration(rng: random.Random, when: When) -> QuestionPlan:
         f2 = {"hour": end // 60, "minute": end % 60, "face_colour": f1["face_colour"]}
         facts_all.append((f1, f2))
         sessions.append(_evidence(chat_session(rng, inserts=[
-            _needle(share_image(rng, "clock", f1, line=LINES["clock_start"].format(activity=act))),
-            _needle(share_image(rng, "clock", f2, line=LINES["clock_end"].format(activity=act)))]),
+            _needle(share_image(rng, "clock", f1, line=line("clock_start", activity=act))),
+            _needle(share_image(rng, "clock", f2, line=line("clock_end", activity=act)))]),
             d))
     answer = "A" if durations[0] > durations[1] else "B"
     q = (f"Which took longer, {a1_ref} or {a2_ref}? A. Duration 1 ({a1_ref}) is longer. "
@@ -299,7 +300,7 @@ def plan_tr_order(rng: random.Random, when: When) -> QuestionPlan:
                  "code": W.code(rng, "TK")}
         tickets.append(facts)
         sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
-            rng, "ticket", facts, line=LINES["ticket"].format(event=W.EVENTS[ev])))]), d))
+            rng, "ticket", facts, line=line("ticket", event=W.EVENTS[ev])))]), d))
     listing = rng.sample(range(k), k)  # the numbering in the question
     names = [W.EVENTS[events[j]] for j in listing]
     order = sorted(range(k), key=lambda n: tickets[listing[n]]["date"])
@@ -334,7 +335,7 @@ def plan_tr_date(rng: random.Random, when: When) -> QuestionPlan:
     facts = {"year": target.year, "month": target.month, "marked_day": target.day,
              "marker_colour": rng.choice(["red", "blue", "green", "orange", "purple"])}
     s = chat_session(rng, inserts=[_needle(share_image(
-        rng, "calendar", facts, line=LINES["calendar"].format(what=what)))])
+        rng, "calendar", facts, line=line("calendar", what=what)))])
     return QuestionPlan(
         family="tr_date", ability=Ability.TEMPORAL_REASONING, subtype="temporal_info_extraction",
         answer_type=AnswerType.DATE, question=f"On what date is my {what}? Answer as YYYY/MM/DD.",
@@ -361,9 +362,9 @@ def plan_ku_update(rng: random.Random, when: When) -> QuestionPlan:
         facts = {"app": "ParkSmart", "title": "Parked", "fields": [["Level", spot[0]],
                  ["Bay", spot], ["Since", f"{rng.randint(7, 20):02d}:{rng.randint(0, 59):02d}"]],
                  "accent": colour}
-        line = LINES["parking_first"] if i == 0 else LINES["parking_move"]
+        line_text = line("parking_first") if i == 0 else line("parking_move")
         sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
-            rng, "app_ui", facts, line=line))]), d))
+            rng, "app_ui", facts, line=line_text))]), d))
     return QuestionPlan(
         family="ku_update", ability=Ability.KNOWLEDGE_UPDATE, subtype=None,
         answer_type=AnswerType.FREE_TEXT, question="Which bay is my car parked in now?",

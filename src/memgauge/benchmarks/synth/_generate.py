@@ -62,10 +62,12 @@ class SynthConfig:
     tokenizer: str = "o200k_base"
     image_formula: str = "openai-tiles"
     families: list[str] | None = None  # default: all, round-robin
+    naturalizer: Any = None  # a ChatModel that rewrites prose (off by default)
 
     def describe(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("out")
+        d["naturalizer"] = self.naturalizer.describe() if self.naturalizer else None
         d["image_size"] = list(self.image_size)
         return d
 
@@ -136,15 +138,19 @@ class HaystackPool:
     def __init__(self, seed: int, store: ImageStore, count: Callable[[Session], int],
                  size: int) -> None:
         self.store, self.count, self.size = store, count, size
-        self.image_rng = random.Random(f"{seed}:haystack-image")
-        self.filler_rng = random.Random(f"{seed}:haystack-filler")
+        # Plans (text) are drawn up front so a naturaliser can rewrite them in one batch;
+        # rendering and counting happen when a session is first used.
+        self.plans: dict[bool, list[tuple[SessionPlan, set[str]]]] = {}
+        for with_image, name in ((True, "image"), (False, "filler")):
+            rng = random.Random(f"{seed}:haystack-{name}")
+            self.plans[with_image] = [haystack_session(rng, with_image=with_image)
+                                      for _ in range(size)]
         self.with_images: list[PoolEntry] = []
         self.fillers: list[PoolEntry] = []
 
     def _make(self, with_image: bool) -> PoolEntry:
-        rng = self.image_rng if with_image else self.filler_rng
-        plan, keys = haystack_session(rng, with_image=with_image)
         bucket = self.with_images if with_image else self.fillers
+        plan, keys = self.plans[with_image][len(bucket)]
         sid = f"{'h' if with_image else 'f'}{len(bucket)}"
         # A stand-in stamp of the same shape, so the count matches once the real one is set.
         session = _to_session(plan, sid, self.store, len(bucket), "haystack", _STAND_IN)
@@ -355,6 +361,15 @@ def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = 
     root = gen.root
     root.mkdir(parents=True, exist_ok=True)
     plans = list(gen.plans())
+    natural = None
+    if config.naturalizer is not None:
+        import asyncio
+
+        from ._naturalize import naturalize
+
+        sessions = [sp for _, plan, _, _ in plans for sp in plan.sessions]
+        sessions += [sp for bucket in gen.pool.plans.values() for sp, _ in bucket]
+        natural = asyncio.run(naturalize(sessions, config.naturalizer))
     tiers_out: dict[str, Any] = {}
     files: list[Path] = []
     for tier in config.tiers:
@@ -404,6 +419,7 @@ def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = 
         "config": config.describe(), "token_counter": gen.counter.describe(),
         "tolerance": TOLERANCE, "tiers": tiers_out, "families": families,
         "images": gen.store.count, "files": digests, "digest": digest,
+        "naturalizer": natural,
     }
     (root / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
                                         encoding="utf-8")

@@ -12,7 +12,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from . import _world as W
-from ._text import LINES, SessionPlan, TurnPlan, chat_session, say, share_image
+from ._text import SessionPlan, TurnPlan, chat_session, line, say, share_image
 
 HAYSTACK_APP_TITLES = [("FitLog", "Weekly steps", [["Mon", "8,214"], ["Tue", "6,530"], ["Wed", "9,870"]]),
                        ("BankBee", "Balance", [["Current", "1,245.30"], ["Savings", "3,100.00"]]),
@@ -94,15 +94,15 @@ def _styled(rng: random.Random, style: str) -> tuple[list[list[TurnPlan]], set[s
     """Insert groups for a haystack session worded like an evidence session."""
     if style == "label_morning":
         facts, keys, _ = decoy_image(rng, "label")
-        return [share_image(rng, "label", facts, line=LINES["label_morning"].format(
-            product=facts["product"].lower()))], keys
+        return [share_image(rng, "label", facts, line=line(
+            "label_morning", product=facts["product"].lower()))], keys
     if style == "article":
         product = rng.choice(W.PRODUCTS)
         pairs = list(zip(rng.sample(W.BRANDS, 3), rng.sample(W.ORIGINS, 3), strict=True))
-        text = LINES["article"].format(product=product, facts="; ".join(
-            f"{b} is based in {o}" for b, o in pairs))
-        return [[say("user", text), say("assistant", "Interesting, thanks for sharing that.")]], {
-            f"label:{product}"}
+        clauses = [f"{b} is based in {o}" for b, o in pairs]
+        text = line("article", product=product, facts="; ".join(clauses))
+        return [[say("user", text, keep=tuple(clauses)),
+                 say("assistant", "Interesting, thanks for sharing that.")]], {f"label:{product}"}
     if style in ("booking", "parcel"):
         ref = W.code(rng, "BK" if style == "booking" else "PK")
         fields = ([["Hotel", rng.choice(W.STORES)], ["Check-in", str(_day(rng))],
@@ -111,19 +111,19 @@ def _styled(rng: random.Random, style: str) -> tuple[list[list[TurnPlan]], set[s
                         ["Status", "In transit"], ["Tracking", ref], ["Items", "1"]])
         facts = {"app": rng.choice(W.APPS), "fields": fields, "accent": rng.choice(W.COLOURS),
                  "title": "Confirmation" if style == "booking" else "Your parcel"}
-        return [share_image(rng, "app_ui", facts, line=LINES[style])], {f"app_ui:{style}"}
+        return [share_image(rng, "app_ui", facts, line=line(style))], {f"app_ui:{style}"}
     if style == "parking":
         spot = rng.choice(W.SPOTS)
         facts = {"app": "ParkSmart", "title": "Parked", "accent": rng.choice(W.COLOURS),
                  "fields": [["Level", spot[0]], ["Bay", spot], ["Since", "09:15"]]}
-        line = LINES[rng.choice(["parking_first", "parking_move"])]
-        return [share_image(rng, "app_ui", facts, line=line)], {"app_ui:parking"}
+        share = line(rng.choice(["parking_first", "parking_move"]))
+        return [share_image(rng, "app_ui", facts, line=share)], {"app_ui:parking"}
     if style in ("collection", "visitor", "named"):
         kind = rng.choice(["cat", "dog"]) if style != "collection" else rng.choice(W.ENTITY_KINDS)
         facts = W.entity_identity(rng, kind)
-        line = LINES[style].format(kind=kind, owner=rng.choice(W.OWNERS).capitalize(),
-                                   name=rng.choice(W.PET_NAMES))
-        return [share_image(rng, "entity", facts, line=line)], {f"entity:{kind}"}
+        share = line(style, kind=kind, owner=rng.choice(W.OWNERS).capitalize(),
+                     name=rng.choice(W.PET_NAMES))
+        return [share_image(rng, "entity", facts, line=share)], {f"entity:{kind}"}
     if style == "clock_pair":
         act = rng.choice(W.ACTIVITIES)[0]
         start = rng.randint(7 * 60, 15 * 60)
@@ -131,17 +131,17 @@ def _styled(rng: random.Random, style: str) -> tuple[list[list[TurnPlan]], set[s
         colour = rng.choice(W.COLOURS)
         f1 = {"hour": start // 60, "minute": start % 60, "face_colour": colour}
         f2 = {"hour": end // 60, "minute": end % 60, "face_colour": colour}
-        return [share_image(rng, "clock", f1, line=LINES["clock_start"].format(activity=act)),
-                share_image(rng, "clock", f2, line=LINES["clock_end"].format(activity=act))], {
+        return [share_image(rng, "clock", f1, line=line("clock_start", activity=act)),
+                share_image(rng, "clock", f2, line=line("clock_end", activity=act))], {
             f"activity:{act}"}
     if style == "ticket":
         facts, keys, _ = decoy_image(rng, "ticket")
         event = next(k for k in keys).removeprefix("event:")
-        return [share_image(rng, "ticket", facts, line=LINES["ticket"].format(event=event))], keys
+        return [share_image(rng, "ticket", facts, line=line("ticket", event=event))], keys
     if style == "calendar":
         facts, _, _ = decoy_image(rng, "calendar")
         what = rng.choice(W.APPOINTMENTS)
-        return [share_image(rng, "calendar", facts, line=LINES["calendar"].format(what=what))], {
+        return [share_image(rng, "calendar", facts, line=line("calendar", what=what))], {
             f"what:{what}"}
     raise ValueError(f"unknown haystack style {style!r}")
 

@@ -240,6 +240,20 @@ LINES: dict[str, str] = {
     "ticket": "Got tickets for {event} <image>",
     "calendar": "I marked the day of my {what} <image>",
 }
+class Phrase(str):
+    """Text with the phrases an optional LLM naturaliser must keep verbatim."""
+
+    keep: tuple[str, ...] = ()
+
+
+def line(template_name: str, /, **slots: str) -> Phrase:
+    """``LINES[template_name]`` filled in; the slot values it uses are phrases to keep."""
+    template = LINES[template_name]
+    phrase = Phrase(template.format(**slots))
+    phrase.keep = tuple(str(v) for k, v in slots.items() if "{" + k + "}" in template)
+    return phrase
+
+
 SHARE_REPLIES = [
     "Thanks for sharing, I've got it.", "Nice, thanks for the photo.", "Got it, thanks.",
     "Thanks, that's clear.", "Noted, thanks for sending it over.",
@@ -259,6 +273,7 @@ class TurnPlan:
     text: str
     images: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (kind, facts)
     facts: list[dict[str, Any]] = field(default_factory=list)  # text facts, for oracles
+    keep: tuple[str, ...] = ()  # phrases a naturaliser must not touch
 
 
 @dataclass
@@ -300,12 +315,19 @@ def share_image(rng: random.Random, kind: str, facts: dict[str, Any], *, line: s
                 place: str = "the shop", text_facts: list[dict[str, Any]] | None = None,
                 reply: str | None = None) -> list[TurnPlan]:
     """A user turn sharing an image (with an indirect line) and the assistant's reply."""
-    text = line if line is not None else rng.choice(SHARE_LINES[kind]).format(place=place)
+    if line is not None:
+        text, keep = line, tuple(getattr(line, "keep", ()))
+    else:
+        text = rng.choice(SHARE_LINES[kind]).format(place=place)
+        keep = (place,) if place in text else ()
     if "<image>" not in text:
         text = f"{text} <image>"
-    return [TurnPlan("user", text, images=[(kind, facts)], facts=list(text_facts or [])),
+    return [TurnPlan("user", str(text), images=[(kind, facts)], facts=list(text_facts or []),
+                     keep=keep),
             TurnPlan("assistant", reply or rng.choice(SHARE_REPLIES))]
 
 
-def say(role: str, text: str, facts: list[dict[str, Any]] | None = None) -> TurnPlan:
-    return TurnPlan(role, text, facts=list(facts or []))
+def say(role: str, text: str, facts: list[dict[str, Any]] | None = None,
+        keep: tuple[str, ...] = ()) -> TurnPlan:
+    return TurnPlan(role, str(text), facts=list(facts or []),
+                    keep=tuple(keep) + tuple(getattr(text, "keep", ())))

@@ -1,0 +1,47 @@
+"""The optional naturaliser rewrites prose but never loses a needle fact."""
+
+from __future__ import annotations
+
+import json
+
+from memgauge.benchmarks import BenchmarkOptions
+from memgauge.benchmarks.synth import SynthConfig, generate
+from memgauge.benchmarks.synth._naturalize import accepted
+from memgauge.models import ScriptedModel
+from memgauge.registry import lookup
+from memgauge.runner import RunConfig, Runner, read_records
+
+
+def test_accepted_requires_kept_phrases_and_placeholders():
+    assert accepted("Starting a hike now <image>", "Off on a hike! <image>", ["a hike"])
+    assert not accepted("Starting a hike now <image>", "Off hiking!", ["a hike"])
+    assert not accepted("Starting a hike now <image>", "Off on a walk <image>", ["a hike"])
+    assert not accepted("x", "   ", [])
+
+
+def _rewriter(messages, qid):
+    original = messages[-1].parts[-1].text
+    # Rewrites every message; mangles the fact-bearing ones by dropping the last word.
+    if "based in" in original or "<image>" in original:
+        return " ".join(original.split()[:-1])
+    return f"Honestly, {original[0].lower()}{original[1:]}"
+
+
+def test_rewrites_are_checked_and_facts_survive(tmp_path):
+    model = ScriptedModel(fn=_rewriter)
+    root = tmp_path / "b"
+    manifest = generate(SynthConfig(out=str(root), seed=3, tiers=["8k"], questions=10,
+                                    naturalizer=model))
+    stats = manifest["naturalizer"]
+    assert stats["rewritten"] > 0 and stats["rejected"] > 0 and stats["errors"] == 0
+    assert manifest["config"]["naturalizer"]["provider"] == "scripted"
+    eps = list(lookup("benchmark", "synth")(BenchmarkOptions(data=str(root))).episodes())
+    texts = [t.text for ep in eps for s in ep.sessions for t in s.turns]
+    assert any(t.startswith("Honestly, ") for t in texts)  # chit-chat rewritten
+    assert all(t.count("<image>") == len(tt.images) or not tt.images
+               for ep in eps for s in ep.sessions for tt in s.turns for t in [tt.text])
+    out = tmp_path / "oracle"
+    Runner(RunConfig(bench="synth", data=str(root), system="oracle", model="none:",
+                     out=str(out), cache=False, progress=False)).run_sync()
+    assert all(r.scores["rule"] == 1.0 for r in read_records(out).values())
+    assert json.loads((root / "manifest.json").read_text())["naturalizer"]["turns"] == stats["turns"]
