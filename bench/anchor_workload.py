@@ -141,7 +141,8 @@ def main() -> None:
             ("stub_max_inflight", "max in-flight"), ("stub_inline_images", "inline images"),
             ("stub_mb_in", "MB sent"), ("host_steal_pct", "steal %"),
             ("other_load_pct", "other load %")]
-    lines = [f"### anchor_workload (200 items x 8 images 512x384, stub {a.latency_ms:g} ms)", "",
+    flags = f", extra flags: {a.extra}" if a.extra else ""
+    lines = [f"### {a.name} (200 items x 8 images 512x384, stub {a.latency_ms:g} ms{flags})", "",
              C.md_table(rows, cols), "",
              f"Target: >= {TARGET_X:g}x the reference's {REF_BEST} items/s = {target:.1f} items/s, "
              "with a lower peak RSS than the reference at the same batch size "

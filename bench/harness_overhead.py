@@ -131,7 +131,8 @@ def main() -> None:
                f"({best['pct_offered_window']} %). Target met (wall): "
                f"{'yes' if result['target_met_wall'] else 'NO'}; (window): "
                f"{'yes' if result['target_met_window'] else 'NO'}.")
-    md = f"### harness_overhead\n\n{table}\n\n{verdict}\n\nResult JSON: {C.rel(path)}\n"
+    flags = f" (extra flags: {a.extra})" if a.extra else ""
+    md = f"### {a.name}{flags}\n\n{table}\n\n{verdict}\n\nResult JSON: {C.rel(path)}\n"
     (work / f"{a.name}.md").write_text(md)
     print(md)
 

@@ -13,6 +13,8 @@ answer_refusal), ``question_type``, ``question_subtype``, ``question_date``,
 
 from __future__ import annotations
 
+import abc
+
 import gc
 import os
 import re
@@ -417,7 +419,7 @@ def parse_item(raw: Any, index: int, ctx: ItemContext, info: BenchmarkInfo,
 
 # ---------------------------------------------------------------------------------------------
 
-class StreamingBenchmark:
+class StreamingBenchmark(abc.ABC):
     """Common streaming, subsetting and manifest logic for one-file, one-item-per-episode
     benchmarks. Subclasses set ``name`` and implement ``_parse``."""
 
@@ -446,8 +448,9 @@ class StreamingBenchmark:
     def guess_tier(path: str) -> str | None:
         return guess_tier(path)
 
+    @abc.abstractmethod
     def _parse(self, raw: Any, index: int, ctx: ItemContext) -> Episode | None:
-        raise NotImplementedError
+        """One raw item to an Episode (None to skip it, e.g. outside the id subset)."""
 
     def episodes(self) -> Iterator[Episode]:
         ctx = ItemContext(self.path, self.resolver)

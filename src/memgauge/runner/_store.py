@@ -23,18 +23,24 @@ MANIFEST = "manifest.json"
 RECORDS = "records.jsonl"
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
-    data = orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+def _atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
+    """Write to a temp file in the same folder, fsync, then rename over ``path``."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data + b"\n")
+            for chunk in chunks:
+                f.write(chunk)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    data = orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+    _atomic_write(path, [data + b"\n"])
 
 
 def iter_record_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
@@ -80,18 +86,8 @@ def load_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
 
 def rewrite_records(run_dir: str | os.PathLike[str], records: Iterable[Record]) -> None:
     """Atomically replace records.jsonl (used to compact: one line per question)."""
-    path = Path(run_dir) / RECORDS
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for rec in records:
-                f.write(rec.model_dump_json().encode() + b"\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    _atomic_write(Path(run_dir) / RECORDS,
+                  (rec.model_dump_json().encode() + b"\n" for rec in records))
 
 
 def count_lines(run_dir: str | os.PathLike[str]) -> int:
