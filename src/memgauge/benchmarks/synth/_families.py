@@ -144,6 +144,28 @@ def solve_ie_previnfo(program, images, texts):
     return None
 
 
+# --- IE: a whole-scene detail (X1) -------------------------------------------------------
+
+def plan_ie_scene(rng: random.Random, when: When) -> QuestionPlan:
+    thing = rng.choice(W.ARRANGED)
+    facts = W.scene_facts(rng)
+    (t1,) = when.days(rng, 1)
+    s = chat_session(rng, inserts=[_needle(share_image(
+        rng, "scene", facts, line=line("arranged", thing=thing)))])
+    return QuestionPlan(
+        family="ie_scene", ability=Ability.INFORMATION_EXTRACTION, subtype="previnfo",
+        answer_type=AnswerType.FREE_TEXT,
+        question=f"What colour was the table-top in the photo of the {thing} I arranged?",
+        answer=facts["background"], labels=Labels(x="X1", y="Y1", image_dependency="essential"),
+        sessions=[_evidence(s, t1)], program={"op": "scene_background"},
+        exclusive={f"arranged:{thing}"})
+
+
+def solve_ie_scene(program, images, texts):
+    scenes = [f for f in images if f.get("_kind") == "scene"]
+    return scenes[-1]["background"] if scenes else None
+
+
 # --- MSR: arithmetic over receipts ---------------------------------------------------------
 
 def plan_msr_arithmetic(rng: random.Random, when: When) -> QuestionPlan:
@@ -389,6 +411,7 @@ class Family:
 FAMILIES: dict[str, Family] = {f.name: f for f in [
     Family("ie_entity", plan_ie_entity, solve_ie_entity),
     Family("ie_previnfo", plan_ie_previnfo, solve_ie_previnfo),
+    Family("ie_scene", plan_ie_scene, solve_ie_scene),
     Family("msr_arithmetic", plan_msr_arithmetic, solve_msr_arithmetic),
     Family("msr_counting", plan_msr_counting, solve_msr_counting),
     Family("msr_entity", plan_msr_entity, solve_msr_entity),

@@ -71,11 +71,7 @@ def decoy_image(rng: random.Random, kind: str) -> tuple[dict[str, Any], set[str]
         app, title, fields = rng.choice(HAYSTACK_APP_TITLES)
         return {"app": app, "title": title, "fields": fields, "accent": rng.choice(W.COLOURS)}, set(), ""
     if kind == "scene":
-        cells = rng.sample([(c, r) for c in range(4) for r in range(3)], rng.randint(2, 6))
-        objs = [{"shape": rng.choice(["circle", "square", "triangle", "star", "heart"]),
-                 "colour": rng.choice(W.COLOURS), "col": c, "row": r,
-                 "size": rng.choice(["small", "large"])} for c, r in cells]
-        return {"background": rng.choice(W.COLOURS), "objects": objs}, set(), ""
+        return W.scene_facts(rng), set(), ""
     if kind == "entity":
         ek = rng.choice(W.ENTITY_KINDS)
         facts = W.entity_identity(rng, ek)
@@ -87,7 +83,7 @@ IMAGE_KINDS = ("receipt", "ticket", "label", "calendar", "schedule", "clock", "c
                "scene", "entity")
 # Decoys shared with the same wording the question families use (with other fillers).
 STYLED = ("label_morning", "article", "booking", "parcel", "parking", "collection", "visitor",
-          "named", "clock_pair", "ticket", "calendar")
+          "named", "clock_pair", "ticket", "calendar", "arranged")
 
 
 def _styled(rng: random.Random, style: str) -> tuple[list[list[TurnPlan]], set[str]]:
@@ -143,6 +139,10 @@ def _styled(rng: random.Random, style: str) -> tuple[list[list[TurnPlan]], set[s
         what = rng.choice(W.APPOINTMENTS)
         return [share_image(rng, "calendar", facts, line=line("calendar", what=what))], {
             f"what:{what}"}
+    if style == "arranged":
+        thing = rng.choice(W.ARRANGED)
+        return [share_image(rng, "scene", W.scene_facts(rng), line=line("arranged", thing=thing))], {
+            f"arranged:{thing}"}
     raise ValueError(f"unknown haystack style {style!r}")
 
 

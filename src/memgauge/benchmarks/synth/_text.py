@@ -239,6 +239,7 @@ LINES: dict[str, str] = {
     "clock_end": "Finished {activity} <image>",
     "ticket": "Got tickets for {event} <image>",
     "calendar": "I marked the day of my {what} <image>",
+    "arranged": "Here's how I arranged the {thing} on the table <image>",
 }
 class Phrase(str):
     """Text with the phrases an optional LLM naturaliser must keep verbatim."""

@@ -44,8 +44,17 @@ OWNERS = ["my sister", "my neighbour", "my friend Maya", "my cousin", "my collea
           "my aunt"]
 APPOINTMENTS = ["dentist appointment", "passport renewal", "piano recital", "car service",
                 "moving day", "job interview", "eye test", "haircut"]
+ARRANGED = ["toys", "magnets", "cookies", "game pieces", "stickers", "candles", "buttons"]
 PET_NAMES = ["Biscuit", "Pepper", "Miso", "Juno", "Olive", "Rocket", "Tofu", "Ziggy"]
 SPOTS = ["B12", "C07", "A03", "D21", "E15", "F02", "G18", "H09", "B04", "C22", "K11", "L05"]
+
+
+def scene_facts(rng: random.Random) -> dict[str, Any]:
+    cells = rng.sample([(c, r) for c in range(4) for r in range(3)], rng.randint(2, 6))
+    objs = [{"shape": rng.choice(["circle", "square", "triangle", "star", "heart"]),
+             "colour": rng.choice(COLOURS), "col": c, "row": r,
+             "size": rng.choice(["small", "large"])} for c, r in cells]
+    return {"background": rng.choice(COLOURS), "objects": objs}
 
 
 def money(value: float) -> str:
