@@ -22,6 +22,7 @@ class StubServer:
         self.latency_s = latency_s
         self.requests: list[dict[str, Any]] = []
         self.raw_bodies: list[bytes] = []
+        self.headers: list[dict[str, str]] = []
         self.plan: list[int | str] = []
         self.hang_s = 30.0
         self._lock = threading.Lock()
@@ -38,6 +39,7 @@ class StubServer:
                 raw = self.rfile.read(n)
                 with stub._lock:
                     stub.raw_bodies.append(raw)
+                    stub.headers.append(dict(self.headers))
                     body = json.loads(raw)
                     stub.requests.append(body)
                     step = stub.plan.pop(0) if stub.plan else None

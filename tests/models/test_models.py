@@ -44,6 +44,7 @@ def test_key_from_named_env_var_is_sent_and_never_described(monkeypatch):
         asyncio.run(m.generate([Message("user", [TextPart("hi")])], GenerateConfig()))
         seen["desc"] = json.dumps(m.describe())
     assert "sk-secret-123" not in seen["desc"] and "MY_KEY" in seen["desc"]
+    assert stub.headers[0]["Authorization"] == "Bearer sk-secret-123"
 
 
 def test_url_mode_sends_source_urls_and_resize_policy_applies(tmp_path):

@@ -1,16 +1,17 @@
-"""Any OpenAI-compatible chat endpoint (vLLM, SGLang, Ollama, hosted APIs) via the openai SDK.
+"""Any OpenAI-compatible chat endpoint (vLLM, SGLang, Ollama, hosted APIs).
 
-The request body is serialised once with orjson and handed to the SDK as bytes: the SDK's
-per-message parameter transformation costs ~23 ms for an 82-message prompt and ~130 ms for a
-256K one, which alone would cap a process below the target throughput. Retries are ours
-(backoff with full jitter on 429/5xx/timeouts/connection errors, honouring Retry-After), so
-the SDK's own are off.
+The wire protocol is OpenAI's chat completions; the transport is aiohttp, used directly.
+We measured the ``openai`` SDK on this path: importing it costs ~1.3 s (it builds hundreds
+of typed models), which alone breaks a 1 s time-to-first-request, and its per-request
+layers (parameter transformation, typed responses, an httpx-style wrapper) cost more CPU
+than the request itself at high concurrency. The body is serialised once with orjson; the
+reply is parsed with orjson. Retries are ours: backoff with full jitter on 408/409/429/5xx,
+timeouts and connection errors, honouring ``Retry-After`` (docs/design/0002).
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import random
 from dataclasses import dataclass, field
@@ -48,29 +49,33 @@ class ModelSettings:
 
 class OpenAICompatModel:
     def __init__(self, name: str, settings: ModelSettings) -> None:
-        import openai
-
         if settings.image_mode not in ("inline", "url"):
             raise ConfigError(f"unknown image mode {settings.image_mode!r}; use inline or url")
         self.name = name
         self.settings = settings
         self.encoder = settings.encoder or ImageEncoder(settings.image_policy)
         key = os.environ.get(settings.api_key_env)
-        if not key:
-            if settings.base_url is None:
-                raise ConfigError(f"no API key: set {settings.api_key_env} or pass --base-url "
-                                  "for a local server that needs none")
-            key = "EMPTY"  # local servers ignore it, the SDK insists on one
-        self._client = openai.AsyncOpenAI(api_key=key, base_url=settings.base_url,
-                                          max_retries=0, timeout=settings.timeout_s,
-                                          http_client=_http_client(openai, settings))
-        self._openai = openai
+        if not key and settings.base_url is None:
+            raise ConfigError(f"no API key: set {settings.api_key_env} or pass --base-url "
+                              "for a local server that needs none")
+        base = (settings.base_url or "https://api.openai.com/v1").rstrip("/")
+        self._url = f"{base}/chat/completions"
+        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if key:
+            self._headers["Authorization"] = f"Bearer {key}"
+        self._session: Any = None  # an aiohttp.ClientSession, made inside the running loop
         self._sem = asyncio.Semaphore(settings.concurrency)
-        # Newer SDKs take raw bytes as `content`; older ones as `body`.
-        self._bytes_arg = ("content" if "content" in inspect.signature(self._client.post).parameters
-                           else "body")
         self.requests = 0
         self.retries = 0
+
+    def _http(self) -> Any:
+        if self._session is None:
+            import aiohttp
+
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0),  # our semaphore bounds concurrency
+                timeout=aiohttp.ClientTimeout(total=self.settings.timeout_s))
+        return self._session
 
     def describe(self) -> dict[str, Any]:
         s = self.settings
@@ -139,30 +144,30 @@ class OpenAICompatModel:
         return out
 
     async def _send(self, payload: bytes) -> ModelOutput:
-        oa = self._openai
+        import aiohttp
+
         s = self.settings
         for attempt in range(1, s.max_attempts + 1):
             retry_after: float | None = None
             try:
                 async with self._sem:
                     self.requests += 1
-                    resp = await self._client.post(
-                        "/chat/completions", cast_to=bytes,
-                        options={"headers": {"Content-Type": "application/json"}},
-                        **{self._bytes_arg: payload})
-                return _to_output(resp, attempt)
-            except oa.APIStatusError as exc:
-                status = exc.status_code
-                msg = _error_message(exc)
+                    async with self._http().post(self._url, data=payload,
+                                                 headers=self._headers) as resp:
+                        body = await resp.read()
+                        status = resp.status
+                        retry_after = _retry_after(resp.headers.get("Retry-After"))
+                if status < 400:
+                    return _to_output(body, attempt)
+                msg = _error_message(body)
                 retryable = status in (408, 409, 429) or status >= 500
                 kind = f"http_{status}"
                 if status in (400, 413) and any(h in msg.lower() for h in _CONTEXT_HINTS):
                     kind = "context_overflow"
-                retry_after = _retry_after(exc)
-            except oa.APITimeoutError:
+            except TimeoutError:
                 kind, msg, retryable = "timeout", f"no reply within {s.timeout_s:g} s", True
-            except oa.APIConnectionError as exc:
-                kind, msg, retryable = "connection", str(exc.__cause__ or exc), True
+            except aiohttp.ClientError as exc:
+                kind, msg, retryable = "connection", f"{type(exc).__name__}: {exc}", True
             if not retryable or attempt == s.max_attempts:
                 raise ModelError(kind, msg, retryable=retryable, attempts=attempt)
             self.retries += 1
@@ -171,16 +176,9 @@ class OpenAICompatModel:
         raise AssertionError("unreachable")
 
     async def aclose(self) -> None:
-        await self._client.close()
-
-
-def _http_client(openai: Any, settings: ModelSettings) -> Any:
-    """aiohttp as the transport when available: httpx's pool scans every connection on
-    every request, which costs more CPU than the request itself at high concurrency."""
-    try:
-        return openai.DefaultAioHttpClient(timeout=settings.timeout_s)
-    except RuntimeError:  # the SDK was installed without its aiohttp extra
-        return None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
 
 def _to_output(raw: bytes, attempt: int) -> ModelOutput:
@@ -199,20 +197,21 @@ def _to_output(raw: bytes, attempt: int) -> ModelOutput:
                        finish_reason=choice.get("finish_reason"), attempts=attempt)
 
 
-def _error_message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])[:500]
-    return str(exc)[:500]
-
-
-def _retry_after(exc: Any) -> float | None:
+def _error_message(body: bytes) -> str:
     try:
-        value = exc.response.headers.get("retry-after")
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body[:500].decode("utf-8", "replace")
+    err = obj.get("error", obj) if isinstance(obj, dict) else obj
+    if isinstance(err, dict) and err.get("message"):
+        return str(err["message"])[:500]
+    return str(obj)[:500]
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
         return min(float(value), 60.0) if value else None
-    except (AttributeError, ValueError):
+    except ValueError:
         return None
 
 
