@@ -43,6 +43,7 @@ class ImageResolver:
         self.root = Path(root).resolve()
         self.allow_missing = allow_missing
         self._checked: dict[str, tuple[int, int] | str] = {}
+        self._refs: dict[tuple[str, str | None, str | None], ImageRef] = {}
 
     def resolve(self, entry: Any, *, file: str, item: str, field: str) -> ImageRef:
         if isinstance(entry, str):
@@ -64,6 +65,16 @@ class ImageResolver:
             raise InputError(f"image entry must be a string or an object, got {type(entry).__name__}",
                              file=file, item=item, field=field)
         src = source if isinstance(source, str) else (path_value or url or "")
+        memo_key = (src, path_value, url)
+        hit = self._refs.get(memo_key)
+        if hit is not None:  # the same entry again (a shared pool): share its ImageRef
+            return hit
+        ref = self._resolve(src, path_value, url, file=file, item=item, field=field)
+        self._refs[memo_key] = ref
+        return ref
+
+    def _resolve(self, src: str, path_value: str | None, url: str | None, *, file: str,
+                 item: str, field: str) -> ImageRef:
         if not path_value and not url:
             raise InputError("image entry has neither a file path nor a URL",
                              file=file, item=item, field=field)
@@ -124,7 +135,7 @@ class ImagePolicy:
 class EncodedImage:
     sha256: str  # of the original file bytes
     mime: str
-    data_url: str
+    data_url: bytes  # b"data:<mime>;base64,..." (ASCII, JSON-safe: spliced into bodies as is)
     width: int
     height: int
 
@@ -205,7 +216,7 @@ class ImageEncoder:
                     img.save(buf, format=out_fmt)
                 data = buf.getvalue()
         mime = _MIME[out_fmt]
-        url = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+        url = b"data:" + mime.encode() + b";base64," + base64.b64encode(data)
         return EncodedImage(sha256=sha, mime=mime, data_url=url, width=target[0], height=target[1])
 
     def stats(self) -> dict[str, int]:

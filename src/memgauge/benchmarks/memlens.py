@@ -458,6 +458,7 @@ class StreamingBenchmark(abc.ABC):
         self._counts, self._missing, self._sha = counts, ctx.missing_list, None
         seen: set[str] = set()
         reader = HashingReader(self.path)
+        self._reader = reader  # its background digest serves manifest() if we stop early
         try:
             items = iter_json_items(reader)
             while True:
@@ -501,8 +502,9 @@ class StreamingBenchmark(abc.ABC):
                                  f"data: {shown}", file=self.opts.question_ids)
 
     def manifest(self) -> dict[str, Any]:
-        if self._sha is None:  # iteration did not finish: hash the file now
-            self._sha = file_sha256(self.path)
+        if self._sha is None:  # iteration did not finish: use (or wait for) the background hash
+            reader = getattr(self, "_reader", None)
+            self._sha = reader.hexdigest() if reader is not None else file_sha256(self.path)
         inputs = {self.path: self._sha}
         if self.opts.question_ids:
             inputs[str(self.opts.question_ids)] = file_sha256(self.opts.question_ids)

@@ -14,6 +14,9 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
+import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +67,12 @@ class OpenAICompatModel:
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
         self._session: Any = None  # an aiohttp.ClientSession, made inside the running loop
+        # Inline images travel as markers through orjson and are spliced in as bytes; the
+        # nonce keeps a marker from ever matching text in a prompt.
+        nonce = uuid.uuid4().hex
+        self._marker = f"@@img-{nonce}-"
+        self._marker_re = re.compile(rb'@@img-' + nonce.encode() + rb'-(\d+)@@')
+        self.first_send_at: float | None = None  # time.monotonic() of the first POST
         self._sem = asyncio.Semaphore(settings.concurrency)
         self.requests = 0
         self.retries = 0
@@ -89,8 +98,16 @@ class OpenAICompatModel:
         hit = self.encoder.cached(ref)
         return hit if hit is not None else await asyncio.to_thread(self.encoder.encode, ref)
 
-    async def _render(self, messages: list[Message]) -> tuple[list[dict[str, Any]], list[Any]]:
-        """Wire messages and the cache-key form (image hashes instead of bytes)."""
+    async def _render(self, messages: list[Message],
+                      ) -> tuple[list[dict[str, Any]], list[Any], list[bytes]]:
+        """Wire messages (inline images as numbered markers), the cache-key form (image
+        hashes instead of bytes), and the encoded images the markers stand for."""
+        inline = self.settings.image_mode == "inline"
+        refs = [p.image for m in messages for p in m.parts if isinstance(p, ImagePart)
+                if inline or not p.image.url]
+        encoded = await asyncio.gather(*(self._image(r) for r in refs))  # one prompt at once
+        by_ref = iter(encoded)
+        blobs: list[bytes] = []
         wire: list[dict[str, Any]] = []
         keyed: list[Any] = []
         for msg in messages:
@@ -102,21 +119,32 @@ class OpenAICompatModel:
                     kparts.append(part.text)
                 elif isinstance(part, ImagePart):
                     ref = part.image
-                    if self.settings.image_mode == "url" and ref.url:
+                    if not inline and ref.url:
                         content.append({"type": "image_url", "image_url": {"url": ref.url}})
                         kparts.append({"url": ref.url})
                     else:
-                        enc = await self._image(ref)
-                        content.append({"type": "image_url", "image_url": {"url": enc.data_url}})
+                        enc = next(by_ref)
+                        marker = f"{self._marker}{len(blobs)}@@"
+                        blobs.append(enc.data_url)
+                        content.append({"type": "image_url", "image_url": {"url": marker}})
                         kparts.append({"sha256": enc.sha256, "w": enc.width, "h": enc.height,
                                        "mime": enc.mime})
             wire.append({"role": msg.role, "content": content})
             keyed.append([msg.role, kparts])
-        return wire, keyed
+        return wire, keyed, blobs
+
+    def _splice(self, payload: bytes, blobs: list[bytes]) -> bytes:
+        """Put each encoded image in place of its marker: the base64 is never re-serialised
+        (about 4 ms per 4.6 MB body, 40 ms per 256K-size body)."""
+        if not blobs:
+            return payload
+        pieces = self._marker_re.split(payload)
+        # split() alternates text and captured marker numbers
+        return b"".join(blobs[int(p)] if i % 2 else p for i, p in enumerate(pieces))
 
     async def generate(self, messages: list[Message], config: GenerateConfig, *,
                        question_id: str | None = None) -> ModelOutput:
-        wire, keyed = await self._render(messages)
+        wire, keyed, blobs = await self._render(messages)
         body: dict[str, Any] = {"model": self.name, "messages": wire,
                                 "max_tokens": config.max_tokens,
                                 "temperature": config.temperature}
@@ -135,8 +163,8 @@ class OpenAICompatModel:
             if hit is not None:
                 return ModelOutput(text=hit["text"], usage=Usage(**hit["usage"]),
                                    finish_reason=hit.get("finish_reason"), cached=True)
-        payload = orjson.dumps(body)
-        del wire, body  # large strings: let them go before we wait on the network
+        payload = self._splice(orjson.dumps(body), blobs)
+        del wire, body, blobs
         out = await self._send(payload)
         if cache is not None and key is not None:
             cache.put(key, {"text": out.text, "usage": out.usage.model_dump(),
@@ -152,6 +180,8 @@ class OpenAICompatModel:
             try:
                 async with self._sem:
                     self.requests += 1
+                    if self.first_send_at is None:
+                        self.first_send_at = time.monotonic()
                     async with self._http().post(self._url, data=payload,
                                                  headers=self._headers) as resp:
                         body = await resp.read()
