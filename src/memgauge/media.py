@@ -150,16 +150,25 @@ class ImageEncoder:
         self._bytes = 0
         self._lock = threading.Lock()
         self._key_locks: dict[tuple[Any, ...], threading.Lock] = {}
+        self._keys: dict[str, tuple[Any, ...]] = {}
         self.encodes = 0
         self.hits = 0
+
+    def _key(self, path: str) -> tuple[Any, ...]:
+        # A file is stat-ed once per run: (path, size, mtime) names its content from then on.
+        key = self._keys.get(path)
+        if key is None:
+            st = os.stat(path)
+            key = self._keys[path] = (path, st.st_size, st.st_mtime_ns)
+        return key
 
     def cached(self, ref: ImageRef) -> EncodedImage | None:
         """The encoded image if it is already in memory (no file read), else None."""
         if ref.path is None:
             return None
-        st = os.stat(ref.path)
+        key = self._key(ref.path)
         with self._lock:
-            hit = self._cache.get((ref.path, st.st_size, st.st_mtime_ns))
+            hit = self._cache.get(key)
             if hit is not None:
                 self.hits += 1
             return hit
@@ -167,8 +176,7 @@ class ImageEncoder:
     def encode(self, ref: ImageRef) -> EncodedImage:
         if ref.path is None:
             raise InputError(f"image {ref.source!r} has only a URL; use --image-mode url to send URLs")
-        st = os.stat(ref.path)
-        key = (ref.path, st.st_size, st.st_mtime_ns)
+        key = self._key(ref.path)
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:

@@ -113,8 +113,14 @@ def in_shard(episode_id: str, shard: tuple[int, int] | None) -> bool:
     return int.from_bytes(digest[:8], "big") % shard[1] == shard[0]
 
 
+def missing_images(episode: Episode) -> list[str]:
+    return [im.source for s in episode.sessions for t in s.turns for im in t.images
+            if im.missing]
+
+
 def make_record(episode: Episode, question: Question, response: Response,
-                scorers: list[Any], timings: dict[str, float]) -> Record:
+                scorers: list[Any], timings: dict[str, float],
+                missing: list[str] | None = None) -> Record:
     scores: dict[str, float] = {}
     details = {}
     refused = None
@@ -127,8 +133,8 @@ def make_record(episode: Episode, question: Question, response: Response,
             if s is not None:
                 scores[s.scorer] = s.value
                 details[s.scorer] = s
-    missing = [im.source for s in episode.sessions for t in s.turns for im in t.images
-               if im.missing]
+    if missing is None:
+        missing = missing_images(episode)
     return Record(
         question_id=question.question_id, episode_id=episode.episode_id,
         benchmark=episode.benchmark, status=status, ability=question.ability,
@@ -221,7 +227,8 @@ class Runner:
                     response = Response(error=ErrorInfo(
                         kind="system_error", message=f"{type(exc).__name__}: {exc}"))
             record = make_record(episode, q, response, scorers,
-                                 {"answer_s": round(time.perf_counter() - t0, 4)})
+                                 {"answer_s": round(time.perf_counter() - t0, 4)},
+                                 missing.get(episode.episode_id))
             await writer.write(record)
             result.done += 1
             if record.status == "ok":
@@ -231,7 +238,10 @@ class Runner:
             if self.on_progress:
                 self.on_progress(result, record)
 
+        missing: dict[str, list[str]] = {}  # per episode, computed once
+
         async def do_episode(episode: Episode, todo: list[Question]) -> None:
+            missing[episode.episode_id] = missing_images(episode)
             try:
                 system = new_system()
                 await system.reset(episode)
@@ -253,9 +263,11 @@ class Runner:
                     result.done += 1
                     result.errors += 1
             finally:
+                missing.pop(episode.episode_id, None)
                 episodes_in_flight.release()
 
         remaining = c.limit
+        started = False
         try:
             for episode in self._episodes(bench):
                 if remaining is not None and remaining <= 0:
@@ -272,6 +284,13 @@ class Runner:
                 task = asyncio.create_task(do_episode(episode, todo))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
+                if not started:
+                    # Get the first request on the wire before reading on (bounded wait).
+                    started = True
+                    deadline = time.monotonic() + 1.0
+                    while (getattr(model, "first_send_at", 0) is None and not task.done()
+                           and time.monotonic() < deadline):
+                        await asyncio.sleep(0.001)
                 await asyncio.sleep(0)  # let work start while the loader reads on
             if tasks:
                 await asyncio.gather(*tasks)
