@@ -37,6 +37,7 @@ class QuestionPlan:
     old_answers: list[str] = field(default_factory=list)
     exclusive: set[str] = field(default_factory=set)  # haystack may not share these keys
     needed: list[str] = field(default_factory=list)  # strings an image caption must carry
+    decoys: list[SessionPlan] = field(default_factory=list)  # near-duplicates, not evidence
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,13 @@ class When:
 def _evidence(session: SessionPlan, days_before: float) -> SessionPlan:
     session.role = "evidence"
     session.meta["days_before"] = days_before
+    return session
+
+
+def _decoy(session: SessionPlan, days_before: float) -> SessionPlan:
+    session.role = "haystack"
+    session.meta["days_before"] = days_before
+    session.meta["decoy"] = True
     return session
 
 
@@ -152,13 +160,19 @@ def plan_ie_scene(rng: random.Random, when: When) -> QuestionPlan:
     (t1,) = when.days(rng, 1)
     s = chat_session(rng, inserts=[_needle(share_image(
         rng, "scene", facts, line=line("arranged", thing=thing)))])
+    # A decoy differing only at the scene level: same objects, another table-top colour.
+    other = rng.choice([t for t in W.ARRANGED if t != thing])
+    twin = {**facts, "background": rng.choice([c for c in W.COLOURS if c != facts["background"]])}
+    decoy = chat_session(rng, inserts=[share_image(rng, "scene", twin,
+                                                   line=line("arranged", thing=other))])
     return QuestionPlan(
+        decoys=[_decoy(decoy, when.days(rng, 1)[0])],
         family="ie_scene", ability=Ability.INFORMATION_EXTRACTION, subtype="previnfo",
         answer_type=AnswerType.FREE_TEXT,
         question=f"What colour was the table-top in the photo of the {thing} I arranged?",
         answer=facts["background"], labels=Labels(x="X1", y="Y1", image_dependency="essential"),
         sessions=[_evidence(s, t1)], program={"op": "scene_background"},
-        exclusive={f"arranged:{thing}"})
+        exclusive={f"arranged:{thing}", f"arranged:{other}"})
 
 
 def solve_ie_scene(program, images, texts):
@@ -205,6 +219,11 @@ def plan_msr_counting(rng: random.Random, when: When) -> QuestionPlan:
     identities: list[dict[str, Any]] = []
     while len(identities) < distinct:
         ident = W.entity_identity(rng, kind)
+        if len(identities) == 1:  # a look-alike of the first: one instance attribute differs
+            attr = rng.choice(["pattern", "mark"])
+            pool = W.PATTERNS if attr == "pattern" else W.MARKS
+            ident = W.canonical_entity({**identities[0], attr: rng.choice(
+                [v for v in pool if v != identities[0][attr]])})
         if all(W.identity_key(ident) != W.identity_key(o) for o in identities):
             identities.append(ident)
     shots = identities + [rng.choice(identities) for _ in range(rng.randint(1, 2))]  # repeats
@@ -358,12 +377,19 @@ def plan_tr_date(rng: random.Random, when: When) -> QuestionPlan:
              "marker_colour": rng.choice(["red", "blue", "green", "orange", "purple"])}
     s = chat_session(rng, inserts=[_needle(share_image(
         rng, "calendar", facts, line=line("calendar", what=what)))])
+    # A decoy differing only in the marked cell: same month, another day, another event.
+    other = rng.choice([w for w in W.APPOINTMENTS if w != what])
+    days_in = [d for d in range(1, 29) if d != target.day]
+    twin = {**facts, "marked_day": rng.choice(days_in)}
+    decoy = chat_session(rng, inserts=[share_image(rng, "calendar", twin,
+                                                   line=line("calendar", what=other))])
     return QuestionPlan(
+        decoys=[_decoy(decoy, when.days(rng, 1)[0])],
         family="tr_date", ability=Ability.TEMPORAL_REASONING, subtype="temporal_info_extraction",
         answer_type=AnswerType.DATE, question=f"On what date is my {what}? Answer as YYYY/MM/DD.",
         answer=target.strftime("%Y/%m/%d"),
         labels=Labels(x="X2", y="Y1", image_dependency="essential"), sessions=[_evidence(s, t1)],
-        program={"op": "marked_date"}, exclusive={f"what:{what}"})
+        program={"op": "marked_date"}, exclusive={f"what:{what}", f"what:{other}"})
 
 
 def solve_tr_date(program, images, texts):
@@ -429,7 +455,7 @@ def make_refusal(plan: QuestionPlan) -> QuestionPlan:
     return QuestionPlan(
         family=AR_FAMILY, ability=Ability.ANSWER_REFUSAL, subtype=None,
         answer_type=AnswerType.REFUSAL, question=plan.question, answer=REFUSAL,
-        labels=plan.labels, sessions=[],
+        labels=plan.labels, sessions=[], decoys=plan.decoys,  # look-alikes stay: a trap
         program={"op": "refuse", "source_family": plan.family}, exclusive=plan.exclusive)
 
 

@@ -226,12 +226,15 @@ class Generator:
     def _evidence_sessions(self, qid: str, plan: QuestionPlan, qdate: date,
                            rng: random.Random) -> list[tuple[datetime, Session]]:
         out = []
-        for k, sp in enumerate(plan.sessions):
-            days = sp.meta["days_before"]
-            when = datetime.combine(qdate - timedelta(days=int(days)), datetime.min.time())
-            when += timedelta(minutes=rng.randint(8 * 60, 21 * 60))
-            sid = f"{qid}:e{k}"
-            out.append((when, _to_session(sp, sid, self.store, k, "needle", _stamp(when))))
+        # Decoys are fixed like evidence (identical at every tier) but are haystack: a
+        # near-duplicate of the needle at the question's X level, tied to something else.
+        for prefix, role, plans in (("e", "needle", plan.sessions), ("d", "haystack", plan.decoys)):
+            for k, sp in enumerate(plans):
+                days = sp.meta["days_before"]
+                when = datetime.combine(qdate - timedelta(days=int(days)), datetime.min.time())
+                when += timedelta(minutes=rng.randint(8 * 60, 21 * 60))
+                sid = f"{qid}:{prefix}{k}"
+                out.append((when, _to_session(sp, sid, self.store, k, role, _stamp(when))))
         return out
 
     def _question(self, qid: str, plan: QuestionPlan, qdate: date,
@@ -384,8 +387,7 @@ def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = 
             for n, (qid, plan, qdate, _) in enumerate(plans):
                 # A fresh rng per question and tier: every tier sees identical evidence.
                 rng = random.Random(f"{config.seed}:{qid}:evidence")
-                evidence = [] if plan.family == AR_FAMILY else gen._evidence_sessions(
-                    qid, plan, qdate, rng)
+                evidence = gen._evidence_sessions(qid, plan, qdate, rng)  # AR: decoys only
                 question = gen._question(qid, plan, qdate, evidence)
                 sessions, tokens = gen.episode(qid, plan, qdate, rng, tier, evidence, question)
                 counts.append(tokens)

@@ -82,8 +82,13 @@ def decoy_image(rng: random.Random, kind: str) -> tuple[dict[str, Any], set[str]
 IMAGE_KINDS = ("receipt", "ticket", "label", "calendar", "schedule", "clock", "chat", "app_ui",
                "scene", "entity")
 # Decoys shared with the same wording the question families use (with other fillers).
-STYLED = ("label_morning", "article", "booking", "parcel", "parking", "collection", "visitor",
-          "named", "clock_pair", "ticket", "calendar", "arranged")
+# Weighted like the evidence sessions they mirror: families with several evidence sessions
+# (receipts, collection photos, tickets, parking spots) would otherwise make their lines a
+# tell for evidence.
+STYLE_WEIGHTS = {"label_morning": 1, "article": 1, "booking": 1, "parcel": 1, "parking": 4,
+                 "collection": 4, "visitor": 1, "named": 1, "clock_pair": 2, "ticket": 3,
+                 "calendar": 2, "arranged": 2, "receipt": 4}
+STYLED = tuple(STYLE_WEIGHTS)
 
 
 def _styled(rng: random.Random, style: str) -> tuple[list[list[TurnPlan]], set[str]]:
@@ -139,6 +144,9 @@ def _styled(rng: random.Random, style: str) -> tuple[list[list[TurnPlan]], set[s
         what = rng.choice(W.APPOINTMENTS)
         return [share_image(rng, "calendar", facts, line=line("calendar", what=what))], {
             f"what:{what}"}
+    if style == "receipt":
+        facts, keys, place = decoy_image(rng, "receipt")
+        return [share_image(rng, "receipt", facts, place=place)], keys
     if style == "arranged":
         thing = rng.choice(W.ARRANGED)
         return [share_image(rng, "scene", W.scene_facts(rng), line=line("arranged", thing=thing))], {
@@ -150,8 +158,9 @@ def haystack_session(rng: random.Random, *, with_image: bool) -> tuple[SessionPl
     inserts: list[list[TurnPlan]] = []
     keys: set[str] = set()
     if with_image:
-        if rng.random() < 0.6:
-            inserts, keys = _styled(rng, rng.choice(STYLED))
+        if rng.random() < 0.75:
+            style = rng.choices(STYLED, weights=[STYLE_WEIGHTS[k] for k in STYLED])[0]
+            inserts, keys = _styled(rng, style)
         else:
             kind = rng.choice(IMAGE_KINDS)
             facts, keys, place = decoy_image(rng, kind)
