@@ -172,6 +172,7 @@ def plan_ie_scene(rng: random.Random, when: When) -> QuestionPlan:
         question=f"What colour was the table-top in the photo of the {thing} I arranged?",
         answer=facts["background"], labels=Labels(x="X1", y="Y1", image_dependency="essential"),
         sessions=[_evidence(s, t1)], program={"op": "scene_background"},
+        needed=[facts["background"]],  # a colour: no caption of the text in the image has it
         exclusive={f"arranged:{thing}", f"arranged:{other}"})
 
 
@@ -187,10 +188,11 @@ def plan_msr_arithmetic(rng: random.Random, when: When) -> QuestionPlan:
     currency = rng.choice(W.CURRENCIES)
     k = rng.randint(3, 5)
     days = when.days(rng, k)
-    sessions, total = [], Decimal("0")
+    sessions, total, totals = [], Decimal("0"), []
     for d in days:
         facts = W.receipt_facts(rng, store, str(when.day(d)), currency)
         total += Decimal(facts["total"])
+        totals.append(facts["total"])
         sessions.append(_evidence(chat_session(rng, inserts=[_needle(
             share_image(rng, "receipt", facts, place=store))]), d))
     answer = W.fmt_amount(W.money(float(total)), currency)
@@ -200,7 +202,7 @@ def plan_msr_arithmetic(rng: random.Random, when: When) -> QuestionPlan:
         question=f"How much did I spend in total at {store}, adding up all the receipts I shared from there?",
         answer=answer, labels=Labels(x="X2", y="Y2", image_dependency="essential"),
         sessions=sessions, program={"op": "sum_totals", "store": store},
-        exclusive={f"store:{store}"}, needed=[])
+        exclusive={f"store:{store}"}, needed=totals)
 
 
 def solve_msr_arithmetic(program, images, texts):
@@ -240,6 +242,7 @@ def plan_msr_counting(rng: random.Random, when: When) -> QuestionPlan:
         question=f"How many different {kind}s from my collection have I shown you photos of?",
         answer=str(distinct), labels=Labels(x="X3", y="Y2", image_dependency="essential"),
         sessions=sessions, program={"op": "count_distinct", "kind": kind},
+        needed=sorted({f"{i['body']} {i['pattern']}" for i in identities}),
         exclusive={f"entity:{kind}"})
 
 
@@ -278,6 +281,7 @@ def plan_msr_entity(rng: random.Random, when: When) -> QuestionPlan:
         question=f"Was the {kind} that {owner} brought along the same {kind} as {name}?",
         answer="Yes" if same else "No", labels=Labels(x="X3", y="Y2", image_dependency="essential"),
         sessions=[_evidence(s1, t1), _evidence(s2, t2)], program={"op": "same_entity"},
+        needed=[f"{named['body']} {named['pattern']}"],
         exclusive={f"entity:{kind}"})
 
 
@@ -312,6 +316,7 @@ def plan_tr_duration(rng: random.Random, when: When) -> QuestionPlan:
         family="tr_duration", ability=Ability.TEMPORAL_REASONING, subtype="duration_comparison",
         answer_type=AnswerType.CHOICE, question=q, answer=answer,
         labels=Labels(x="X2", y="Y2", image_dependency="essential"), sessions=sessions,
+        needed=[f"{c['hour']:02d}:{c['minute']:02d}" for pair in facts_all for c in pair],
         program={"op": "duration_compare"}, exclusive={f"activity:{a1}", f"activity:{a2}"})
 
 
@@ -353,6 +358,7 @@ def plan_tr_order(rng: random.Random, when: When) -> QuestionPlan:
         family="tr_order", ability=Ability.TEMPORAL_REASONING, subtype="order_ranking",
         answer_type=AnswerType.ORDER, question=q, answer=answer,
         labels=Labels(x="X2", y="Y2", image_dependency="essential"), sessions=sessions,
+        needed=[t["date"] for t in tickets],
         program={"op": "order_by_ticket_date",
                  "events": [W.EVENTS[events[j]].removeprefix("the ").title() for j in listing]},
         exclusive={f"event:{W.EVENTS[e]}" for e in events})
@@ -389,7 +395,8 @@ def plan_tr_date(rng: random.Random, when: When) -> QuestionPlan:
         answer_type=AnswerType.DATE, question=f"On what date is my {what}? Answer as YYYY/MM/DD.",
         answer=target.strftime("%Y/%m/%d"),
         labels=Labels(x="X2", y="Y1", image_dependency="essential"), sessions=[_evidence(s, t1)],
-        program={"op": "marked_date"}, exclusive={f"what:{what}", f"what:{other}"})
+        program={"op": "marked_date"}, exclusive={f"what:{what}", f"what:{other}"},
+        needed=[str(target)])  # the marked day is a circle, not text
 
 
 def solve_tr_date(program, images, texts):
