@@ -123,20 +123,31 @@ def plan_ie_previnfo(rng: random.Random, when: When) -> QuestionPlan:
         fields = [["Hotel", rng.choice(W.STORES).replace("Cafe", "Inn")],
                   ["Check-in", str(when.day(rng.uniform(2, 30)))], ["Guests", str(rng.randint(1, 4))],
                   ["Reference", ref]]
-        q = "What was the reference number in the booking confirmation screenshot I shared?"
+        q = "What was the reference number of my own booking, in the confirmation I shared?"
         share = line("booking")
     else:
         ref = W.code(rng, "PK")
         fields = [["Carrier", rng.choice(["SwiftPost", "ParcelOne", "BoxRoute"])],
                   ["Status", "In transit"], ["Tracking", ref], ["Items", str(rng.randint(1, 3))]]
-        q = "What was the tracking number in the parcel screenshot I shared?"
+        q = "What was the tracking number of my own parcel, in the screenshot I shared?"
         share = line("parcel")
     facts = {"app": app, "title": "Confirmation" if kind == "booking" else "Your parcel",
              "fields": fields, "accent": rng.choice(W.COLOURS)}
     (t1,) = when.days(rng, 1)
     s = chat_session(rng, inserts=[_needle(share_image(rng, "app_ui", facts, line=share))])
     label = "Reference" if kind == "booking" else "Tracking"
+    # A decoy that differs only in the small print: someone else's screenshot from the same
+    # app, the same card, the code two characters off.
+    digits = list(ref[3:])
+    for i in rng.sample(range(len(digits)), 2):
+        digits[i] = rng.choice([d for d in "0123456789" if d != digits[i]])
+    twin_ref = ref[:3] + "".join(digits)
+    twin = {**facts, "fields": [[k, twin_ref if k == label else v] for k, v in fields]}
+    owner = rng.choice(W.OWNERS)
+    decoy = chat_session(rng, inserts=[share_image(rng, "app_ui", twin, line=line(
+        "someone_else", owner=owner, what="booking" if kind == "booking" else "parcel"))])
     return QuestionPlan(
+        decoys=[_decoy(decoy, when.days(rng, 1)[0])],
         family="ie_previnfo", ability=Ability.INFORMATION_EXTRACTION, subtype="previnfo",
         answer_type=AnswerType.FREE_TEXT, question=q, answer=ref,
         labels=Labels(x="X4", y="Y1", image_dependency="essential"),

@@ -112,7 +112,9 @@ def _styled(rng: random.Random, style: str) -> tuple[list[list[TurnPlan]], set[s
                         ["Status", "In transit"], ["Tracking", ref], ["Items", "1"]])
         facts = {"app": rng.choice(W.APPS), "fields": fields, "accent": rng.choice(W.COLOURS),
                  "title": "Confirmation" if style == "booking" else "Your parcel"}
-        return [share_image(rng, "app_ui", facts, line=line(style))], {f"app_ui:{style}"}
+        share = line(style) if rng.random() < 0.5 else line(
+            "someone_else", owner=rng.choice(W.OWNERS), what=style)
+        return [share_image(rng, "app_ui", facts, line=share)], {f"app_ui:{style}"}
     if style == "parking":
         spot = rng.choice(W.SPOTS)
         facts = {"app": "ParkSmart", "title": "Parked", "accent": rng.choice(W.COLOURS),

@@ -240,6 +240,7 @@ LINES: dict[str, str] = {
     "ticket": "Got tickets for {event} <image>",
     "calendar": "I marked the day of my {what} <image>",
     "arranged": "Here's how I arranged the {thing} on the table <image>",
+    "someone_else": "Screenshot of {owner}'s {what} from the same app <image>",
 }
 class Phrase(str):
     """Text with the phrases an optional LLM naturaliser must keep verbatim."""
