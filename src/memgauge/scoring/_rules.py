@@ -249,12 +249,17 @@ class SubEMScorer:
         if prediction is None:
             return None
         if question.answer_type == AnswerType.REFUSAL:
-            refused = is_refusal(prediction)
-            return Score(value=float(refused), scorer=self.name, version=self.version,
-                         details={"refused": refused})
+            return _refusal_score(self, prediction)
         matched = next((g for g in question.answers if subem(g, prediction)), None)
         return Score(value=float(matched is not None), scorer=self.name, version=self.version,
                      details={"matched": matched})
+
+
+def _refusal_score(scorer: Any, prediction: str) -> Score:
+    """On refusal questions the gold wording is arbitrary: 1 iff the prediction refuses."""
+    refused = is_refusal(prediction)
+    return Score(value=float(refused), scorer=scorer.name, version=scorer.version,
+                 details={"refused": refused})
 
 
 class TokenF1Scorer:
@@ -268,9 +273,7 @@ class TokenF1Scorer:
         if prediction is None:
             return None
         if question.answer_type == AnswerType.REFUSAL:
-            refused = is_refusal(prediction)
-            return Score(value=float(refused), scorer=self.name, version=self.version,
-                         details={"refused": refused})
+            return _refusal_score(self, prediction)
         best = max((token_f1(g, prediction) for g in question.answers), default=0.0)
         return Score(value=best, scorer=self.name, version=self.version)
 
