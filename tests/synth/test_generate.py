@@ -129,3 +129,20 @@ def test_bad_tier_and_family_are_clear_errors(tmp_path):
     with pytest.raises(ConfigError, match="smaller than question"):
         generate(SynthConfig(out=str(tmp_path / "z"), tiers=["1k"], questions=4,
                              families=["msr_counting"]))
+
+
+def test_runner_counts_the_same_tokens_the_generator_targeted(bench, tmp_path):
+    from stub_server import StubServer
+
+    root, _ = bench
+    tokens = {ep.episode_id: ep.meta["tokens"] for ep in _episodes(root, "4k")}
+    with StubServer(answer=lambda body: "Insufficient information") as stub:
+        Runner(RunConfig(bench="synth", data=str(root), tier="4k", system="full-context",
+                         model="openai:stub", base_url=stub.base_url, out=str(tmp_path / "r"),
+                         count_tokens=True, cache=False, progress=False, limit=6)).run_sync()
+        sent_images = sum(json.dumps(b).count("data:image/png") for b in stub.requests)
+    records = read_records(tmp_path / "r")
+    assert len(records) == 6
+    for r in records.values():
+        assert r.input_tokens == tokens[r.episode_id]
+    assert sent_images > 0
