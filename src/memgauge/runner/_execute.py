@@ -209,10 +209,10 @@ class Runner:
         # A run allocates many short-lived containers and few cycles: the default collector
         # thresholds spent ~25 % of the CPU walking them. Freeze what setup built, collect
         # rarely, and restore on the way out.
+        writer = RecordWriter(self.run_dir)
         gc_threshold = gc.get_threshold()
         gc.freeze()
         gc.set_threshold(100_000, 50, 1000)
-        writer = RecordWriter(self.run_dir)
         sem = asyncio.Semaphore(max(1, c.concurrency))
         episodes_in_flight = asyncio.Semaphore(max(2, c.concurrency * 2))
         tasks: set[asyncio.Task[None]] = set()
@@ -230,6 +230,7 @@ class Runner:
                                  {"answer_s": round(time.perf_counter() - t0, 4)},
                                  missing.get(episode.episode_id))
             await writer.write(record)
+            written.add(q.question_id)
             result.done += 1
             if record.status == "ok":
                 result.ok += 1
@@ -239,6 +240,7 @@ class Runner:
                 self.on_progress(result, record)
 
         missing: dict[str, list[str]] = {}  # per episode, computed once
+        written: set[str] = set()  # question ids with a record from this invocation
 
         async def do_episode(episode: Episode, todo: list[Question]) -> None:
             missing[episode.episode_id] = missing_images(episode)
@@ -256,10 +258,13 @@ class Runner:
                         await system.ingest(episode.sessions[ingested])
                         ingested += 1
                     await asyncio.gather(*(answer_one(system, episode, q) for q in by_cut[cut]))
-            except Exception as exc:  # record every question of the episode as an error
+            except Exception as exc:  # the episode's unanswered questions become errors
                 err = ErrorInfo(kind="system_error", message=f"{type(exc).__name__}: {exc}")
                 for q in todo:
+                    if q.question_id in written:
+                        continue
                     await writer.write(make_record(episode, q, Response(error=err), scorers, {}))
+                    written.add(q.question_id)
                     result.done += 1
                     result.errors += 1
             finally:
