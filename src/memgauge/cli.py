@@ -284,6 +284,56 @@ def generate_synth(
               highlight=False)
 
 
+@app.command()
+def compare(
+    run_dirs: Annotated[list[str], typer.Argument(help="Run folders; the first is the baseline")],
+    scorer: Annotated[str | None, typer.Option(
+        help="Scorer to compare on (default: a judge scorer present in every run, else rule)")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="md | json")] = "md",
+) -> None:
+    """Paired comparison of runs against the first: McNemar test, CI of the difference,
+    per-ability flips and the list of regressions."""
+    import json
+
+    from .analysis import paired_compare
+    from .report import render_compare_markdown
+    from .runner import load_manifest, read_records
+
+    try:
+        if fmt not in ("md", "json"):
+            raise MemgaugeError(f"unknown format {fmt!r}; use md or json")
+        if len(run_dirs) < 2:
+            raise MemgaugeError("compare needs at least two run folders (baseline first)")
+        runs = []
+        for run_dir in run_dirs:
+            if load_manifest(run_dir) is None:
+                raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
+            runs.append(read_records(run_dir))
+        present = [{name for rec in recs.values() for name in rec.scores} for recs in runs]
+        common = set.intersection(*present)
+        if scorer is None:
+            judges = sorted(name for name in common if "judge" in name)
+            scorer = judges[0] if judges else "rule"
+        for run_dir, names in zip(run_dirs, present, strict=True):
+            if scorer not in names:
+                known = ", ".join(sorted(names)) or "none"
+                raise MemgaugeError(f"scorer {scorer!r} not found in {run_dir} "
+                                    f"(scorers there: {known})")
+        labels = [Path(d).name or d for d in run_dirs]
+        if len(set(labels)) < len(labels):
+            labels = list(run_dirs)
+        results = [paired_compare(runs[0], recs, scorer=scorer) for recs in runs[1:]]
+        if fmt == "md":
+            print(render_compare_markdown(labels, results))
+        else:
+            print(json.dumps({"baseline": labels[0],
+                              "comparisons": [dict(r.to_dict(), run=name)
+                                              for name, r in zip(labels[1:], results, strict=True)]},
+                             indent=2, ensure_ascii=False))
+    except (MemgaugeError, ValueError) as exc:
+        _fail(exc)
+
+
 def main() -> None:
     app()
 

@@ -45,3 +45,27 @@ def test_rewrites_are_checked_and_facts_survive(tmp_path):
                      out=str(out), cache=False, progress=False)).run_sync()
     assert all(r.scores["rule"] == 1.0 for r in read_records(out).values())
     assert json.loads((root / "manifest.json").read_text())["naturalizer"]["turns"] == stats["turns"]
+
+
+def test_naturaliser_over_http_with_cached_replies(tmp_path):
+    from stub_server import StubServer
+
+    from memgauge.cache import ResponseCache
+    from memgauge.models import ModelSettings, create_model
+
+    def reply(body):  # echo the message back, lightly reworded
+        return "So, " + body["messages"][-1]["content"][-1]["text"]
+
+    with StubServer(answer=reply) as stub:
+        def make():
+            return create_model("openai:rewriter", ModelSettings(
+                base_url=stub.base_url, cache=ResponseCache(tmp_path / "c.sqlite")))
+
+        first = generate(SynthConfig(out=str(tmp_path / "a"), seed=2, tiers=["8k"],
+                                     questions=3, naturalizer=make()))
+        calls = len(stub.requests)
+        again = generate(SynthConfig(out=str(tmp_path / "b"), seed=2, tiers=["8k"],
+                                     questions=3, naturalizer=make()))
+    assert first["naturalizer"]["rewritten"] == first["naturalizer"]["turns"] > 0
+    assert calls > 0 and len(stub.requests) == calls  # the rerun was served from the cache
+    assert first["digest"] == again["digest"]

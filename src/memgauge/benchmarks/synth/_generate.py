@@ -13,7 +13,7 @@ import hashlib
 import json
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -65,8 +65,10 @@ class SynthConfig:
     naturalizer: Any = None  # a ChatModel that rewrites prose (off by default)
 
     def describe(self) -> dict[str, Any]:
-        d = asdict(self)
-        d.pop("out")
+        # Not asdict(): it would deep-copy the naturaliser model (locks, sessions).
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "out"}
+        d["tiers"] = list(self.tiers)
+        d["families"] = list(self.families) if self.families else None
         d["naturalizer"] = self.naturalizer.describe() if self.naturalizer else None
         d["image_size"] = list(self.image_size)
         return d

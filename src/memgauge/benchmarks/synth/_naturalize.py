@@ -58,5 +58,9 @@ async def naturalize(sessions: Iterable[SessionPlan], model: ChatModel, *,
     config = GenerateConfig(max_tokens=max_tokens, temperature=0.0)
     turns = [t for s in sessions for t in s.turns]
     stats["turns"] = len(turns)
-    await asyncio.gather(*(_rewrite(model, t, config, stats) for t in turns))
+    try:
+        await asyncio.gather(*(_rewrite(model, t, config, stats) for t in turns))
+    finally:
+        if hasattr(model, "aclose"):  # the HTTP session belongs to this event loop
+            await model.aclose()
     return {**stats, "model": model.describe()}

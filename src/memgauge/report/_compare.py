@@ -1,0 +1,108 @@
+"""Render paired comparisons of runs against a baseline as Markdown."""
+
+from __future__ import annotations
+
+import math
+
+from memgauge.analysis import PairedResult
+
+__all__ = ["render_compare_markdown"]
+
+MISSING = "—"
+REGRESSION_LIMIT = 50
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f}%" if math.isfinite(x) else MISSING
+
+
+def _pp(x: float) -> str:
+    return f"{x * 100:+.1f}" if math.isfinite(x) else MISSING
+
+
+def _diff(r: PairedResult) -> str:
+    if not math.isfinite(r.difference):
+        return MISSING
+    text = f"{_pp(r.difference)} pp"
+    if math.isfinite(r.ci_low) and math.isfinite(r.ci_high):
+        text += f" [{_pp(r.ci_low)}, {_pp(r.ci_high)}]"
+    return text
+
+
+def _p(p: float) -> str:
+    if not math.isfinite(p):
+        return MISSING
+    return "<0.001" if p < 0.001 else f"{p:.3g}"
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _table(header: list[str], rows: list[list[str]], right_from: int = 1) -> str:
+    sep = ["---" if i < right_from else "---:" for i in range(len(header))]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def render_compare_markdown(names: list[str], results: list[PairedResult]) -> str:
+    """``names`` are runs R0..Rk; ``results[i - 1]`` compares Ri (B) against R0 (A, the
+    baseline). Right→wrong counts questions right in the baseline and wrong in Ri."""
+    if len(names) != len(results) + 1:
+        raise ValueError(f"{len(names)} run names need {len(names) - 1} results, "
+                         f"got {len(results)}")
+    base = _cell(names[0])
+    scorers = sorted({r.scorer for r in results})
+    lines = [f"# memgauge compare: baseline {base}", ""]
+    if scorers:
+        thresholds = sorted({r.threshold for r in results})
+        lines += [f"Scorer: {', '.join(scorers)}; correct = score ≥ "
+                  f"{', '.join(f'{t:g}' for t in thresholds)}. Paired on questions answered "
+                  "(status ok, scored) in both runs; difference = run − baseline with a "
+                  "paired bootstrap 95% CI; McNemar exact two-sided p.", ""]
+
+    rows = []
+    for name, r in zip(names[1:], results, strict=True):
+        rows.append([_cell(name), str(r.n), _pct(r.accuracy_a), _pct(r.accuracy_b), _diff(r),
+                     _p(r.mcnemar_p), str(r.a_only), str(r.b_only)])
+    lines += ["## Summary", "",
+              _table(["run", "n paired", f"acc {base}", "acc run", "diff (95% CI)",
+                      "McNemar p", "right→wrong", "wrong→right"], rows), ""]
+
+    cover = []
+    for name, r in zip(names[1:], results, strict=True):
+        cover.append([_cell(name), str(r.only_in_a), str(r.only_in_b), str(r.errors_a),
+                      str(r.errors_b), str(r.unscored), str(r.n_clusters),
+                      f"{r.se_clustered * 100:.2f}" if math.isfinite(r.se_clustered) else MISSING])
+    lines += ["## Unpaired and errors", "",
+              _table(["run", f"only in {base}", "only in run", f"errors {base}", "errors run",
+                      "unscored", "episodes", "clustered SE (pp)"], cover), ""]
+
+    ab_rows = []
+    for name, r in zip(names[1:], results, strict=True):
+        for ability, s in r.by_ability.items():
+            ab_rows.append([_cell(name), _cell(ability), str(s["n"]), _pct(s["accuracy_a"]),
+                            _pct(s["accuracy_b"]), str(s["a_only"]), str(s["b_only"]),
+                            _p(s["mcnemar_p"])])
+    lines += ["## By ability", ""]
+    if ab_rows:
+        lines += [_table(["run", "ability", "n", f"acc {base}", "acc run", "right→wrong",
+                          "wrong→right", "McNemar p"], ab_rows, right_from=2), ""]
+    else:
+        lines += ["No paired questions.", ""]
+
+    lines += ["## Regressions (right in baseline, wrong in run)", ""]
+    for name, r in zip(names[1:], results, strict=True):
+        lines.append(f"### {_cell(name)}: {len(r.regressions)}")
+        lines.append("")
+        if r.regressions:
+            shown = r.regressions[:REGRESSION_LIMIT]
+            lines += [f"- `{q}`" for q in shown]
+            rest = len(r.regressions) - len(shown)
+            if rest > 0:
+                lines.append(f"- … and {rest} more")
+        else:
+            lines.append("None.")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
