@@ -288,7 +288,7 @@ def generate_synth(
 def compare(
     run_dirs: Annotated[list[str], typer.Argument(help="Run folders; the first is the baseline")],
     scorer: Annotated[str | None, typer.Option(
-        help="Scorer to compare on (default: a judge scorer present in every run, else rule)")] = None,
+        help="Scorer to compare on (default: a judge scorer in every run, else rule)")] = None,
     fmt: Annotated[str, typer.Option("--format", help="md | json")] = "md",
 ) -> None:
     """Paired comparison of runs against the first: McNemar test, CI of the difference,
@@ -326,9 +326,9 @@ def compare(
         if fmt == "md":
             print(render_compare_markdown(labels, results))
         else:
-            print(json.dumps({"baseline": labels[0],
-                              "comparisons": [dict(r.to_dict(), run=name)
-                                              for name, r in zip(labels[1:], results, strict=True)]},
+            comparisons = [dict(r.to_dict(), run=name)
+                           for name, r in zip(labels[1:], results, strict=True)]
+            print(json.dumps({"baseline": labels[0], "comparisons": comparisons},
                              indent=2, ensure_ascii=False))
     except (MemgaugeError, ValueError) as exc:
         _fail(exc)
