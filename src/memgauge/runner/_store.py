@@ -8,6 +8,7 @@ throughput. A line torn by a crash is dropped when the folder is next opened.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -141,8 +142,6 @@ class RecordWriter:
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            except asyncio.CancelledError:
-                pass
         self._f.close()

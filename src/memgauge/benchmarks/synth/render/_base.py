@@ -479,7 +479,7 @@ def post(img: Image.Image, pres: Presentation, grain: float = 8.0) -> Image.Imag
 
 
 class FactError(ValueError):
-    pass
+    """A facts dict that cannot be drawn (missing key, bad value); names kind and key."""
 
 
 def _fail(kind: str, key: str, why: str) -> None:
