@@ -2,6 +2,7 @@
 gates of a generated benchmark (optional dependencies: ``pip install 'memgauge[validate]'``,
 ``'memgauge[ocr]'``, imported only when a gate runs)."""
 
+from memgauge.analysis._errors import ErrorLabel, error_breakdown, label_error
 from memgauge.analysis._gates import (
     AccuracyGateResult,
     CaptionProofResult,
@@ -53,6 +54,7 @@ __all__ = [
     "CoverageStat",
     "EmbedRetriever",
     "ErrorItem",
+    "ErrorLabel",
     "GroupStat",
     "IndistinguishabilityResult",
     "NearDuplicateResult",
@@ -67,8 +69,10 @@ __all__ = [
     "caption_proof",
     "choose_primary",
     "clustered_se",
+    "error_breakdown",
     "get_retriever",
     "indistinguishability",
+    "label_error",
     "mcnemar_exact",
     "mean",
     "naive_se",
