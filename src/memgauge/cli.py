@@ -126,8 +126,8 @@ def report(
     primary: Annotated[str | None, typer.Option(help="Headline scorer")] = None,
 ) -> None:
     """Accuracy by ability and subtype with CIs, coverage, and errors shown apart."""
-    from .analysis import summarize
-    from .report import render_json, render_markdown
+    from .analysis import error_breakdown, summarize
+    from .report import render_error_labels, render_json, render_markdown
     from .runner import load_manifest, read_records
 
     try:
@@ -138,14 +138,15 @@ def report(
             manifest = load_manifest(run_dir)
             if manifest is None:
                 raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
-            records = read_records(run_dir).values()
+            records = list(read_records(run_dir).values())
             summary = summarize(records, primary=primary)
             meta = _report_meta(run_dir, manifest)
+            labels = error_breakdown(records, scorer=summary.primary or "rule")
             if fmt == "md":
                 texts.append(render_markdown(summary, title=f"memgauge report: {Path(run_dir).name}",
-                                             meta=meta))
+                                             meta=meta) + "\n\n" + render_error_labels(labels))
             else:
-                texts.append(render_json(summary, meta))
+                texts.append(render_json(summary, {**meta, "error_labels": labels}))
         text = "\n\n".join(texts)
         if out_file:
             Path(out_file).write_text(text + "\n", encoding="utf-8")

@@ -193,3 +193,19 @@ def render_json(summary: Summary, meta: Mapping[str, Any] | None = None) -> str:
     payload = {"meta": _sanitize(dict(meta or {})), "summary": summary.to_dict()}
     return json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False,
                       allow_nan=False, default=str) + "\n"
+
+
+def render_error_labels(breakdown: Mapping[str, Any]) -> str:
+    """The rule-assigned error labels of wrong answers (see ``analysis.error_breakdown``)."""
+    n = breakdown.get("n_wrong", 0)
+    out = ["## Error labels (rule-assigned)", ""]
+    if not n:
+        return "\n".join([*out, "No wrong answers to label."])
+    out += [f"{n} wrong answers. Labels in precedence order; `unlabelled` is left for a judge.",
+            "", "| Label | n | share |", "| --- | ---: | ---: |"]
+    for label, count in sorted(breakdown["by_label"].items(), key=lambda kv: -kv[1]):
+        out.append(f"| {label} | {count} | {100 * count / n:.1f}% |")
+    out += ["", "| Category | n |", "| --- | ---: |"]
+    for cat, count in sorted(breakdown["by_category"].items(), key=lambda kv: -kv[1]):
+        out.append(f"| {cat} | {count} |")
+    return "\n".join(out)

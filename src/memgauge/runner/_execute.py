@@ -145,7 +145,8 @@ def make_record(episode: Episode, question: Question, response: Response,
         evidence=question.evidence,
         input_tokens=response.meta.get("input_tokens"),
         dropped_sessions=response.meta.get("dropped_sessions", 0),
-        missing_images=missing, timings=timings)
+        missing_images=missing, timings=timings,
+        meta={"old_answers": question.old_answers} if question.old_answers else {})
 
 
 class Runner:
