@@ -335,6 +335,47 @@ def compare(
         _fail(exc)
 
 
+@app.command()
+def score(
+    run_dir: Annotated[str, typer.Argument(help="Run folder to judge in place")],
+    judge: Annotated[str, typer.Option(help="Judge model, openai:<name>")],
+    judge_base_url: Annotated[str | None, typer.Option(
+        help="OpenAI-compatible endpoint of the judge (e.g. a local vLLM server)")] = None,
+    mode: Annotated[str, typer.Option(help="default | memlens-compat")] = "default",
+    concurrency: Annotated[int, typer.Option(help="Judge calls in flight")] = 8,
+) -> None:
+    """Add LLM-judge scores ("judge") to a finished run; a rerun only judges what is missing."""
+    import asyncio
+
+    from .cache import ResponseCache
+    from .models import ModelSettings, create_model
+    from .scoring import judge_run
+
+    async def _go(model) -> dict:  # type: ignore[no-untyped-def]
+        try:
+            return await judge_run(run_dir, model, mode=mode, concurrency=concurrency)
+        finally:
+            await model.aclose()
+
+    try:
+        if mode not in ("default", "memlens-compat"):
+            raise MemgaugeError(f"unknown mode {mode!r}; use default or memlens-compat")
+        if not judge.startswith("openai:"):
+            raise MemgaugeError(f"--judge must look like openai:<name>, got {judge!r}")
+        if concurrency < 1:
+            raise MemgaugeError("--concurrency must be at least 1")
+        if not (Path(run_dir) / "manifest.json").exists():
+            raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
+        model = create_model(judge, ModelSettings(base_url=judge_base_url,
+                                                  concurrency=concurrency,
+                                                  cache=ResponseCache()))
+        counts = asyncio.run(_go(model))
+    except MemgaugeError as exc:
+        _fail(exc)
+    print(f"judged {counts['judged']}, skipped {counts['skipped']}, "
+          f"failures {counts['failures']}, auto-zero {counts['auto_zero']}")
+
+
 def main() -> None:
     app()
 

@@ -49,6 +49,18 @@ def model(name: str) -> Callable[[F], F]:
     return _register("model", name)
 
 
+# Built-ins imported only when asked for by name (or listed): keeps start-up light.
+_LAZY = {("benchmark", "synth"): "memgauge.benchmarks.synth"}
+
+
+def _load_lazy(kind: str, name: str | None = None) -> None:
+    import importlib
+
+    for (k, n), module in _LAZY.items():
+        if k == kind and (name is None or n == name) and n not in _REGISTRY[kind]:
+            importlib.import_module(module)
+
+
 def _load_builtins() -> None:
     # Importing the packages runs their registration decorators.
     from . import benchmarks, models, scoring, systems  # noqa: F401
@@ -64,6 +76,7 @@ def _load_builtins() -> None:
 
 def lookup(kind: str, name: str) -> Callable[[...], Any]:
     _load_builtins()
+    _load_lazy(kind, name)
     try:
         return _REGISTRY[kind][name]
     except KeyError:
@@ -73,4 +86,5 @@ def lookup(kind: str, name: str) -> Callable[[...], Any]:
 
 def names(kind: str) -> list[str]:
     _load_builtins()
+    _load_lazy(kind)
     return sorted(_REGISTRY[kind])

@@ -53,22 +53,38 @@ class Benchmark(Protocol):
 
 class HashingReader:
     """A binary file reader whose file digest is computed on a background thread (hashlib
-    and file reads release the GIL), so hashing a large input costs the parser nothing."""
+    and file reads release the GIL), so hashing a large input costs the parser nothing.
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    The hash starts once the parser has read ``start_after`` bytes (or when the digest is
+    asked for): on a large file the first items, and the first request, are not slowed by it.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], start_after: int = 8 << 20) -> None:
         self.path = str(path)
         self._f = open(path, "rb")  # noqa: SIM115 - closed by close()
-        self._digest: Future[str] = _HASH_POOL.submit(file_sha256, path)
+        self._start_after = start_after
+        self._read = 0
+        self._digest: Future[str] | None = None
+
+    def _start(self) -> Future[str]:
+        if self._digest is None:
+            self._digest = _HASH_POOL.submit(file_sha256, self.path)
+        return self._digest
 
     def read(self, n: int = -1) -> bytes:
-        return self._f.read(n)
+        data = self._f.read(n)
+        if self._digest is None:
+            self._read += len(data)
+            if self._read >= self._start_after or not data:
+                self._start()
+        return data
 
     def peek(self, n: int) -> bytes:
         return self._f.peek(n)
 
     def hexdigest(self) -> str:
         """The file's sha256 (waits for the background hash if it is still running)."""
-        return self._digest.result()
+        return self._start().result()
 
     def close(self) -> None:
         self._f.close()

@@ -1,6 +1,16 @@
 """Rule scorers. Importing this package registers "rule", "subem" and "f1"."""
 
 from ._base import Scorer
+from ._judge import (
+    JUDGE_PROMPT_VERSION,
+    JudgeFailure,
+    JudgeScorer,
+    build_prompt,
+    parse_reply,
+    prepare,
+    task_key,
+)
+from ._judge_run import judge_run
 from ._parse import (
     parse_amounts,
     parse_choice,
@@ -15,6 +25,14 @@ from ._rules import SubEMScorer, TokenF1Scorer, TypedRuleScorer, default_scorers
 from ._text import normalize_text, subem, token_f1
 
 __all__ = [
+    "JUDGE_PROMPT_VERSION",
+    "JudgeFailure",
+    "JudgeScorer",
+    "build_prompt",
+    "judge_run",
+    "parse_reply",
+    "prepare",
+    "task_key",
     "REFUSAL_PATTERNS",
     "Scorer",
     "SubEMScorer",
