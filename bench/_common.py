@@ -487,3 +487,27 @@ def rel(path: Path | str) -> str:
         return str(p.relative_to(REPO))
     except ValueError:
         return str(p)
+
+
+def add_common_args(p: Any, name: str, *, repeats: int = 1) -> None:
+    """Options every measured bench shares (work dir, result name, stub latency, repeats,
+    waiting for a quiet machine)."""
+    p.add_argument("--work", type=Path, default=DEFAULT_WORK, help="work dir (default bench/out)")
+    p.add_argument("--name", default=name, help="result file stem under the work dir")
+    p.add_argument("--latency-ms", type=float, default=200.0)
+    p.add_argument("--repeats", type=int, default=repeats)
+    p.add_argument("--wait-quiet", type=float, default=30.0,
+                   help="before each measurement wait up to S s for the machine to be idle "
+                        "(< 10 %% CPU); 0 = do not wait")
+
+
+def add_extra_arg(p: Any) -> None:
+    p.add_argument("--extra", default="",
+                   help="extra memgauge run flags, space-separated; write --extra=--flag")
+
+
+def write_markdown(work: Path, name: str, lines: list[str], result_json: Path) -> str:
+    """Finish a bench's Markdown summary, save it beside the JSON and return it."""
+    md = "\n".join([*lines, "", f"Result JSON: {rel(result_json)}", ""])
+    (work / f"{name}.md").write_text(md)
+    return md

@@ -42,16 +42,9 @@ EXPECTED_IMAGES = 1600
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--work", type=Path, default=C.DEFAULT_WORK, help="work dir (default bench/out)")
-    p.add_argument("--name", default="anchor_workload", help="result file stem under the work dir")
+    C.add_common_args(p, "anchor_workload")
     p.add_argument("--concurrency", default="4,32,64", help="comma list")
-    p.add_argument("--latency-ms", type=float, default=200.0)
-    p.add_argument("--repeats", type=int, default=1)
-    p.add_argument("--wait-quiet", type=float, default=30.0,
-                   help="before each measurement wait up to S s for the machine to be idle "
-                        "(< 10 %% CPU); 0 = do not wait")
-    p.add_argument("--extra", default="",
-                   help="extra memgauge run flags, space-separated; write --extra=--flag")
+    C.add_extra_arg(p)
     a = p.parse_args()
     C.require_tools()
     work = a.work.resolve()
@@ -155,10 +148,7 @@ def main() -> None:
             f"{r['reference_rss_mb']} -> {'lower' if r['meets_rss'] else 'NOT lower'}; "
             "inline images "
             f"{r['stub_inline_images']} ({'ok' if r['images_ok'] else 'WRONG, expected 1600'}).")
-    lines += ["", f"Result JSON: {C.rel(path)}", ""]
-    md = "\n".join(lines)
-    (work / f"{a.name}.md").write_text(md)
-    print(md)
+    print(C.write_markdown(work, a.name, lines, path))
 
 
 if __name__ == "__main__":

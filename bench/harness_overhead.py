@@ -30,19 +30,12 @@ TARGET_PCT = 90.0
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--work", type=Path, default=C.DEFAULT_WORK, help="work dir (default bench/out)")
-    p.add_argument("--name", default="harness_overhead", help="result file stem under the work dir")
+    C.add_common_args(p, "harness_overhead")
     p.add_argument("--items", type=int, default=2000)
     p.add_argument("--concurrency", type=int, default=64)
-    p.add_argument("--latency-ms", type=float, default=200.0)
     p.add_argument("--chars-per-turn", type=int, default=None,
                    help="override the preset's ~1,500 chars per turn (e.g. 100 for short text)")
-    p.add_argument("--repeats", type=int, default=1)
-    p.add_argument("--wait-quiet", type=float, default=30.0,
-                   help="before each measurement wait up to S s for the machine to be idle "
-                        "(< 10 %% CPU); 0 = do not wait")
-    p.add_argument("--extra", default="",
-                   help="extra memgauge run flags, space-separated; write --extra=--flag")
+    C.add_extra_arg(p)
     a = p.parse_args()
     C.require_tools()
     work = a.work.resolve()

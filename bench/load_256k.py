@@ -209,15 +209,9 @@ def first_request(wl: C.Workload, work: Path, latency_ms: float, limit: int, con
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--work", type=Path, default=C.DEFAULT_WORK, help="work dir (default bench/out)")
-    p.add_argument("--name", default="load_256k", help="result file stem under the work dir")
-    p.add_argument("--latency-ms", type=float, default=200.0)
+    C.add_common_args(p, "load_256k", repeats=3)
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--concurrency", type=int, default=8, help="memgauge's default")
-    p.add_argument("--repeats", type=int, default=3, help="repeats of (a)")
-    p.add_argument("--wait-quiet", type=float, default=30.0,
-                   help="before each measurement wait up to S s for the machine to be idle "
-                        "(< 10 %% CPU); 0 = do not wait")
     p.add_argument("--skip-first-request", action="store_true")
     p.add_argument("--skip-counter", action="store_true", help="skip (c)")
     p.add_argument("--skip-calibration", action="store_true",
@@ -312,10 +306,7 @@ def main() -> None:
         f"{'met' if t['assembly_time_met'] else 'NOT met'} ({b.get('in_process_s')} s in-process, "
         f"{b.get('wall_s')} s wall); assembly <= {TARGET_ASSEMBLY_MB:g} MB: "
         f"{'met' if t['assembly_rss_met'] else 'NOT met'} ({b.get('max_rss_mb')} MB).")
-    lines += ["", f"Result JSON: {C.rel(path)}", ""]
-    md = "\n".join(lines)
-    (work / f"{a.name}.md").write_text(md)
-    print(md)
+    print(C.write_markdown(work, a.name, lines, path))
 
 
 if __name__ == "__main__":
