@@ -8,7 +8,10 @@ A wrong answer (status ``ok`` and ``scores[scorer] < 1``) gets the first label t
 3. ``stale_answer``: the prediction matches one of the question's old (superseded) answers;
 4. ``computation_slip``: a numeric answer within 10 % (or, for integers, 1) of the gold;
 5. ``closed_set_selection``: a closed-set question on which a (wrong) option was picked;
-6. ``unlabelled``: anything else, left for a judge.
+6. ``grounding_failure`` / ``unsupported_answer``: judge-assigned for the rest, when the
+   judge pipeline has labelled the record (``meta["judge_error_label"]``; see
+   ``scoring._judge_labels``);
+7. ``unlabelled``: anything else (no judge label yet).
 
 Each label then folds into a modality category (output / reasoning / visual / mixed /
 textual / unknown), the last four from ``labels.image_dependency``.
@@ -37,6 +40,8 @@ ANSWERABILITY_FAILURE = "answerability_failure"
 STALE_ANSWER = "stale_answer"
 COMPUTATION_SLIP = "computation_slip"
 CLOSED_SET_SELECTION = "closed_set_selection"
+GROUNDING_FAILURE = "grounding_failure"
+UNSUPPORTED_ANSWER = "unsupported_answer"
 UNLABELLED = "unlabelled"
 
 LABELS = (
@@ -45,8 +50,11 @@ LABELS = (
     STALE_ANSWER,
     COMPUTATION_SLIP,
     CLOSED_SET_SELECTION,
+    GROUNDING_FAILURE,
+    UNSUPPORTED_ANSWER,
     UNLABELLED,
 )
+JUDGE_ASSIGNED = (GROUNDING_FAILURE, UNSUPPORTED_ANSWER)
 
 _NUMERIC = frozenset({AnswerType.INTEGER, AnswerType.NUMBER, AnswerType.CURRENCY})
 _CLOSED = frozenset({AnswerType.CHOICE, AnswerType.YES_NO, AnswerType.ORDER, AnswerType.MCQ})
@@ -207,6 +215,11 @@ def label_error(
     if record.answer_type in _CLOSED and (details.get("candidates") or details.get("parsed")):
         picked = details.get("parsed") or details["candidates"][-1]
         return make(CLOSED_SET_SELECTION, f"picked {picked}")
+
+    # 6. judge-assigned
+    judged = record.meta.get("judge_error_label")
+    if isinstance(judged, dict) and judged.get("label") in JUDGE_ASSIGNED:
+        return make(judged["label"], str(judged.get("reason") or "")[:200])
 
     return make(UNLABELLED)
 

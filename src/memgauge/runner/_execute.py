@@ -23,7 +23,14 @@ from ..media import ImageEncoder, ImagePolicy
 from ..models import GenerateConfig, ModelSettings, create_model
 from ..registry import lookup
 from ..schema import Episode, ErrorInfo, Question, Record, Response
-from ..scoring import default_scorers, is_refusal
+from ..scoring import (
+    JudgeOptions,
+    JudgePipeline,
+    default_scorers,
+    is_refusal,
+    judge_records,
+    record_judging,
+)
 from ..systems import SystemContext
 from ..tokens import TokenCounter
 from ._manifest import build_manifest, config_hash
@@ -74,6 +81,11 @@ class RunConfig:
     cache_path: str | None = None
     progress: bool = True
     argv: list[str] = field(default_factory=list)
+    # Judging while running; not part of the identity: a run can be judged later too.
+    judge: str | None = None  # openai:<name>
+    judge_base_url: str | None = None
+    judge_api_key_env: str = "OPENAI_API_KEY"
+    judge_options: JudgeOptions = field(default_factory=JudgeOptions)
 
     # Fields that define what a run measures; a run folder refuses a different identity.
     IDENTITY = ("bench", "system", "system_options", "model", "base_url", "question_ids", "tier", "shard",
@@ -118,6 +130,22 @@ def missing_images(episode: Episode) -> list[str]:
             if im.missing]
 
 
+def evidence_depth(episode: Episode, question: Question) -> float | None:
+    """How far back the question's evidence lies: the share of the history shown to the
+    system that comes after the earliest evidence session (0 = the last session, towards 1 =
+    the first of many). None when the question points at no known session."""
+    n = len(episode.sessions)
+    if question.asked_after is not None:
+        n = min(n, question.asked_after + 1)
+    wanted = {p.session_id for p in question.evidence}
+    if not wanted or n == 0:
+        return None
+    positions = [i for i, s in enumerate(episode.sessions[:n]) if s.session_id in wanted]
+    if not positions:
+        return None
+    return round((n - 1 - min(positions)) / n, 4)
+
+
 def make_record(episode: Episode, question: Question, response: Response,
                 scorers: list[Any], timings: dict[str, float],
                 missing: list[str] | None = None) -> Record:
@@ -146,7 +174,19 @@ def make_record(episode: Episode, question: Question, response: Response,
         input_tokens=response.meta.get("input_tokens"),
         dropped_sessions=response.meta.get("dropped_sessions", 0),
         missing_images=missing, timings=timings,
-        meta={"old_answers": question.old_answers} if question.old_answers else {})
+        meta=_record_meta(episode, question))
+
+
+def _record_meta(episode: Episode, question: Question) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    if question.old_answers:
+        meta["old_answers"] = question.old_answers
+    if question.options:
+        meta["options"] = question.options  # extract-then-match rescoring needs them
+    depth = evidence_depth(episode, question)
+    if depth is not None:
+        meta["evidence_depth"] = depth
+    return meta
 
 
 class Runner:
@@ -199,6 +239,7 @@ class Runner:
             overflow=c.overflow, count_tokens=c.count_tokens, options=dict(c.system_options))
         new_system = lookup("system", c.system)(ctx)
         scorers = default_scorers()
+        judging = self._judge_pipeline(cache)
         probe = new_system()
 
         manifest = build_manifest(c, model=model.describe(), system=probe.describe(),
@@ -230,6 +271,10 @@ class Runner:
             record = make_record(episode, q, response, scorers,
                                  {"answer_s": round(time.perf_counter() - t0, 4)},
                                  missing.get(episode.episode_id))
+            if judging is not None:
+                t1 = time.perf_counter()
+                await judging.apply(record)
+                record.timings["judge_s"] = round(time.perf_counter() - t1, 4)
             await writer.write(record)
             written.add(q.question_id)
             result.done += 1
@@ -300,6 +345,9 @@ class Runner:
                 await asyncio.sleep(0)  # let work start while the loader reads on
             if tasks:
                 await asyncio.gather(*tasks)
+            if judging is not None:
+                await writer.close()
+                await self._judge_earlier(judging, manifest)
         except BaseException as exc:
             failures.append(exc)
             for t in tasks:
@@ -315,6 +363,8 @@ class Runner:
             await writer.close()
             if hasattr(model, "aclose"):
                 await model.aclose()
+            if judging is not None:
+                await judging.model.aclose()
             final = read_records(self.run_dir)
             if len(final) != _line_count(self.run_dir):
                 rewrite_records(self.run_dir, final.values())
@@ -332,6 +382,27 @@ class Runner:
             write_json_atomic(self.run_dir / "manifest.json", manifest)
             result.wall_s = time.perf_counter() - t_start
         return result
+
+    def _judge_pipeline(self, cache: ResponseCache | None) -> JudgePipeline | None:
+        c = self.config
+        if c.judge is None:
+            return None
+        if not c.judge.startswith("openai:"):
+            raise ConfigError(f"--judge must look like openai:<name>, got {c.judge!r}")
+        settings = ModelSettings(base_url=c.judge_base_url, api_key_env=c.judge_api_key_env,
+                                 concurrency=c.concurrency, timeout_s=c.timeout_s,
+                                 max_attempts=c.max_attempts, retry_base_s=c.retry_base_s,
+                                 cache=cache)
+        return JudgePipeline(create_model(c.judge, settings), c.judge_options)
+
+    async def _judge_earlier(self, judging: JudgePipeline, manifest: dict[str, Any]) -> None:
+        """Judge what earlier invocations answered without this judge, then note the judge
+        in the manifest (written on the way out)."""
+        records = list(read_records(self.run_dir).values())
+        if any(judging.needs(r) for r in records):
+            await judge_records(records, judging, concurrency=self.config.concurrency)
+            rewrite_records(self.run_dir, records)
+        record_judging(manifest, judging, records)
 
     def run_sync(self) -> RunResult:
         return asyncio.run(self.run())

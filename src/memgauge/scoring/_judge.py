@@ -1,9 +1,8 @@
-"""An LLM judge in the MemLens style: one prompt per answer, a 0/1 verdict as JSON.
+"""LLM-judge machinery shared by every rubric: prediction clean-up, reading a score from a
+reply, retries, and failures kept apart from wrong answers.
 
-Each question maps to one of ten task keys (:func:`task_key`, following the MemLens
-reference's mapping); the prompt (:func:`build_prompt`, our own wording, version
-:data:`JUDGE_PROMPT_VERSION`) states universal grading rules, one task-specific criterion and
-the case, and asks for ``{"score": 0 or 1, "reason": "..."}``.
+A rubric (:class:`Rubric`; MemLens in ``_rubric_memlens``, MemEye in ``_rubric_memeye``)
+turns one case into a prompt and reads its reply; :class:`JudgeScorer` runs it.
 
 Prediction clean-up (:func:`prepare`) has two modes:
 
@@ -25,139 +24,58 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..models import ChatModel, GenerateConfig, Message, ModelError, TextPart
 from ..schema import Ability, AnswerType, Score
 
-JUDGE_PROMPT_VERSION = "1"
 MODES = ("default", "memlens-compat")
 TAIL_CHAR_LIMIT = 6000
 TAIL_FRACTION = 0.3
 WORD_LIMIT = 500
 TRUNCATION_MARKER = "[...truncated earlier reasoning...]\n"
 
-TASK_KEYS = (
-    "IE_Entity", "IE_PreviousInfo", "MSR_Arithmetic", "MSR_Counting", "MSR_YesNo",
-    "TR_DurationComparison", "TR_OrderRanking", "TR_DateExtraction", "KU_KnowledgeUpdate",
-    "AR_AnswerRefusal",
-)
+
+@dataclass(frozen=True)
+class JudgeCase:
+    """What a judge sees of one answer (never the conversation itself)."""
+
+    question: str
+    gold: str | list[str]
+    prediction: str
+    ability: Ability | str
+    subtype: str | None = None
+    answer_type: AnswerType | str | None = None
+    old_answer: str | None = None
 
 
-def task_key(question_type: Ability | str, subtype: str | None,
-             answer: str | list[str] | None) -> str:
-    """The MemLens task key for a question type (our ``Ability`` value), subtype and gold
-    answer. Types outside MemLens fall back to ``IE_Entity``, as in the reference."""
-    qtype = str(question_type.value if isinstance(question_type, Ability) else question_type)
-    gold = answer[0] if isinstance(answer, list) and answer else answer
-    gold = gold.strip() if isinstance(gold, str) else ""
-    if qtype == Ability.INFORMATION_EXTRACTION:
-        return "IE_PreviousInfo" if subtype == "previnfo" else "IE_Entity"
-    if qtype == Ability.MULTI_SESSION_REASONING:
-        if subtype == "arithmetic":
-            return "MSR_Arithmetic"
-        if subtype == "entity_resolution" and gold in ("Yes", "No"):
-            return "MSR_YesNo"
-        return "MSR_Counting"
-    if qtype == Ability.TEMPORAL_REASONING:
-        if subtype == "duration_comparison":
-            return "TR_DurationComparison"
-        if subtype == "order_ranking":
-            return "TR_OrderRanking"
-        return "TR_DateExtraction"
-    if qtype == Ability.KNOWLEDGE_UPDATE:
-        return "KU_KnowledgeUpdate"
-    if qtype == Ability.ANSWER_REFUSAL:
-        return "AR_AnswerRefusal"
-    return "IE_Entity"
+class Rubric(Protocol):
+    """A grading rubric: its prompt for a case and how to read the reply."""
+
+    name: str
+    version: str  # changes with any template wording
+    levels: tuple[float, ...]  # the values a verdict can take
+
+    def key(self, case: JudgeCase) -> str: ...
+
+    def build(self, case: JudgeCase, prediction: str) -> str: ...
+
+    def parse(self, reply: str) -> float | None: ...
 
 
-_RULES = """\
-You are a careful grading teacher. A student answered a question about a long conversation \
-history. Compare the student's answer with the standard answer and award 1 point (correct) \
-or 0 points (not correct).
-
-General rules:
-1. Grade only the final answer the student commits to. Working, hesitation and side remarks \
-do not count for or against it; if several answers appear, the last clearly stated one is \
-the committed answer.
-2. Award 0 when the student switches back and forth without settling, states conflicting \
-final answers, or gives only a reasoning trace with no conclusion. A correct value that \
-appears only in the middle of the reasoning earns nothing.
-3. If the student declines but still commits to a guess, grade the guess. A refusal or \
-"insufficient information" earns 0, except where the task below says a refusal is correct.
-4. Accept answers that mean the same thing: equal numbers written differently (0.1 and 10%, \
-3 and three), synonyms and full or short names (UK and United Kingdom), singular versus \
-plural, and the same date in another format. Do not accept answers that are merely related.
-5. Ignore formatting, capitalisation, punctuation and extra politeness.
-6. If the student answer starts with "[...truncated earlier reasoning...]", earlier text was \
-cut; find the committed answer in the part that is shown."""
-
-_CRITERIA = {
-    "IE_Entity": (
-        "Information lookup. Award 1 when the key fact of the standard answer is present and "
-        "correct. Award 0 when it is missing, contradicted, too vague to check, or wrong. "
-        "Numbers and counts must match exactly unless the standard answer is approximate."),
-    "IE_PreviousInfo": (
-        "Recalling earlier information. Award 1 when the student recovers the same earlier "
-        "detail (the right item, relation, position, count or attribute), however it is "
-        "worded. Award 0 for a different item or relation (for example left instead of "
-        "right), a vague answer, or one not supported by the conversation."),
-    "MSR_Arithmetic": (
-        "A computed value. Award 1 when the student's value equals the standard value in any "
-        "equivalent form (0.5, 1/2 and 50% are equal; $260 and $260.00 are equal). Award 0 "
-        "for a different value or an approximation the standard answer does not allow."),
-    "MSR_Counting": (
-        "A count. Award 1 only for exactly the standard number in any form (3, three, 3.0). "
-        "Award 0 for a different number, a range, or an approximate count."),
-    "MSR_YesNo": (
-        "A yes/no question. Award 1 when the student's verdict means the same as the standard "
-        "one (\"that's right\" counts as yes). Award 0 for the opposite verdict or when the "
-        "student never commits to one."),
-    "TR_DurationComparison": (
-        "A choice between two options. Award 1 when the student clearly picks the same option "
-        "as the standard answer; otherwise 0."),
-    "TR_OrderRanking": (
-        "An ordering. Award 1 only when the student gives exactly the same items in exactly "
-        "the same order (items may be named instead of numbered if they clearly correspond). "
-        "Any missing, extra, repeated or misplaced item, or an unclear order, earns 0."),
-    "TR_DateExtraction": (
-        "A date or time. Award 1 for the same date in any unambiguous format. Award 0 for a "
-        "different date (a wrong year included), a partial date where the full one is "
-        "needed, or an ambiguous one."),
-    "KU_KnowledgeUpdate": (
-        "Information that changed over time. Award 1 only when the student gives the current "
-        "(latest) answer. Award 0 for the outdated answer, any other answer, or a refusal."),
-    "AR_AnswerRefusal": (
-        "The conversation does not contain the answer, so the correct response is to decline. "
-        "Award 1 when the student clearly says the information is not available, not enough, "
-        "or that the question cannot be answered. Award 0 for any substantive answer, even a "
-        "hedged one."),
-}
-
-_REPLY = """\
-Reply with one JSON object and nothing else, keeping the reason short:
-{"score": 0 or 1, "reason": "..."}"""
+RUBRICS: dict[str, Callable[[], Rubric]] = {}
 
 
-def build_prompt(question_text: str, gold: str | list[str], prediction: str, key: str,
-                 old_answer: str | None = None) -> str:
-    """The full judge prompt for one answer (a single user message)."""
-    if key not in _CRITERIA:
-        raise ValueError(f"unknown task key {key!r}")
-    if key == "AR_AnswerRefusal":
-        standard = "Insufficient information"
-    elif isinstance(gold, list):
-        standard = gold[0] if len(gold) == 1 else " OR ".join(gold) + " (any one is correct)"
-    else:
-        standard = gold
-    case = [f"Question: {question_text}", f"Standard answer: {standard}"]
-    if key == "KU_KnowledgeUpdate" and old_answer:
-        case.append(f"Old (outdated) answer: {old_answer}")
-    case.append(f"Student answer: {prediction}")
-    return (f"{_RULES}\n\nTask-specific criterion:\n{_CRITERIA[key]}\n\nThe case:\n"
-            + "\n".join(case) + f"\n\n{_REPLY}")
+def register_rubric(name: str, factory: Callable[[], Rubric]) -> None:
+    RUBRICS[name] = factory
+
+
+def get_rubric(name: str) -> Rubric:
+    if name not in RUBRICS:
+        raise ValueError(f"unknown judge rubric {name!r}; use one of {', '.join(sorted(RUBRICS))}")
+    return RUBRICS[name]()
 
 
 @dataclass
@@ -190,10 +108,26 @@ _OBJECT = re.compile(r"\{[^{}]*\}", re.S)
 _SCORE_FIELD = re.compile(r'"(?:answer_score|score)"\s*:\s*"?(-?\d+(?:\.\d+)?)', re.I)
 
 
-def _value(obj: Any) -> float | None:
-    if not isinstance(obj, dict):
-        return None
-    raw = obj.get("score", obj.get("answer_score"))
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects in a reply, best first: the whole reply, fenced ```json blocks, then
+    any flat ``{...}``."""
+    if not text:
+        return []
+    candidates = [text.strip()]
+    candidates += [m.group(1) for m in _FENCED.finditer(text)]
+    candidates += [m.group(0) for m in _OBJECT.finditer(text)]
+    found = []
+    for cand in candidates:
+        try:
+            obj = json.loads(cand)
+        except (json.JSONDecodeError, ValueError):
+            continue
+        if isinstance(obj, dict):
+            found.append(obj)
+    return found
+
+
+def _number(raw: Any) -> float | None:
     if isinstance(raw, bool):
         return 1.0 if raw else 0.0
     if isinstance(raw, str):
@@ -202,32 +136,20 @@ def _value(obj: Any) -> float | None:
         except ValueError:
             return None
     if isinstance(raw, int | float):
-        return 1.0 if raw >= 1 else 0.0
+        return float(raw)
     return None
 
 
-def parse_reply(text: str) -> float | None:
-    """The verdict in a judge reply, clamped to 0 or 1; None when there is none.
-
-    Reads, in order: the whole reply as JSON, a fenced ```json block, any flat ``{...}``
-    object, then a bare ``"score": n`` / ``"answer_score": n`` field (the reference's form).
-    """
-    if not text:
-        return None
-    candidates = [text.strip()]
-    candidates += [m.group(1) for m in _FENCED.finditer(text)]
-    candidates += [m.group(0) for m in _OBJECT.finditer(text)]
-    for cand in candidates:
-        try:
-            value = _value(json.loads(cand))
-        except (json.JSONDecodeError, ValueError):
-            continue
+def read_score(text: str) -> float | None:
+    """The raw number under ``score`` (or ``answer_score``) in a reply, unclamped; None
+    when there is none. A bare ``"score": n`` field is the last resort (the reference's
+    form)."""
+    for obj in json_objects(text):
+        value = _number(obj.get("score", obj.get("answer_score")))
         if value is not None:
             return value
-    m = _SCORE_FIELD.search(text)
-    if m:
-        return 1.0 if float(m.group(1)) >= 1 else 0.0
-    return None
+    m = _SCORE_FIELD.search(text or "")
+    return float(m.group(1)) if m else None
 
 
 @dataclass
@@ -238,51 +160,68 @@ class JudgeFailure:
     message: str
 
 
+async def ask_json(model: ChatModel, prompt: str, read: Callable[[str], Any], *,
+                   max_attempts: int, max_tokens: int) -> tuple[Any, str, int] | JudgeFailure:
+    """Send ``prompt`` until ``read(reply)`` is not None: (value, reply, attempt), or a
+    failure after ``max_attempts`` unreadable replies or a transport error."""
+    reply = ""
+    for attempt in range(1, max_attempts + 1):
+        # A retry rephrases the request slightly: replies are cached by content, so the
+        # same request would return the same unreadable reply.
+        text = prompt if attempt == 1 else (
+            f"{prompt}\n\n(Attempt {attempt}: your previous reply could not be read. "
+            "Reply with the JSON object only.)")
+        try:
+            out = await model.generate([Message("user", [TextPart(text)])],
+                                       GenerateConfig(max_tokens=max_tokens, temperature=0.0))
+        except ModelError as exc:  # the model client has already retried transport errors
+            return JudgeFailure(exc.kind, exc.message)
+        reply = out.text or ""
+        value = read(reply)
+        if value is not None:
+            return value, reply, attempt
+    return JudgeFailure("unparseable_reply",
+                        f"no readable reply in {max_attempts} attempts; last: {reply[:200]!r}")
+
+
 class JudgeScorer:
-    """Scores one answer with a judge model (``name = "judge"``)."""
+    """Scores one answer with a judge model under one rubric (default name ``"judge"``)."""
 
-    name = "judge"
-    version = JUDGE_PROMPT_VERSION
-
-    def __init__(self, model: ChatModel, *, mode: str = "default", max_attempts: int = 3,
+    def __init__(self, model: ChatModel, *, rubric: str | Rubric = "memlens",
+                 mode: str = "default", name: str = "judge", max_attempts: int = 3,
                  max_tokens: int = 512) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown judge mode {mode!r}; use {' or '.join(MODES)}")
-        self.model, self.mode = model, mode
+        if "judge" not in name:
+            raise ValueError(f"a judge scorer's name must contain 'judge', got {name!r}")
+        self.model, self.mode, self.name = model, mode, name
+        self.rubric = get_rubric(rubric) if isinstance(rubric, str) else rubric
+        self.version = self.rubric.version
         self.max_attempts, self.max_tokens = max(1, max_attempts), max_tokens
 
     def _score(self, value: float, key: str, reply: str | None, auto_zero: bool,
                extra: dict[str, Any]) -> Score:
         return Score(value=value, scorer=self.name, version=self.version, method="judge",
-                     details={"task_key": key, "reply": None if reply is None else reply[:500],
+                     details={"rubric": self.rubric.name, "task_key": key,
+                              "reply": None if reply is None else reply[:500],
                               "mode": self.mode, "auto_zero": auto_zero, **extra})
+
+    async def judge(self, case: JudgeCase) -> Score | JudgeFailure:
+        key = self.rubric.key(case)
+        prep = prepare(case.prediction, self.mode)
+        extra = {"truncated": prep.truncated}
+        if prep.auto_zero:
+            return self._score(0.0, key, None, True, extra)
+        got = await ask_json(self.model, self.rubric.build(case, prep.text), self.rubric.parse,
+                             max_attempts=self.max_attempts, max_tokens=self.max_tokens)
+        if isinstance(got, JudgeFailure):
+            return got
+        value, reply, attempt = got
+        return self._score(value, key, reply, False, {**extra, "attempts": attempt})
 
     async def score_async(self, question_text: str, gold: str | list[str], prediction: str,
                           ability: Ability | str, subtype: str | None,
                           answer_type: AnswerType | str | None = None,
                           old_answer: str | None = None) -> Score | JudgeFailure:
-        key = task_key(ability, subtype, gold)
-        prep = prepare(prediction, self.mode)
-        extra = {"truncated": prep.truncated}
-        if prep.auto_zero:
-            return self._score(0.0, key, None, True, extra)
-        prompt = build_prompt(question_text, gold, prep.text, key, old_answer)
-        reply = ""
-        for attempt in range(1, self.max_attempts + 1):
-            # A retry rephrases the request slightly: replies are cached by content, so the
-            # same request would return the same unparseable reply.
-            text = prompt if attempt == 1 else (
-                f"{prompt}\n\n(Attempt {attempt}: your previous reply could not be read. "
-                "Reply with the JSON object only.)")
-            try:
-                out = await self.model.generate(
-                    [Message("user", [TextPart(text)])],
-                    GenerateConfig(max_tokens=self.max_tokens, temperature=0.0))
-            except ModelError as exc:  # the model client has already retried transport errors
-                return JudgeFailure(exc.kind, exc.message)
-            reply = out.text or ""
-            value = parse_reply(reply)
-            if value is not None:
-                return self._score(value, key, reply, False, {**extra, "attempts": attempt})
-        return JudgeFailure("unparseable_reply",
-                            f"no score in {self.max_attempts} replies; last: {reply[:200]!r}")
+        return await self.judge(JudgeCase(question_text, gold, prediction, ability, subtype,
+                                          answer_type, old_answer))

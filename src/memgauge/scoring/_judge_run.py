@@ -1,75 +1,239 @@
-"""Judge a finished run folder in place (``memgauge score RUN --judge ...``).
+"""Judging records: the judge pipeline the runner uses while running, and ``judge_run`` for
+a finished run folder (``memgauge score RUN --judge ...``).
 
-Every ``ok`` record with a prediction and no judge score for the current prompt version and
-mode is judged; the rest are skipped, so a rerun makes no new calls. Values go to
-``record.scores["judge"]`` and ``record.score_details["judge"]``; a judge failure goes to
-``record.meta["judge_error"]`` and leaves the record without a judge score.
+For each ``ok`` record with a prediction the pipeline adds, when missing or made by another
+prompt version, mode or rubric:
+
+1. the judge verdict under ``scores[name]`` / ``score_details[name]``;
+2. with ``extract=True``, the extract-then-match score under ``scores["extract-match"]``;
+3. with ``label_errors=True``, for a wrong verdict the rules leave unlabelled, a judge error
+   label in ``meta["judge_error_label"]``.
+
+A failure goes to ``meta["judge_error"]`` (or ``meta["extract_error"]``,
+``meta["judge_label_error"]``) and leaves the record without that score: it is reported
+apart, never as a wrong answer. Every call goes through the model's response cache, so a
+rerun makes no new calls for work already done (a failed reply is cached too).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections import Counter
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 from ..models import ChatModel
-from ..schema import Record, Score
-from ._judge import JUDGE_PROMPT_VERSION, JudgeFailure, JudgeScorer
+from ..schema import Question, Record
+from ._extract import ExtractMatchScorer
+from ._judge import MODES, RUBRICS, JudgeCase, JudgeFailure, JudgeScorer
+from ._judge_labels import label_wrong_answer
+
+AUTO = "auto"
 
 
-def _has_current(rec: Record, mode: str) -> bool:
-    s = rec.score_details.get(JudgeScorer.name)
-    return (s is not None and JudgeScorer.name in rec.scores
-            and s.version == JUDGE_PROMPT_VERSION and s.details.get("mode") == mode)
+@dataclass
+class JudgeOptions:
+    name: str = "judge"
+    rubric: str = AUTO  # auto: MemEye's five levels for MemEye open-ended items, else MemLens
+    mode: str = "default"
+    extract: bool = False
+    label_errors: bool = True
+    max_attempts: int = 3
+
+    def check(self) -> None:
+        if self.mode not in MODES:
+            raise InputError(f"unknown judge mode {self.mode!r}; use {' or '.join(MODES)}")
+        if self.rubric != AUTO and self.rubric not in RUBRICS:
+            raise InputError(f"unknown judge rubric {self.rubric!r}; use auto or "
+                             f"{' or '.join(sorted(RUBRICS))}")
+        if "judge" not in self.name:
+            raise InputError(f"judge score names must contain 'judge' (got {self.name!r}) so "
+                             "reports and audits can tell them from rule scores")
+
+
+def case_of(rec: Record) -> JudgeCase:
+    olds = rec.meta.get("old_answers") or []
+    old = olds[-1] if isinstance(olds, list) and olds else None
+    return JudgeCase(rec.question, rec.gold, rec.prediction or "", rec.ability, rec.subtype,
+                     rec.answer_type, old)
+
+
+def question_of(rec: Record) -> Question:
+    options = rec.meta.get("options")
+    return Question(question_id=rec.question_id, text=rec.question, answer=rec.gold,
+                    answer_type=rec.answer_type, ability=rec.ability, subtype=rec.subtype,
+                    options=list(options) if isinstance(options, list) else [])
+
+
+class JudgePipeline:
+    """Judges records in place; see the module docstring."""
+
+    def __init__(self, model: ChatModel, options: JudgeOptions | None = None) -> None:
+        self.options = options or JudgeOptions()
+        self.options.check()
+        o = self.options
+        self.model = model
+        self.scorers = {name: JudgeScorer(model, rubric=name, mode=o.mode, name=o.name,
+                                          max_attempts=o.max_attempts) for name in RUBRICS}
+        self.extractor = ExtractMatchScorer(model, max_attempts=o.max_attempts) if o.extract \
+            else None
+
+    def scorer_for(self, rec: Record) -> JudgeScorer:
+        rubric = self.options.rubric
+        if rubric == AUTO:
+            open_ended = str(rec.answer_type) == "free_text"
+            rubric = "memeye" if rec.benchmark.name == "memeye" and open_ended else "memlens"
+        return self.scorers[rubric]
+
+    def _judge_current(self, rec: Record) -> bool:
+        scorer = self.scorer_for(rec)
+        s = rec.score_details.get(scorer.name)
+        return (s is not None and scorer.name in rec.scores and s.version == scorer.version
+                and s.details.get("mode") == self.options.mode
+                and s.details.get("rubric") == scorer.rubric.name)
+
+    def _extract_current(self, rec: Record) -> bool:
+        if self.extractor is None:
+            return True
+        s = rec.score_details.get(self.extractor.name)
+        return s is not None and s.version == self.extractor.version
+
+    def _needs_label(self, rec: Record) -> bool:
+        if not self.options.label_errors:
+            return False
+        value = rec.scores.get(self.options.name)
+        if value is None or value >= 1:
+            return False
+        have = rec.meta.get("judge_error_label")
+        if isinstance(have, dict) and have.get("label"):
+            return False
+        from ..analysis._errors import UNLABELLED, label_error  # analysis imports scoring
+
+        found = label_error(rec, scorer=self.options.name)
+        return found is not None and found.label == UNLABELLED
+
+    def needs(self, rec: Record) -> bool:
+        if rec.status != "ok" or rec.prediction is None:
+            return False
+        return (not self._judge_current(rec) or not self._extract_current(rec)
+                or self._needs_label(rec))
+
+    async def apply(self, rec: Record) -> Counter[str]:
+        """Judge one record in place; returns what happened (judged, failures, ...)."""
+        done: Counter[str] = Counter()
+        if rec.status != "ok" or rec.prediction is None:
+            return done
+        if not self._judge_current(rec):
+            scorer = self.scorer_for(rec)
+            res = await scorer.judge(case_of(rec))
+            rec.meta.pop("judge_error_label", None)  # a new verdict needs a new label
+            rec.meta.pop("judge_label_error", None)
+            if isinstance(res, JudgeFailure):
+                rec.scores.pop(scorer.name, None)  # never leave a stale verdict beside it
+                rec.score_details.pop(scorer.name, None)
+                rec.meta["judge_error"] = {"kind": res.kind, "message": res.message}
+                done["failures"] += 1
+            else:
+                rec.scores[scorer.name] = res.value
+                rec.score_details[scorer.name] = res
+                rec.meta.pop("judge_error", None)
+                done["judged"] += 1
+                done["auto_zero"] += bool(res.details.get("auto_zero"))
+        if self.extractor is not None and not self._extract_current(rec):
+            ext = await self.extractor.score_async(question_of(rec), rec.prediction)
+            if isinstance(ext, JudgeFailure):
+                rec.scores.pop(self.extractor.name, None)
+                rec.score_details.pop(self.extractor.name, None)
+                rec.meta["extract_error"] = {"kind": ext.kind, "message": ext.message}
+                done["extract_failures"] += 1
+            else:
+                rec.scores[self.extractor.name] = ext.value
+                rec.score_details[self.extractor.name] = ext
+                rec.meta.pop("extract_error", None)
+                done["extracted"] += 1
+        if self._needs_label(rec):
+            lab = await label_wrong_answer(self.model, case_of(rec),
+                                           max_attempts=self.options.max_attempts)
+            if isinstance(lab, JudgeFailure):
+                rec.meta["judge_label_error"] = {"kind": lab.kind, "message": lab.message}
+                done["label_failures"] += 1
+            else:
+                rec.meta["judge_error_label"] = {**lab, "judge": self.options.name}
+                rec.meta.pop("judge_label_error", None)
+                done["labelled"] += 1
+        return done
+
+    def describe(self) -> dict[str, Any]:
+        describe = getattr(self.model, "describe", None)
+        return {
+            "model": describe() if callable(describe) else repr(self.model),
+            **asdict(self.options),
+            "prompt_versions": {name: s.version for name, s in self.scorers.items()},
+            **({"extract_version": self.extractor.version} if self.extractor else {}),
+        }
+
+    def manifest_entry(self, records: list[Record]) -> dict[str, Any]:
+        name = self.options.name
+        entry = self.describe()
+        entry["judged"] = sum(name in r.scores for r in records)
+        entry["failures"] = sum("judge_error" in r.meta for r in records)
+        # the version of the MemLens rubric, kept under its historical key
+        entry["prompt_version"] = self.scorers["memlens"].version
+        return entry
+
+
+async def judge_records(records: list[Record], pipeline: JudgePipeline, *,
+                        concurrency: int = 8) -> Counter[str]:
+    """Apply ``pipeline`` to the records that need it, ``concurrency`` at a time."""
+    sem = asyncio.Semaphore(max(1, concurrency))
+    totals: Counter[str] = Counter()
+
+    async def one(rec: Record) -> Counter[str]:
+        async with sem:
+            return await pipeline.apply(rec)
+
+    for done in await asyncio.gather(*(one(r) for r in records if pipeline.needs(r))):
+        totals.update(done)
+    return totals
+
+
+def record_judging(manifest: dict[str, Any], pipeline: JudgePipeline,
+                   records: list[Record]) -> None:
+    """Note the judge in a run manifest: ``judges[name]``, and ``judge`` for the default
+    name."""
+    entry = pipeline.manifest_entry(records)
+    manifest.setdefault("judges", {})[pipeline.options.name] = entry
+    if pipeline.options.name == "judge":
+        manifest["judge"] = entry
 
 
 async def judge_run(run_dir: str | os.PathLike[str], model: ChatModel, *,
-                    mode: str = "default", concurrency: int = 8,
-                    max_attempts: int = 3) -> dict[str, int]:
-    """Judge the records of ``run_dir``; returns {judged, skipped, failures, auto_zero}."""
+                    mode: str = "default", concurrency: int = 8, max_attempts: int = 3,
+                    options: JudgeOptions | None = None) -> dict[str, int]:
+    """Judge the records of ``run_dir`` in place; returns counts (judged, skipped, failures,
+    auto_zero, and extracted / labelled when those are on)."""
     # imported here: the runner imports this package (scoring) at load time
     from ..runner._store import load_manifest, read_records, rewrite_records, write_json_atomic
 
+    if options is None:
+        options = JudgeOptions(mode=mode, max_attempts=max_attempts)
+    pipeline = JudgePipeline(model, options)
     manifest = load_manifest(run_dir)
     if manifest is None:
         raise InputError(f"{run_dir} is not a run folder (no manifest.json)")
-    records = read_records(run_dir)
-    scorer = JudgeScorer(model, mode=mode, max_attempts=max_attempts)
-    todo = [r for r in records.values()
-            if r.status == "ok" and r.prediction is not None and not _has_current(r, mode)]
-    sem = asyncio.Semaphore(max(1, concurrency))
-
-    async def one(rec: Record) -> tuple[Record, Score | JudgeFailure]:
-        olds = rec.meta.get("old_answers") or []
-        old = olds[-1] if isinstance(olds, list) and olds else None
-        async with sem:
-            res = await scorer.score_async(rec.question, rec.gold, rec.prediction or "",
-                                           rec.ability, rec.subtype, rec.answer_type, old)
-        return rec, res
-
-    counts = {"judged": 0, "skipped": len(records) - len(todo), "failures": 0, "auto_zero": 0}
-    for rec, res in await asyncio.gather(*(one(r) for r in todo)):
-        if isinstance(res, JudgeFailure):
-            rec.scores.pop(JudgeScorer.name, None)  # never leave a stale verdict beside it
-            rec.score_details.pop(JudgeScorer.name, None)
-            rec.meta["judge_error"] = {"kind": res.kind, "message": res.message}
-            counts["failures"] += 1
-        else:
-            rec.scores[JudgeScorer.name] = res.value
-            rec.score_details[JudgeScorer.name] = res
-            rec.meta.pop("judge_error", None)
-            counts["judged"] += 1
-            counts["auto_zero"] += bool(res.details.get("auto_zero"))
+    records = list(read_records(run_dir).values())
+    todo = sum(pipeline.needs(r) for r in records)
+    totals = await judge_records(records, pipeline, concurrency=concurrency)
     if todo:
-        rewrite_records(run_dir, records.values())
-    describe = getattr(model, "describe", None)
-    manifest["judge"] = {
-        "model": describe() if callable(describe) else repr(model),
-        "mode": mode, "prompt_version": JUDGE_PROMPT_VERSION,
-        "judged": sum(JudgeScorer.name in r.scores for r in records.values()),
-        "failures": sum("judge_error" in r.meta for r in records.values()),
-    }
+        rewrite_records(run_dir, records)
+    record_judging(manifest, pipeline, records)
     write_json_atomic(Path(run_dir) / "manifest.json", manifest)
+    counts = {"judged": totals["judged"], "skipped": len(records) - todo,
+              "failures": totals["failures"], "auto_zero": totals["auto_zero"]}
+    for extra in ("extracted", "extract_failures", "labelled", "label_failures"):
+        if totals[extra]:
+            counts[extra] = totals[extra]
     return counts
-
