@@ -260,3 +260,36 @@ def test_run_with_judge_then_rerun_makes_no_calls(tmp_path):
         again = run(config("run", judge="openai:judge-stub", judge_base_url=judge_stub.base_url))
         assert again.skipped == 5
         assert (len(model_stub.requests), len(judge_stub.requests)) == (n_model, n_judge)
+
+
+def test_cli_run_and_score_with_judge_options(tmp_path):
+    from typer.testing import CliRunner
+
+    from memgauge.cli import app
+
+    data = write_memlens(tmp_path, 3)
+    with StubServer(answer=colour_answer) as model_stub, \
+            StubServer(answer=lambda body: '{"score": 1, "reason": "ok"}') as judge_stub:
+        res = CliRunner().invoke(app, [
+            "run", "--bench", "memlens", "--data", str(data), "--image-dir", str(tmp_path),
+            "--model", "openai:m", "--base-url", model_stub.base_url,
+            "--out", str(tmp_path / "run"), "--judge", "openai:j",
+            "--judge-base-url", judge_stub.base_url, "--judge-rubric", "memeye"])
+        assert res.exit_code == 0, res.output
+        recs = read_records(tmp_path / "run")
+        # memeye forced on every item, replies read on its scale
+        assert {r.score_details["judge"].details["rubric"] for r in recs.values()} == {"memeye"}
+        res = CliRunner().invoke(app, [
+            "score", str(tmp_path / "run"), "--judge", "openai:j2", "--judge-base-url",
+            judge_stub.base_url, "--name", "judge-b", "--extract"])
+        assert res.exit_code == 0, res.output
+        assert "judged 3" in res.output and "extract-failures 3" in res.output
+    recs = read_records(tmp_path / "run")
+    assert all(r.scores["judge-b"] == 1.0 and "extract_error" in r.meta for r in recs.values())
+    bad = CliRunner().invoke(app, ["score", str(tmp_path / "run"), "--judge", "openai:j",
+                                   "--name", "grader"])
+    assert bad.exit_code == 2 and "contain 'judge'" in bad.output
+    bad = CliRunner().invoke(app, [
+        "run", "--bench", "memlens", "--data", str(data), "--model", "openai:m",
+        "--out", str(tmp_path / "run2"), "--judge", "openai:j", "--judge-rubric", "nope"])
+    assert bad.exit_code == 2 and "rubric" in bad.output
