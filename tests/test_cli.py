@@ -60,7 +60,7 @@ def test_run_report_merge_with_replay(tmp_path):
     assert "## Errors (1)" in rep.output and "q005" in rep.output and "replay_missing" in rep.output
     assert "| 5 |" in rep.output  # five scored questions, the error kept apart
     # every prediction is "red": the four non-red mugs are wrong, and rule-labelled
-    assert "## Error labels (rule-assigned)" in rep.output and "4 wrong answers" in rep.output
+    assert "## Error labels" in rep.output and "4 wrong answers" in rep.output
 
 
 def test_bad_input_is_a_clear_error(tmp_path):

@@ -61,9 +61,22 @@ def run(
     max_attempts: Annotated[int, typer.Option(help="Attempts per request")] = 6,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the response cache")] = False,
     cache_path: Annotated[str | None, typer.Option(help="Response cache SQLite file")] = None,
+    judge: Annotated[str | None, typer.Option(
+        help="Judge each answer while running with this model (openai:<name>)")] = None,
+    judge_base_url: Annotated[str | None, typer.Option(help="The judge's endpoint")] = None,
+    judge_api_key_env: Annotated[str, typer.Option(
+        help="Env var holding the judge's API key")] = "OPENAI_API_KEY",
+    judge_mode: Annotated[str, typer.Option(help="default | memlens-compat")] = "default",
+    judge_rubric: Annotated[str, typer.Option(help="auto | memlens | memeye")] = "auto",
+    judge_name: Annotated[str, typer.Option(help="Score name (must contain 'judge')")] = "judge",
+    extract: Annotated[bool, typer.Option(
+        help="Also score by LLM extraction then rule match ('extract-match')")] = False,
+    label_errors: Annotated[bool, typer.Option(
+        help="Ask the judge to label wrong answers the rules leave unlabelled")] = True,
 ) -> None:
     """Evaluate a system on a benchmark; rerun the same command to resume."""
     from .runner import RunConfig, parse_shard
+    from .scoring import JudgeOptions
 
     try:
         config = RunConfig(
@@ -78,7 +91,11 @@ def run(
             temperature=temperature, seed=seed, image_max_side=image_max_side or None,
             image_format=image_format, image_mode=image_mode, tokenizer=tokenizer,
             image_formula=image_formula, timeout_s=timeout, max_attempts=max_attempts,
-            cache=not no_cache, cache_path=cache_path, argv=sys.argv[1:])
+            cache=not no_cache, cache_path=cache_path, argv=sys.argv[1:],
+            judge=judge, judge_base_url=judge_base_url, judge_api_key_env=judge_api_key_env,
+            judge_options=JudgeOptions(name=judge_name, rubric=judge_rubric, mode=judge_mode,
+                                       extract=extract, label_errors=label_errors))
+        config.judge_options.check()
         _execute(config)
     except MemgaugeError as exc:
         _fail(exc)
@@ -121,33 +138,52 @@ def _execute(config) -> None:  # type: ignore[no-untyped-def]
 @app.command()
 def report(
     run_dirs: Annotated[list[str], typer.Argument(help="Run folder(s)")],
-    fmt: Annotated[str, typer.Option("--format", help="md | json")] = "md",
-    out_file: Annotated[str | None, typer.Option("--out", help="Write here as well")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="md | json | html")] = "md",
+    out_file: Annotated[str | None, typer.Option(
+        "--out", help="Write here as well (html: the page; default report.html)")] = None,
     primary: Annotated[str | None, typer.Option(help="Headline scorer")] = None,
 ) -> None:
-    """Accuracy by ability and subtype with CIs, coverage, and errors shown apart."""
-    from .analysis import error_breakdown, summarize
-    from .report import render_error_labels, render_json, render_markdown
-    from .runner import load_manifest, read_records
+    """Accuracy by ability and subtype with CIs, coverage, and errors shown apart; then, across
+    the runs: leaderboard, tiers, evidence depth, X×Y, error labels, Spearman. html: one
+    offline page with plots and a filterable question browser."""
+    import json
+
+    from .analysis import build_tables, error_breakdown, load_runs, summarize
+    from .report import (
+        render_error_labels,
+        render_html,
+        render_json,
+        render_markdown,
+        render_tables_json,
+        render_tables_markdown,
+    )
 
     try:
-        if fmt not in ("md", "json"):
-            raise MemgaugeError(f"unknown format {fmt!r}; use md or json")
-        texts = []
-        for run_dir in run_dirs:
-            manifest = load_manifest(run_dir)
-            if manifest is None:
-                raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
-            records = list(read_records(run_dir).values())
-            summary = summarize(records, primary=primary)
-            meta = _report_meta(run_dir, manifest)
-            labels = error_breakdown(records, scorer=summary.primary or "rule")
+        if fmt not in ("md", "json", "html"):
+            raise MemgaugeError(f"unknown format {fmt!r}; use md, json or html")
+        runs = load_runs(run_dirs)
+        tables = build_tables(runs, primary=primary)
+        if fmt == "html":
+            title = "memgauge report: " + (runs[0].label if len(runs) == 1
+                                           else f"{len(runs)} runs")
+            page = Path(out_file or "report.html")
+            page.write_text(render_html(tables, title=title), encoding="utf-8")
+            err.print(f"wrote {page}", highlight=False)
+            return
+        texts, payloads = [], []
+        for run in runs:
+            names = {n for r in run.records if r.status == "ok" for n in r.scores}
+            summary = summarize(run.records,
+                                primary=tables.primary if tables.primary in names else None)
+            meta = _report_meta(run.path, run.manifest)
+            labels = error_breakdown(run.records, scorer=summary.primary or "rule")
             if fmt == "md":
-                texts.append(render_markdown(summary, title=f"memgauge report: {Path(run_dir).name}",
+                texts.append(render_markdown(summary, title=f"memgauge report: {run.label}",
                                              meta=meta) + "\n\n" + render_error_labels(labels))
             else:
-                texts.append(render_json(summary, {**meta, "error_labels": labels}))
-        text = "\n\n".join(texts)
+                payloads.append(json.loads(render_json(summary, {**meta, "error_labels": labels})))
+        text = ("\n\n".join([*texts, render_tables_markdown(tables)]) if fmt == "md"
+                else render_tables_json(payloads, tables).rstrip("\n"))
         if out_file:
             Path(out_file).write_text(text + "\n", encoding="utf-8")
         print(text)
@@ -336,30 +372,92 @@ def compare(
 
 
 @app.command()
+def audit(
+    run_dir: Annotated[str, typer.Argument(help="Run folder with judge scores")],
+    rule: Annotated[str, typer.Option(help="Deterministic rule scorer to audit against")] = "rule",
+    judge: Annotated[list[str] | None, typer.Option(
+        help="Judge scorer to audit (repeatable; default: every scorer named *judge*)")] = None,
+    threshold: Annotated[float, typer.Option(help="Correct = score >= this")] = 1.0,
+    fmt: Annotated[str, typer.Option("--format", help="md | json")] = "md",
+    out_file: Annotated[str | None, typer.Option("--out", help="Write here as well")] = None,
+) -> None:
+    """How far to trust the LLM judge: agreement with the rule scorer on closed-form items
+    (over- and under-credit, kappa, by subtype), agreement between judges, judge failures."""
+    import json
+
+    from .analysis import audit as run_audit
+    from .report import render_audit_markdown
+    from .runner import load_manifest, read_records
+
+    try:
+        if fmt not in ("md", "json"):
+            raise MemgaugeError(f"unknown format {fmt!r}; use md or json")
+        if load_manifest(run_dir) is None:
+            raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
+        records = read_records(run_dir)
+        present = {name for rec in records.values() for name in rec.scores}
+        known = ", ".join(sorted(present)) or "none"
+        judges = list(judge) if judge else sorted(n for n in present if "judge" in n and n != rule)
+        if not judges:
+            failed = sum(1 for r in records.values() if "judge_error" in r.meta)
+            note = f" ({failed} records carry judge errors)" if failed else ""
+            raise MemgaugeError(f"no judge scores in {run_dir}{note}; add them with "
+                                f"`memgauge score {run_dir} --judge openai:<name>`")
+        for role, name in [("rule", rule), *(("judge", j) for j in judges)]:
+            if name not in present:
+                raise MemgaugeError(f"{role} scorer {name!r} not found in {run_dir} "
+                                    f"(scorers there: {known})")
+        result = run_audit(records, rule=rule, judges=judges, threshold=threshold)
+        if fmt == "md":
+            text = render_audit_markdown(result, title=f"memgauge audit: {Path(run_dir).name}")
+        else:
+            text = json.dumps({"run": Path(run_dir).name or run_dir, **result.to_dict()},
+                              indent=2, ensure_ascii=False, allow_nan=False)
+        if out_file:
+            Path(out_file).write_text(text.rstrip("\n") + "\n", encoding="utf-8")
+        print(text.rstrip("\n"))
+    except (MemgaugeError, ValueError) as exc:
+        _fail(exc)
+
+
+@app.command()
 def score(
     run_dir: Annotated[str, typer.Argument(help="Run folder to judge in place")],
     judge: Annotated[str, typer.Option(help="Judge model, openai:<name>")],
     judge_base_url: Annotated[str | None, typer.Option(
         help="OpenAI-compatible endpoint of the judge (e.g. a local vLLM server)")] = None,
     mode: Annotated[str, typer.Option(help="default | memlens-compat")] = "default",
+    rubric: Annotated[str, typer.Option(
+        help="auto (MemEye five levels on MemEye open-ended items, else MemLens) | memlens | "
+             "memeye")] = "auto",
+    name: Annotated[str, typer.Option(
+        help="Score name, must contain 'judge' (a second judge: e.g. judge-b)")] = "judge",
+    extract: Annotated[bool, typer.Option(
+        help="Also score by LLM extraction then rule match ('extract-match')")] = False,
+    label_errors: Annotated[bool, typer.Option(
+        help="Ask the judge to label wrong answers the rules leave unlabelled")] = True,
+    api_key_env: Annotated[str, typer.Option(
+        help="Env var holding the judge's API key")] = "OPENAI_API_KEY",
     concurrency: Annotated[int, typer.Option(help="Judge calls in flight")] = 8,
 ) -> None:
-    """Add LLM-judge scores ("judge") to a finished run; a rerun only judges what is missing."""
+    """Add LLM-judge scores to a finished run; a rerun only judges what is missing."""
     import asyncio
 
     from .cache import ResponseCache
     from .models import ModelSettings, create_model
-    from .scoring import judge_run
+    from .scoring import JudgeOptions, judge_run
+
+    options = JudgeOptions(name=name, rubric=rubric, mode=mode, extract=extract,
+                           label_errors=label_errors)
 
     async def _go(model) -> dict:  # type: ignore[no-untyped-def]
         try:
-            return await judge_run(run_dir, model, mode=mode, concurrency=concurrency)
+            return await judge_run(run_dir, model, concurrency=concurrency, options=options)
         finally:
             await model.aclose()
 
     try:
-        if mode not in ("default", "memlens-compat"):
-            raise MemgaugeError(f"unknown mode {mode!r}; use default or memlens-compat")
+        options.check()
         if not judge.startswith("openai:"):
             raise MemgaugeError(f"--judge must look like openai:<name>, got {judge!r}")
         if concurrency < 1:
@@ -367,13 +465,13 @@ def score(
         if not (Path(run_dir) / "manifest.json").exists():
             raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
         model = create_model(judge, ModelSettings(base_url=judge_base_url,
+                                                  api_key_env=api_key_env,
                                                   concurrency=concurrency,
                                                   cache=ResponseCache()))
         counts = asyncio.run(_go(model))
     except MemgaugeError as exc:
         _fail(exc)
-    print(f"judged {counts['judged']}, skipped {counts['skipped']}, "
-          f"failures {counts['failures']}, auto-zero {counts['auto_zero']}")
+    print(", ".join(f"{k.replace('_', '-')} {v}" for k, v in counts.items()))
 
 
 def main() -> None:

@@ -196,12 +196,16 @@ def render_json(summary: Summary, meta: Mapping[str, Any] | None = None) -> str:
 
 
 def render_error_labels(breakdown: Mapping[str, Any]) -> str:
-    """The rule-assigned error labels of wrong answers (see ``analysis.error_breakdown``)."""
+    """The error labels of wrong answers, rule-assigned first, then judge-assigned (see
+    ``analysis.error_breakdown``)."""
     n = breakdown.get("n_wrong", 0)
-    out = ["## Error labels (rule-assigned)", ""]
+    out = ["## Error labels", ""]
     if not n:
         return "\n".join([*out, "No wrong answers to label."])
-    out += [f"{n} wrong answers. Labels in precedence order; `unlabelled` is left for a judge.",
+    out += [f"{n} wrong answers. Rule labels first (non_answer, answerability_failure, "
+            "stale_answer, computation_slip, closed_set_selection), then the judge's "
+            "(grounding_failure, unsupported_answer; the judge sees question, reference and "
+            "answer, not the history); `unlabelled`: no rule applies and no judge label yet.",
             "", "| Label | n | share |", "| --- | ---: | ---: |"]
     for label, count in sorted(breakdown["by_label"].items(), key=lambda kv: -kv[1]):
         out.append(f"| {label} | {count} | {100 * count / n:.1f}% |")

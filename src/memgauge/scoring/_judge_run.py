@@ -134,12 +134,14 @@ class JudgePipeline:
             if isinstance(res, JudgeFailure):
                 rec.scores.pop(scorer.name, None)  # never leave a stale verdict beside it
                 rec.score_details.pop(scorer.name, None)
-                rec.meta["judge_error"] = {"kind": res.kind, "message": res.message}
+                rec.meta["judge_error"] = {"kind": res.kind, "message": res.message,
+                                           "scorer": scorer.name}
                 done["failures"] += 1
             else:
                 rec.scores[scorer.name] = res.value
                 rec.score_details[scorer.name] = res
-                rec.meta.pop("judge_error", None)
+                if rec.meta.get("judge_error", {}).get("scorer", scorer.name) == scorer.name:
+                    rec.meta.pop("judge_error", None)
                 done["judged"] += 1
                 done["auto_zero"] += bool(res.details.get("auto_zero"))
         if self.extractor is not None and not self._extract_current(rec):
@@ -179,7 +181,8 @@ class JudgePipeline:
         name = self.options.name
         entry = self.describe()
         entry["judged"] = sum(name in r.scores for r in records)
-        entry["failures"] = sum("judge_error" in r.meta for r in records)
+        entry["failures"] = sum(r.meta.get("judge_error", {}).get("scorer", name) == name
+                                for r in records if "judge_error" in r.meta)
         # the version of the MemLens rubric, kept under its historical key
         entry["prompt_version"] = self.scorers["memlens"].version
         return entry

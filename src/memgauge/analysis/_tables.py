@@ -1,0 +1,532 @@
+"""Cross-run report tables, computed once from many run folders and rendered three ways
+(Markdown, JSON, HTML) by :mod:`memgauge.report`.
+
+Every accuracy is the mean primary score over ``status == "ok"`` records carrying that score,
+and always travels with its ``n``. Errors (``status == "error"``) are counted apart and never
+scored as wrong. Runs group into *systems*: runs whose identity differs only in the tier.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from memgauge.analysis._errors import error_breakdown
+from memgauge.analysis._metrics import choose_primary, summarize
+from memgauge.analysis._paired import clustered_se, spearman
+from memgauge.analysis._stats import mean
+from memgauge.errors import ConfigError, MemgaugeError
+from memgauge.schema import Ability, Record
+
+__all__ = [
+    "DEPTH_BINS",
+    "Cell",
+    "QuestionRow",
+    "ReportTables",
+    "RunData",
+    "RunRow",
+    "SpearmanRow",
+    "SystemInfo",
+    "build_tables",
+    "load_runs",
+    "run_labels",
+    "tier_sort_key",
+]
+
+NO_TIER = "-"
+X_LABELS = ("X1", "X2", "X3", "X4")
+Y_LABELS = ("Y1", "Y2", "Y3")
+DEPTH_BINS = ("0.0–0.2", "0.2–0.4", "0.4–0.6", "0.6–0.8", "0.8–1.0")
+MIN_SPEARMAN_RUNS = 3
+CI_METHOD = "percentile bootstrap over questions"
+_ABILITY_ORDER = {a.value: i for i, a in enumerate(Ability)}
+_TIER_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]?)\s*$", re.IGNORECASE)
+_TIER_SCALE = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
+
+
+# --- input --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunData:
+    """One run folder as read: its display label, its manifest and its records."""
+
+    label: str
+    manifest: dict[str, Any]
+    records: list[Record]
+    path: str = ""
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        config = self.manifest.get("config") if isinstance(self.manifest, dict) else None
+        ident = config.get("identity") if isinstance(config, dict) else None
+        return ident if isinstance(ident, dict) else {}
+
+
+def run_labels(paths: Sequence[str | Path]) -> list[str]:
+    """Display labels of run folders: the folder name, or for names that collide the
+    shortest trailing path that is unique among the runs."""
+    resolved = [Path(p).resolve() for p in paths]
+    labels = [p.name or str(p) for p in resolved]
+    counts = Counter(labels)
+    for i, p in enumerate(resolved):
+        if counts[labels[i]] == 1:
+            continue
+        others = [q for j, q in enumerate(resolved) if j != i]
+        for depth in range(2, len(p.parts) + 1):
+            tail = p.parts[-depth:]
+            if all(q.parts[-depth:] != tail for q in others):
+                labels[i] = "/".join(tail)
+                break
+        else:
+            labels[i] = str(p)
+    return labels
+
+
+def load_runs(run_dirs: Sequence[str | Path]) -> list[RunData]:
+    """Read run folders (manifest and latest record per question); a folder without a
+    manifest is a :class:`~memgauge.errors.MemgaugeError`."""
+    from memgauge.runner import load_manifest, read_records  # runner pulls in systems
+
+    if not run_dirs:
+        raise ConfigError("no run folders given")
+    runs = []
+    for run_dir, label in zip(run_dirs, run_labels(run_dirs), strict=True):
+        manifest = load_manifest(run_dir)
+        if manifest is None:
+            raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
+        runs.append(RunData(label=label, manifest=manifest,
+                            records=list(read_records(run_dir).values()), path=str(run_dir)))
+    return runs
+
+
+# --- output types -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cell:
+    """An accuracy and the number of scored ok records behind it (``nan`` when n = 0)."""
+
+    accuracy: float
+    n: int
+
+
+@dataclass(frozen=True)
+class SystemInfo:
+    """Runs sharing an identity apart from the tier, with their tiers in order."""
+
+    label: str
+    runs: list[str]
+    tiers: list[str]
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One run on the leaderboard: counts, micro/macro accuracy, CI, clustered SE,
+    coverage, per-answer and refusal accuracy of the primary scorer."""
+
+    run: str
+    path: str
+    system: str
+    tier: str
+    n_records: int
+    n_ok: int
+    n_errors: int
+    error_kinds: dict[str, int]
+    n: int  # ok records carrying the primary score
+    accuracy: float  # micro
+    ci_low: float
+    ci_high: float
+    macro_accuracy: float
+    n_abilities: int
+    se_clustered: float
+    n_episodes: int
+    coverage: float
+    n_answerable: int
+    n_attempted: int
+    per_answer_accuracy: float
+    n_per_answer: int
+    refusal_accuracy: float
+    n_refusal: int
+    evidence_recall: float
+    n_recall: int
+    scores: dict[str, Cell]  # every scorer's accuracy over this run's ok records
+
+
+@dataclass(frozen=True)
+class SpearmanRow:
+    """Rank correlation of two abilities' per-run accuracies; ``rho`` is ``nan`` (with a
+    ``note``) when a side is constant, and the pair is listed as omitted below 3 runs."""
+
+    ability_a: str
+    ability_b: str
+    n_runs: int
+    rho: float
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class QuestionRow:
+    """One (run, question) for the browser."""
+
+    run: str
+    question_id: str
+    episode_id: str
+    ability: str
+    subtype: str | None
+    tier: str
+    question: str
+    gold: str | list[str]
+    prediction: str | None
+    scores: dict[str, float]
+    correct: str  # right | wrong | error | unscored
+    error_kind: str | None
+    error_message: str | None
+    error_label: str | None
+    retrieved: list[str]
+    evidence: list[str]
+    evidence_recall: float | None
+    evidence_depth: float | None
+
+
+@dataclass
+class ReportTables:
+    """Everything the cross-run report shows. ``to_dict`` gives strict JSON data."""
+
+    primary: str | None
+    scorers: list[str]
+    confidence: float
+    n_resamples: int
+    seed: int
+    ci_method: str
+    tiers: list[str]
+    abilities: list[str]
+    systems: list[SystemInfo]
+    runs: list[RunRow]
+    ability_matrix: dict[str, dict[str, Cell]]  # run -> ability -> cell
+    tier_curves: dict[str, dict[str, dict[str, Cell]]]  # system -> ability -> tier -> cell
+    depth_bins: list[str]
+    depth: dict[str, dict[str, dict[str, Cell]]]  # system -> bin -> tier -> cell
+    depth_note: str
+    xy: dict[str, dict[str, dict[str, Cell]]]  # run -> X -> Y -> cell (runs with labels)
+    error_labels: dict[str, dict[str, Any]]  # run -> n_wrong, by_label, by_category
+    label_names: list[str]
+    category_names: list[str]
+    spearman: list[SpearmanRow]
+    spearman_omitted: list[dict[str, Any]]
+    questions: list[QuestionRow] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-safe data: non-finite numbers become ``None``."""
+        return _json_safe(asdict(self))
+
+
+def _json_safe(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, Mapping):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+
+def tier_sort_key(tier: str) -> tuple[int, float, str]:
+    """Order tiers by size: ``8k < 32k < 128k < 1m``; unparsable names after, by name;
+    the no-tier mark last."""
+    if tier == NO_TIER:
+        return (2, 0.0, tier)
+    m = _TIER_RE.match(tier)
+    if m is None:
+        return (1, 0.0, tier)
+    return (0, float(m.group(1)) * _TIER_SCALE[m.group(2).lower()], tier)
+
+
+def _ability_key(ability: str) -> tuple[int, str]:
+    return (_ABILITY_ORDER.get(ability, len(_ABILITY_ORDER)), ability)
+
+
+def _cell(records: Iterable[Record], primary: str | None) -> Cell:
+    """Accuracy of ``primary`` over the ok records carrying it."""
+    if primary is None:
+        return Cell(math.nan, 0)
+    values = [r.scores[primary] for r in records if r.status == "ok" and primary in r.scores]
+    return Cell(mean(values), len(values))
+
+
+def _run_tier(run: RunData) -> str:
+    tier = run.identity.get("tier")
+    if tier:
+        return str(tier)
+    seen = Counter(r.benchmark.tier for r in run.records if r.benchmark.tier)
+    return seen.most_common(1)[0][0] if seen else NO_TIER
+
+
+def _systems(runs: Sequence[RunData]) -> tuple[dict[str, str], list[SystemInfo], dict[str, str]]:
+    """Group runs by identity minus tier. Returns run label -> system label, the systems,
+    and run label -> tier."""
+    tiers = {run.label: _run_tier(run) for run in runs}
+    keys: dict[str, str] = {}
+    names: dict[str, str] = {}
+    for run in runs:
+        ident = run.identity
+        if ident:
+            key = json.dumps({k: v for k, v in ident.items() if k != "tier"}, sort_keys=True,
+                             default=str)
+            parts = [ident.get("system"), ident.get("model"), ident.get("context_mode")]
+            name = " · ".join(str(p) for p in parts if p) or run.label
+        else:
+            key, name = f"run:{run.label}", run.label
+        keys[run.label] = key
+        names.setdefault(key, name)
+    names = _distinct_names(names, runs, keys)
+    order: dict[str, list[str]] = {}
+    for run in runs:
+        order.setdefault(keys[run.label], []).append(run.label)
+    systems = [SystemInfo(label=names[key], runs=labels,
+                          tiers=sorted({tiers[r] for r in labels}, key=tier_sort_key))
+               for key, labels in order.items()]
+    return {lab: names[key] for lab, key in keys.items()}, systems, tiers
+
+
+def _distinct_names(names: dict[str, str], runs: Sequence[RunData],
+                    keys: dict[str, str]) -> dict[str, str]:
+    """Make system labels unique: add the system options, then a counter."""
+    counts = Counter(names.values())
+    out = dict(names)
+    for run in runs:
+        key = keys[run.label]
+        opts = run.identity.get("system_options")
+        if counts[names[key]] > 1 and opts:
+            out[key] = f"{names[key]} ({json.dumps(opts, sort_keys=True, default=str)})"
+    seen: Counter[str] = Counter()
+    for key in list(out):
+        seen[out[key]] += 1
+        if seen[out[key]] > 1:
+            out[key] = f"{out[key]} #{seen[out[key]]}"
+    return out
+
+
+def _depth_bin(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not math.isfinite(value) or value < 0:
+        return None
+    return DEPTH_BINS[min(int(value * len(DEPTH_BINS)), len(DEPTH_BINS) - 1)]
+
+
+def _correct(record: Record, primary: str | None) -> str:
+    if record.status != "ok":
+        return "error"
+    if primary is None or primary not in record.scores:
+        return "unscored"
+    return "right" if record.scores[primary] >= 1 else "wrong"
+
+
+def _pointer(session_id: str, turn_id: str | None) -> str:
+    return f"{session_id}/{turn_id}" if turn_id else session_id
+
+
+# --- tables -------------------------------------------------------------------------------
+
+
+def _run_row(run: RunData, system: str, tier: str, primary: str | None, *, seed: int,
+             n_resamples: int, confidence: float) -> tuple[RunRow, dict[str, Cell]]:
+    """The leaderboard row of a run and its per-ability cells."""
+    names = {name for r in run.records if r.status == "ok" for name in r.scores}
+    has_primary = primary is not None and primary in names
+    summary = summarize(run.records, primary=primary if has_primary else None, seed=seed,
+                        n_resamples=n_resamples, confidence=confidence)
+    ok = [r for r in run.records if r.status == "ok"]
+    scored = [r for r in ok if primary is not None and primary in r.scores]
+    values = [r.scores[primary] for r in scored] if primary is not None else []
+    head = summary.overall.get(primary) if has_primary and primary is not None else None
+    cov = summary.coverage
+    n_attempted_scored = sum(1 for r in scored if r.answer_type != "refusal"
+                             and r.refused is not True)
+    recalls = [x for x in (r.evidence_recall() for r in ok) if x is not None]
+    by_ability = {a: _cell(recs, primary) for a, recs in _group_by_ability(run.records).items()}
+    row = RunRow(
+        run=run.label, path=run.path, system=system, tier=tier,
+        n_records=summary.n_records, n_ok=summary.n_ok, n_errors=summary.n_errors,
+        error_kinds=dict(summary.error_kinds),
+        n=head.n if head else 0,
+        accuracy=head.accuracy if head else math.nan,
+        ci_low=head.ci_low if head else math.nan,
+        ci_high=head.ci_high if head else math.nan,
+        macro_accuracy=summary.macro_accuracy if has_primary else math.nan,
+        n_abilities=sum(1 for c in by_ability.values() if c.n),
+        se_clustered=clustered_se(values, [r.episode_id for r in scored]),
+        n_episodes=len({r.episode_id for r in scored}),
+        coverage=cov.coverage, n_answerable=cov.n_answerable, n_attempted=cov.n_attempted,
+        per_answer_accuracy=cov.per_answer_accuracy if has_primary else math.nan,
+        n_per_answer=n_attempted_scored,
+        refusal_accuracy=cov.refusal_accuracy if has_primary else math.nan,
+        n_refusal=sum(1 for r in scored if r.answer_type == "refusal"),
+        evidence_recall=mean(recalls), n_recall=len(recalls),
+        scores={name: Cell(st.accuracy, st.n) for name, st in summary.overall.items()},
+    )
+    return row, by_ability
+
+
+def _group_by_ability(records: Iterable[Record]) -> dict[str, list[Record]]:
+    groups: dict[str, list[Record]] = {}
+    for r in records:
+        groups.setdefault(str(r.ability), []).append(r)
+    return dict(sorted(groups.items(), key=lambda kv: _ability_key(kv[0])))
+
+
+def _tier_curves(runs: Sequence[RunData], systems: Sequence[SystemInfo],
+                 tiers: Mapping[str, str], abilities: Sequence[str],
+                 primary: str | None) -> dict[str, dict[str, dict[str, Cell]]]:
+    """System -> ability -> tier -> accuracy, pooling runs of a system at the same tier."""
+    by_label = {run.label: run for run in runs}
+    out: dict[str, dict[str, dict[str, Cell]]] = {}
+    for system in systems:
+        groups: dict[str, dict[str, list[Record]]] = {}
+        for label in system.runs:
+            for ability, recs in _group_by_ability(by_label[label].records).items():
+                groups.setdefault(ability, {}).setdefault(tiers[label], []).extend(recs)
+        out[system.label] = {
+            a: {t: _cell(groups[a].get(t, []), primary) for t in system.tiers}
+            for a in abilities if a in groups
+        }
+    return out
+
+
+def _depth(runs: Sequence[RunData], systems: Sequence[SystemInfo], tiers: Mapping[str, str],
+           primary: str | None) -> dict[str, dict[str, dict[str, Cell]]]:
+    """System -> depth bin -> tier -> accuracy over records carrying an evidence depth."""
+    by_label = {run.label: run for run in runs}
+    out: dict[str, dict[str, dict[str, Cell]]] = {}
+    for system in systems:
+        groups: dict[tuple[str, str], list[Record]] = {}
+        for label in system.runs:
+            for r in by_label[label].records:
+                b = _depth_bin(r.meta.get("evidence_depth"))
+                if b is not None:
+                    groups.setdefault((b, tiers[label]), []).append(r)
+        if groups:
+            out[system.label] = {b: {t: _cell(groups.get((b, t), []), primary)
+                                     for t in system.tiers} for b in DEPTH_BINS}
+    return out
+
+
+def _xy(runs: Sequence[RunData], primary: str | None) -> dict[str, dict[str, dict[str, Cell]]]:
+    """Run -> X -> Y -> accuracy, for runs whose records carry both labels."""
+    out: dict[str, dict[str, dict[str, Cell]]] = {}
+    for run in runs:
+        groups: dict[tuple[str, str], list[Record]] = {}
+        for r in run.records:
+            if r.labels.x and r.labels.y:
+                groups.setdefault((r.labels.x, r.labels.y), []).append(r)
+        if groups:
+            out[run.label] = {x: {y: _cell(groups.get((x, y), []), primary) for y in Y_LABELS}
+                              for x in X_LABELS}
+    return out
+
+
+def _spearman(matrix: Mapping[str, Mapping[str, Cell]],
+              abilities: Sequence[str]) -> tuple[list[SpearmanRow], list[dict[str, Any]]]:
+    rows: list[SpearmanRow] = []
+    omitted: list[dict[str, Any]] = []
+    for a, b in combinations(abilities, 2):
+        pairs = [(cells[a].accuracy, cells[b].accuracy) for cells in matrix.values()
+                 if a in cells and b in cells and cells[a].n and cells[b].n]
+        if len(pairs) < MIN_SPEARMAN_RUNS:
+            omitted.append({"ability_a": a, "ability_b": b, "n_runs": len(pairs),
+                            "reason": f"only {len(pairs)} run(s) have both abilities; "
+                                      f"need {MIN_SPEARMAN_RUNS}"})
+            continue
+        rho = spearman([p[0] for p in pairs], [p[1] for p in pairs])
+        note = "" if math.isfinite(rho) else "undefined: an ability's accuracy is constant"
+        rows.append(SpearmanRow(a, b, len(pairs), rho, note))
+    return rows, omitted
+
+
+def _question_rows(run: RunData, tier: str, primary: str | None,
+                   labels: Mapping[str, str]) -> list[QuestionRow]:
+    rows = []
+    for r in sorted(run.records, key=lambda rec: rec.question_id):
+        err = r.response.error
+        depth = r.meta.get("evidence_depth")
+        rows.append(QuestionRow(
+            run=run.label, question_id=r.question_id, episode_id=r.episode_id,
+            ability=str(r.ability), subtype=r.subtype, tier=tier, question=r.question,
+            gold=r.gold, prediction=r.prediction, scores=dict(r.scores),
+            correct=_correct(r, primary),
+            error_kind=err.kind if err is not None else ("unknown" if r.status != "ok" else None),
+            error_message=err.message if err is not None else None,
+            error_label=labels.get(r.question_id),
+            retrieved=[_pointer(it.pointer.session_id, it.pointer.turn_id)
+                       for it in r.response.retrieved],
+            evidence=[_pointer(p.session_id, p.turn_id) for p in r.evidence],
+            evidence_recall=r.evidence_recall(),
+            evidence_depth=float(depth) if _depth_bin(depth) is not None else None,
+        ))
+    return rows
+
+
+def _pick_primary(runs: Sequence[RunData], primary: str | None) -> tuple[list[str], str | None]:
+    scorers = sorted({name for run in runs for r in run.records if r.status == "ok"
+                      for name in r.scores})
+    try:
+        return scorers, choose_primary(scorers, primary)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def build_tables(runs: Sequence[RunData], *, primary: str | None = None, seed: int = 0,
+                 n_resamples: int = 2000, confidence: float = 0.95) -> ReportTables:
+    """Compute every cross-run table once. The primary scorer is ``primary`` or
+    :func:`~memgauge.analysis.choose_primary` over the score names of all runs; a run lacking
+    it shows no accuracy (``nan``) rather than another scorer's."""
+    if len({run.label for run in runs}) != len(runs):
+        raise ConfigError("run labels must be unique")
+    scorers, chosen = _pick_primary(runs, primary)
+    system_of, systems, tiers = _systems(runs)
+    kw = {"seed": seed, "n_resamples": n_resamples, "confidence": confidence}
+
+    rows: list[RunRow] = []
+    matrix: dict[str, dict[str, Cell]] = {}
+    label_maps: dict[str, dict[str, str]] = {}
+    error_labels: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        row, cells = _run_row(run, system_of[run.label], tiers[run.label], chosen, **kw)
+        rows.append(row)
+        matrix[run.label] = cells
+        if chosen is not None:
+            bd = error_breakdown(run.records, scorer=chosen)
+            error_labels[run.label] = {"n_wrong": bd["n_wrong"], "by_label": bd["by_label"],
+                                       "by_category": bd["by_category"]}
+            label_maps[run.label] = dict(bd["items"])
+
+    abilities = sorted({a for cells in matrix.values() for a in cells}, key=_ability_key)
+    depth = _depth(runs, systems, tiers, chosen)
+    spearman_rows, omitted = _spearman(matrix, abilities)
+    return ReportTables(
+        primary=chosen, scorers=scorers, confidence=confidence, n_resamples=n_resamples,
+        seed=seed, ci_method=CI_METHOD,
+        tiers=sorted(set(tiers.values()), key=tier_sort_key), abilities=abilities,
+        systems=systems, runs=rows, ability_matrix=matrix,
+        tier_curves=_tier_curves(runs, systems, tiers, abilities, chosen),
+        depth_bins=list(DEPTH_BINS), depth=depth,
+        depth_note="" if depth else "No record carries meta.evidence_depth.",
+        xy=_xy(runs, chosen), error_labels=error_labels,
+        label_names=sorted({k for e in error_labels.values() for k in e["by_label"]}),
+        category_names=sorted({k for e in error_labels.values() for k in e["by_category"]}),
+        spearman=spearman_rows, spearman_omitted=omitted,
+        questions=[q for run in runs
+                   for q in _question_rows(run, tiers[run.label], chosen,
+                                           label_maps.get(run.label, {}))],
+    )

@@ -1,0 +1,553 @@
+"""The cross-run report as one self-contained, offline HTML page.
+
+No external URL: plots are matplotlib PNGs embedded as ``data:`` URIs, the question browser
+is a plain table filtered by a few lines of inline JavaScript. Everything that comes from
+records (questions, answers, predictions, labels, run names) is untrusted and escaped.
+matplotlib is an optional dependency (``pip install 'memgauge[report]'``), imported only here.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from memgauge.analysis import Cell, QuestionRow, ReportTables, RunRow
+from memgauge.errors import ConfigError
+from memgauge.report._tables_md import (
+    DEPTH_NOTE,
+    MISSING,
+    fmt_cell,
+    fmt_ci,
+    fmt_pct,
+    fmt_rho,
+    fmt_se,
+    ranked,
+)
+
+__all__ = ["render_html", "script_json"]
+
+DPI = 100
+CORRECTNESS = ("right", "wrong", "error", "unscored")
+NO_LABEL = "none"
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+_MPL_RC = {
+    "text.parse_math": False,  # run names and abilities are text, never mathtext
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "figure.facecolor": "white",
+    "savefig.facecolor": "white",
+}
+
+
+def _e(value: Any) -> str:
+    """Escape for HTML text and attribute values alike."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def script_json(data: Any) -> str:
+    """JSON safe to place inside a ``<script>`` element: ``<``, ``>`` and ``&`` are written
+    as ``\\u003c``, ``\\u003e``, ``\\u0026`` so no text can close the element."""
+    text = json.dumps(data, ensure_ascii=False, allow_nan=False, sort_keys=True, default=str)
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+# --- matplotlib ---------------------------------------------------------------------------
+
+
+class _Plots:
+    """Makes figures without pyplot (no global backend switch) and embeds them as PNG."""
+
+    def __init__(self) -> None:
+        try:
+            import matplotlib
+            from matplotlib.backends.backend_agg import FigureCanvasAgg
+            from matplotlib.figure import Figure
+        except ImportError as exc:
+            raise ConfigError(
+                "--format html draws its plots with matplotlib, which is not installed; "
+                "install the report extra: pip install 'memgauge[report]'"
+            ) from exc
+        self._mpl = matplotlib
+        self._figure = Figure
+        self._canvas = FigureCanvasAgg
+
+    @contextmanager
+    def figure(self, width: float, height: float) -> Iterator[Any]:
+        with self._mpl.rc_context(_MPL_RC):
+            fig = self._figure(figsize=(width, height), layout="constrained")
+            self._canvas(fig)
+            yield fig
+
+    def cmap(self, name: str) -> Any:
+        return self._mpl.colormaps[name].with_extremes(bad="#e6e6e6")
+
+    @staticmethod
+    def img(fig: Any, alt: str) -> str:
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+        uri = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+        return f'<img src="{uri}" alt="{_e(alt)}">'
+
+
+def _colors(plots: _Plots, keys: Sequence[str]) -> dict[str, Any]:
+    cmap = plots._mpl.colormaps["tab10" if len(keys) <= 10 else "tab20"]
+    return {k: cmap(i % cmap.N) for i, k in enumerate(keys)}
+
+
+def _short(text: str, limit: int = 28) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _heatmap(plots: _Plots, ax: Any, grid: Mapping[str, Mapping[str, Cell]],
+             rows: Sequence[str], cols: Sequence[str], title: str) -> None:
+    """Accuracy cells coloured 0–1 and annotated with the percentage and n."""
+    import numpy as np
+
+    values = np.full((len(rows), len(cols)), np.nan)
+    for i, r in enumerate(rows):
+        for j, c in enumerate(cols):
+            cell = grid.get(r, {}).get(c)
+            if cell is not None and cell.n:
+                values[i, j] = cell.accuracy
+    ax.imshow(np.ma.masked_invalid(values), cmap=plots.cmap("viridis"), vmin=0, vmax=1,
+              aspect="auto")
+    for i, r in enumerate(rows):
+        for j, c in enumerate(cols):
+            cell = grid.get(r, {}).get(c)
+            if cell is None or not cell.n:
+                ax.text(j, i, MISSING, ha="center", va="center", color="#555", fontsize=8)
+                continue
+            color = "black" if cell.accuracy > 0.6 else "white"
+            ax.text(j, i, f"{fmt_pct(cell.accuracy)}\nn={cell.n}", ha="center",
+                    va="center", color=color, fontsize=8)
+    ax.set_xticks(range(len(cols)), [_short(c, 26) for c in cols], rotation=30, ha="right")
+    ax.set_yticks(range(len(rows)), [_short(r) for r in rows])
+    ax.set_title(_short(title, 60))
+    for side in ("top", "right", "left", "bottom"):
+        ax.spines[side].set_visible(False)
+
+
+def _panels(plots: _Plots, n: int, *, panel_w: float, panel_h: float, ncols: int,
+            draw: Callable[[Any, int], None], alt: str, legend: bool = False) -> str:
+    """A grid of ``n`` panels drawn by ``draw(ax, index)``, as one embedded image; with
+    ``legend``, one shared legend below the panels."""
+    ncols = max(1, min(ncols, n))
+    nrows = math.ceil(n / ncols)
+    with plots.figure(panel_w * ncols, panel_h * nrows + (0.5 if legend else 0)) as fig:
+        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        for i, ax in enumerate(axes):
+            if i < n:
+                draw(ax, i)
+            else:
+                ax.set_visible(False)
+        if legend:
+            _figure_legend(fig, axes)
+        return plots.img(fig, alt)
+
+
+def _figure_legend(fig: Any, axes: Sequence[Any]) -> None:
+    """One legend for all panels, below them, each label once."""
+    handles: dict[str, Any] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    if handles:
+        fig.legend(list(handles.values()), list(handles), loc="outside lower center",
+                   ncols=min(len(handles), 4), frameon=False)
+
+
+# --- HTML building blocks -----------------------------------------------------------------
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], *, left: int = 1,
+           cls: str = "") -> str:
+    """An HTML table; ``header`` and ``rows`` hold already-escaped HTML."""
+    head = "".join(f'<th{" class=num" if i >= left else ""}>{h}</th>'
+                   for i, h in enumerate(header))
+    body = "".join(
+        "<tr>" + "".join(f'<td{" class=num" if i >= left else ""}>{c}</td>'
+                         for i, c in enumerate(row)) + "</tr>" for row in rows)
+    return (f'<table{f" class={cls}" if cls else ""}><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table>")
+
+
+def _grid_table(grid: Mapping[str, Mapping[str, Cell]], cols: Sequence[str],
+                corner: str) -> str:
+    rows = [[_e(k), *(_e(fmt_cell(cells.get(c))) for c in cols)] for k, cells in grid.items()]
+    return _table([_e(corner), *(_e(c) for c in cols)], rows)
+
+
+def _section(anchor: str, title: str, *parts: str) -> str:
+    return f'<section id="{anchor}"><h2>{_e(title)}</h2>{"".join(parts)}</section>'
+
+
+def _note(text: str) -> str:
+    return f'<p class="note">{_e(text)}</p>'
+
+
+def _fig(img: str) -> str:
+    return f"<figure>{img}</figure>"
+
+
+# --- sections -----------------------------------------------------------------------------
+
+
+def _header(t: ReportTables, title: str) -> str:
+    runs = "".join(f"<li><b>{_e(r.run)}</b> — {_e(r.system)}, tier {_e(r.tier)}: "
+                   f"{r.n_records} records ({r.n_ok} ok, {r.n_errors} errors)</li>"
+                   for r in t.runs)
+    nav = "".join(f'<a href="#{a}">{_e(n)}</a>' for a, n in (
+        ("leaderboard", "Leaderboard"), ("tiers", "Tiers"), ("abilities", "Abilities"),
+        ("depth", "Evidence depth"), ("xy", "X×Y"), ("errors", "Error labels"),
+        ("coverage", "Coverage"), ("spearman", "Spearman"), ("questions", "Questions")))
+    return (f"<header><h1>{_e(title)}</h1><nav>{nav}</nav>"
+            f"<ul class=facts><li>Primary scorer: <code>{_e(t.primary or 'none')}</code> "
+            f"(other scorers: {_e(', '.join(s for s in t.scorers if s != t.primary) or '—')})"
+            f"</li><li>{t.confidence * 100:g}% CI: {_e(t.ci_method)}, {t.n_resamples} "
+            f"resamples, seed {t.seed}; SE clustered by episode.</li>"
+            "<li>Accuracy counts status=ok records carrying the primary score; errors are "
+            "counted apart, never as wrong. <i>n</i> is the number of scored questions behind "
+            f"a figure.</li></ul><h3>Runs</h3><ul>{runs}</ul></header>")
+
+
+def _leaderboard(t: ReportTables, plots: _Plots) -> str:
+    ranked_runs = ranked(t.runs)
+    ci = f"Accuracy (micro) {t.confidence * 100:g}% CI"
+    header = ["Run", "System", "Tier", "n ok", "Errors", ci, "Macro (abilities)",
+              "SE clustered (episodes)", "Coverage", "Per-answer acc.", "Refusal acc.",
+              "Evidence recall"]
+    others = [s for s in t.scorers if s != t.primary]
+    rows = []
+    for r in ranked_runs:
+        errors = str(r.n_errors)
+        if r.error_kinds:
+            errors += " (" + ", ".join(f"{k}: {n}" for k, n in r.error_kinds.items()) + ")"
+        rows.append([_e(r.run), _e(r.system), _e(r.tier), str(r.n_ok), _e(errors),
+                     _e(f"{fmt_pct(r.accuracy)} {fmt_ci(r.ci_low, r.ci_high)} (n={r.n})"),
+                     _e(f"{fmt_pct(r.macro_accuracy)} ({r.n_abilities})"),
+                     _e(f"{fmt_se(r.se_clustered)} ({r.n_episodes})"),
+                     _e(f"{fmt_pct(r.coverage)} ({r.n_attempted}/{r.n_answerable})"),
+                     _e(f"{fmt_pct(r.per_answer_accuracy)} (n={r.n_per_answer})"),
+                     _e(f"{fmt_pct(r.refusal_accuracy)} (n={r.n_refusal})"),
+                     _e(f"{fmt_pct(r.evidence_recall)} (n={r.n_recall})"),
+                     *(_e(fmt_cell(r.scores.get(s))) for s in others)])
+    table = _table([*map(_e, header), *map(_e, others)], rows, left=3, cls="wide")
+    table = f'<div class="scroll">{table}</div>'
+    plot = _fig(_leaderboard_plot(ranked_runs, plots))
+    return _section("leaderboard", "Leaderboard", _note("Best micro accuracy first."), table,
+                    plot)
+
+
+def _leaderboard_plot(runs: Sequence[RunRow], plots: _Plots) -> str:
+    with plots.figure(7.5, 0.8 + 0.42 * len(runs)) as fig:
+        ax = fig.add_subplot()
+        ys = list(range(len(runs)))[::-1]
+        for y, r in zip(ys, runs, strict=True):
+            if not math.isfinite(r.accuracy):
+                ax.text(0.01, y, "no score", va="center", color="#555")
+                continue
+            err = None
+            if math.isfinite(r.ci_low) and math.isfinite(r.ci_high):
+                err = [[r.accuracy - r.ci_low], [r.ci_high - r.accuracy]]
+            ax.barh(y, r.accuracy, xerr=err, color="#4c72b0", capsize=3, height=0.6)
+            ax.text(min(r.accuracy, 1.0) + 0.01, y + 0.3, f"{r.accuracy * 100:.1f}% (n={r.n})",
+                    va="center", fontsize=8)
+        ax.set_yticks(ys, [_short(r.run, 40) for r in runs])
+        ax.set_xlim(0, 1.18)
+        ax.set_xlabel("accuracy (micro), error bars: bootstrap CI")
+        return plots.img(fig, "Accuracy per run with confidence intervals")
+
+
+def _tiers(t: ReportTables, plots: _Plots) -> str:
+    tables = "".join(f"<h3>{_e(s.label)}</h3>"
+                     + _grid_table(t.tier_curves.get(s.label, {}), s.tiers, "Ability")
+                     for s in t.systems)
+    colors = _colors(plots, t.abilities)
+    rank = {a: i for i, a in enumerate(t.abilities)}
+
+    def draw(ax: Any, i: int) -> None:
+        system = t.systems[i]
+        xs = range(len(system.tiers))
+        for ability, cells in t.tier_curves.get(system.label, {}).items():
+            ys = [cells[tier].accuracy if cells[tier].n else math.nan for tier in system.tiers]
+            k = rank[ability]  # earlier lines wider, so lines that coincide stay visible
+            ax.plot(xs, ys, marker=_MARKERS[k % len(_MARKERS)], color=colors[ability],
+                    label=ability, linewidth=max(1.0, 3.5 - 0.6 * k),
+                    markersize=max(4.0, 10.0 - 1.2 * k), zorder=2 + k)
+        ax.set_xticks(list(xs), system.tiers)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("tier")
+        ax.set_ylabel("accuracy")
+        ax.set_title(_short(system.label, 50))
+        ax.grid(alpha=0.3)
+
+    img = ""
+    if t.systems and t.abilities:
+        n = len(t.systems)
+        img = _fig(_panels(plots, n, panel_w=4.2, panel_h=3.2, ncols=3, draw=draw,
+                           alt="Accuracy against tier, one line per ability", legend=True))
+    return _section("tiers", "Accuracy vs tier, per ability", img, tables)
+
+
+def _abilities(t: ReportTables, plots: _Plots) -> str:
+    if not t.abilities:
+        return _section("abilities", "Accuracy by ability", _note("No records."))
+    runs = [r.run for r in t.runs]
+    with plots.figure(1.3 + 1.05 * len(t.abilities), 1.4 + 0.5 * len(runs)) as fig:
+        _heatmap(plots, fig.add_subplot(), t.ability_matrix, runs, t.abilities,
+                 "accuracy by run and ability")
+        img = plots.img(fig, "Heatmap of accuracy by run and ability")
+    return _section("abilities", "Accuracy by ability", _fig(img),
+                    _grid_table(t.ability_matrix, t.abilities, "Run"))
+
+
+def _depth(t: ReportTables, plots: _Plots) -> str:
+    if not t.depth:
+        return _section("depth", "Accuracy by evidence depth × tier", _note(t.depth_note))
+    systems = list(t.depth)
+    tiers = {s.label: s.tiers for s in t.systems}
+
+    def draw(ax: Any, i: int) -> None:
+        grid = t.depth[systems[i]]
+        _heatmap(plots, ax, grid, list(grid), tiers.get(systems[i], []), systems[i])
+        ax.set_ylabel("evidence depth")
+
+    width = 1.6 + 1.0 * max(len(v) for v in tiers.values())
+    img = _panels(plots, len(systems), panel_w=width, panel_h=3.0, ncols=3, draw=draw,
+                  alt="Heatmaps of accuracy by evidence depth and tier")
+    tables = "".join(f"<h3>{_e(s)}</h3>" + _grid_table(g, tiers.get(s, []), "Depth")
+                     for s, g in t.depth.items())
+    note = _note(DEPTH_NOTE)
+    return _section("depth", "Accuracy by evidence depth × tier", note, _fig(img), tables)
+
+
+def _xy(t: ReportTables, plots: _Plots) -> str:
+    title = "Visual granularity (X) × reasoning depth (Y)"
+    if not t.xy:
+        return _section("xy", title, _note("No record carries both X and Y labels."))
+    runs = list(t.xy)
+
+    def draw(ax: Any, i: int) -> None:
+        grid = t.xy[runs[i]]
+        _heatmap(plots, ax, grid, list(grid), list(next(iter(grid.values()))), runs[i])
+
+    img = _panels(plots, len(runs), panel_w=3.4, panel_h=3.0, ncols=4, draw=draw,
+                  alt="Heatmaps of accuracy by X and Y label")
+    tables = "".join(f"<h3>{_e(run)}</h3>"
+                     + _grid_table(g, list(next(iter(g.values()))), "X \\ Y")
+                     for run, g in t.xy.items())
+    return _section("xy", title, _fig(img), tables)
+
+
+def _errors(t: ReportTables, plots: _Plots) -> str:
+    title = "Error labels (rule-assigned, primary scorer)"
+    if not t.error_labels:
+        return _section("errors", title, _note("No scorer, so no labels."))
+    runs = list(t.error_labels)
+    labels, cats = t.label_names, t.category_names
+    label_rows = [[_e(r), str(e["n_wrong"]), *(str(e["by_label"].get(x, 0)) for x in labels)]
+                  for r, e in t.error_labels.items()]
+    cat_rows = [[_e(r), *(str(e["by_category"].get(c, 0)) for c in cats)]
+                for r, e in t.error_labels.items()]
+    img = ""
+    if cats:
+        colors = _colors(plots, cats)
+        with plots.figure(7.5, 1.3 + 0.42 * len(runs)) as fig:
+            ax = fig.add_subplot()
+            ys = list(range(len(runs)))[::-1]
+            left = [0] * len(runs)
+            for c in cats:
+                counts = [t.error_labels[r]["by_category"].get(c, 0) for r in runs]
+                ax.barh(ys, counts, left=left, color=colors[c], label=c, height=0.6)
+                left = [a + b for a, b in zip(left, counts, strict=True)]
+            ax.set_yticks(ys, [_short(r, 40) for r in runs])
+            ax.set_xlabel("wrong answers by error category")
+            _figure_legend(fig, [ax])
+            img = _fig(plots.img(fig, "Error categories per run (stacked)"))
+    return _section("errors", title, img,
+                    _table([_e("Run"), _e("Wrong"), *map(_e, labels)], label_rows),
+                    _table([_e("Run"), *map(_e, cats)], cat_rows))
+
+
+def _coverage(t: ReportTables, plots: _Plots) -> str:
+    rows = [[_e(r.run), _e(f"{fmt_pct(r.coverage)} ({r.n_attempted}/{r.n_answerable})"),
+             _e(f"{fmt_pct(r.per_answer_accuracy)} (n={r.n_per_answer})")] for r in t.runs]
+    table = _table([_e("Run"), _e("Coverage (attempted/answerable)"),
+                    _e("Per-answer accuracy")], rows)
+    points = [r for r in t.runs
+              if math.isfinite(r.coverage) and math.isfinite(r.per_answer_accuracy)]
+    if not points:
+        return _section("coverage", "Coverage vs per-answer accuracy", table,
+                        _note("No run has both a coverage and a per-answer accuracy."))
+    plotted = {r.run for r in points}
+    left_out = [r.run for r in t.runs if r.run not in plotted]
+    note = _note("Not plotted (no per-answer accuracy, e.g. nothing attempted): "
+                 + ", ".join(left_out)) if left_out else ""
+    with plots.figure(5.5, 4.2) as fig:
+        ax = fig.add_subplot()
+        ax.scatter([r.coverage for r in points], [r.per_answer_accuracy for r in points],
+                   color="#dd8452", zorder=3)
+        for r in points:
+            ax.annotate(_short(r.run, 30), (r.coverage, r.per_answer_accuracy),
+                        textcoords="offset points", xytext=(4, 4), fontsize=7)
+        ax.set_xlim(-0.03, 1.08)
+        ax.set_ylim(-0.03, 1.08)
+        ax.set_xlabel("coverage (answerable questions attempted)")
+        ax.set_ylabel("per-answer accuracy")
+        ax.grid(alpha=0.3)
+        img = plots.img(fig, "Coverage against per-answer accuracy, one point per run")
+    return _section("coverage", "Coverage vs per-answer accuracy", _fig(img), note, table)
+
+
+def _spearman(t: ReportTables) -> str:
+    parts = []
+    if t.spearman:
+        rows = [[_e(s.ability_a), _e(s.ability_b), str(s.n_runs),
+                 _e(fmt_rho(s.rho) + (f" ({s.note})" if s.note else ""))] for s in t.spearman]
+        parts.append(_table(["Ability A", "Ability B", "Runs", "ρ"], rows, left=2))
+    else:
+        parts.append(_note("No pair of abilities is shared by 3 or more runs."))
+    if t.spearman_omitted:
+        items = "".join(f"<li>{_e(o['ability_a'])} / {_e(o['ability_b'])}: "
+                        f"{_e(o['reason'])}</li>" for o in t.spearman_omitted)
+        parts.append(f"<details><summary>Omitted pairs ({len(t.spearman_omitted)})</summary>"
+                     f"<ul>{items}</ul></details>")
+    return _section("spearman", "Spearman correlation of abilities across runs", *parts)
+
+
+# --- question browser ---------------------------------------------------------------------
+
+_FILTERS = (("run", "Run"), ("ability", "Ability"), ("tier", "Tier"),
+            ("correct", "Correctness"), ("label", "Error label"))
+
+_BROWSER_JS = """
+(function () {
+  var rows = Array.prototype.slice.call(document.querySelectorAll("#q-table tbody tr"));
+  var selects = Array.prototype.slice.call(document.querySelectorAll("select[data-key]"));
+  var counter = document.getElementById("q-count");
+  function apply() {
+    var shown = 0;
+    rows.forEach(function (tr) {
+      var keep = selects.every(function (s) {
+        return s.value === "" || tr.getAttribute("data-" + s.dataset.key) === s.value;
+      });
+      tr.hidden = !keep;
+      if (keep) { shown += 1; }
+    });
+    counter.textContent = shown + " of " + rows.length + " shown";
+  }
+  selects.forEach(function (s) { s.addEventListener("change", apply); });
+  apply();
+})();
+"""
+
+
+def _attrs(q: QuestionRow) -> dict[str, str]:
+    return {"run": q.run, "ability": q.ability, "tier": q.tier, "correct": q.correct,
+            "label": q.error_label or NO_LABEL}
+
+
+def _filter_values(t: ReportTables) -> dict[str, list[str]]:
+    seen: dict[str, list[str]] = {key: [] for key, _ in _FILTERS}
+    for q in t.questions:
+        for key, value in _attrs(q).items():
+            if value not in seen[key]:
+                seen[key].append(value)
+    order = {"run": [r.run for r in t.runs], "ability": t.abilities, "tier": t.tiers,
+             "correct": list(CORRECTNESS), "label": [*t.label_names, NO_LABEL]}
+    return {k: [v for v in order[k] if v in seen[k]] + [v for v in seen[k] if v not in order[k]]
+            for k in seen}
+
+
+def _question_cells(q: QuestionRow) -> list[str]:
+    gold = " | ".join(q.gold) if isinstance(q.gold, list) else q.gold
+    scores = "<br>".join(f"{_e(k)}&nbsp;{v:.2f}" for k, v in q.scores.items()) or MISSING
+    error = f"{_e(q.error_kind)}: {_e(q.error_message or '')}" if q.error_kind else ""
+    retrieved = "<br>".join(_e(p) for p in q.retrieved)
+    if q.evidence_recall is not None:
+        retrieved += f"<br><i>recall {q.evidence_recall * 100:.0f}%</i>"
+    ident = f"{_e(q.question_id)}<br><small>{_e(q.episode_id)}</small>"
+    ability = _e(q.ability) + (f"<br><small>{_e(q.subtype)}</small>" if q.subtype else "")
+    depth = f"{q.evidence_depth:.2f}" if q.evidence_depth is not None else ""
+    return [_e(q.run), ident, ability, _e(q.tier), f'<div class="clip">{_e(q.question)}</div>',
+            f'<div class="clip">{_e(gold)}</div>',
+            f'<div class="clip">{_e(q.prediction or "")}</div>', scores,
+            f'<span class="tag {_e(q.correct)}">{_e(q.correct)}</span>', _e(q.error_label or ""),
+            f'<div class="clip">{error}</div>', f'<div class="clip">{retrieved}</div>', depth]
+
+
+def _browser(t: ReportTables) -> str:
+    selects = []
+    values = _filter_values(t)
+    for key, name in _FILTERS:
+        opts = "".join(f'<option value="{_e(v)}">{_e(v)}</option>' for v in values[key])
+        selects.append(f'<label>{_e(name)} <select id="f-{key}" data-key="{key}">'
+                       f'<option value="">all</option>{opts}</select></label>')
+    header = ["Run", "Question id", "Ability", "Tier", "Question", "Gold", "Prediction",
+              "Scores", "Result", "Error label", "Error", "Retrieved", "Depth"]
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = []
+    for q in t.questions:
+        attrs = " ".join(f'data-{k}="{_e(v)}"' for k, v in _attrs(q).items())
+        body.append(f"<tr {attrs}>" + "".join(f"<td>{c}</td>" for c in _question_cells(q))
+                    + "</tr>")
+    n = len(t.questions)
+    return _section(
+        "questions", "Questions",
+        f'<div class="filters">{"".join(selects)} <span id="q-count">{n} of {n} shown</span>'
+        "</div>",
+        f'<div class="scroll"><table id="q-table"><thead><tr>{head}</tr></thead>'
+        f'<tbody>{"".join(body)}</tbody></table></div>')
+
+
+# --- page ---------------------------------------------------------------------------------
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;
+ max-width:1400px;padding:0 1.5em 3em;color:#222}
+h1{margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
+nav a{margin-right:1em} code{background:#f3f3f3;padding:0 .3em}
+table{border-collapse:collapse;margin:.6em 0 1em;font-size:13px}
+th,td{border:1px solid #ddd;padding:.25em .5em;vertical-align:top;text-align:left}
+th{background:#f5f5f5} td.num,th.num{text-align:right;white-space:nowrap}
+figure{margin:.8em 0} figure img{max-width:100%;height:auto}
+.note{color:#555;font-style:italic}
+.legend .key{margin-right:1.2em;white-space:nowrap}
+.swatch{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:-.1em}
+.filters{position:sticky;top:0;background:#fff;padding:.5em 0;z-index:2}
+.filters label{margin-right:1em} #q-count{font-weight:600}
+.scroll{overflow-x:auto} #q-table td{max-width:26em} table.wide td{white-space:nowrap}
+td.nowrap{white-space:nowrap}
+.clip{max-height:9em;overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere}
+.tag{padding:0 .4em;border-radius:3px} .right{background:#d9f2d9} .wrong{background:#f8d7d7}
+.error{background:#fde9c4} .unscored{background:#e6e6e6}
+"""
+
+
+def render_html(tables: ReportTables, *, title: str) -> str:
+    """The report page: header, leaderboard with CIs, accuracy vs tier, ability heatmap,
+    evidence depth × tier, X×Y, error categories, coverage scatter, Spearman table and a
+    filterable per-question browser. Raises :class:`~memgauge.errors.ConfigError` when
+    matplotlib (the ``report`` extra) is missing."""
+    plots = _Plots()
+    t = tables
+    data = {k: v for k, v in t.to_dict().items() if k != "questions"}
+    body = [
+        _header(t, title), _leaderboard(t, plots), _tiers(t, plots), _abilities(t, plots),
+        _depth(t, plots), _xy(t, plots), _errors(t, plots), _coverage(t, plots), _spearman(t),
+        _browser(t),
+    ]
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
+            + "\n".join(body)
+            + f'\n<script type="application/json" id="report-data">{script_json(data)}</script>'
+            + f"\n<script>{_BROWSER_JS}</script>\n</body></html>\n")

@@ -1,0 +1,197 @@
+"""Render :class:`~memgauge.analysis.ReportTables` (the cross-run tables) as Markdown and
+JSON. The formatting helpers here are shared with the HTML page so that all three carry the
+same numbers, written the same way."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memgauge.analysis import Cell, ReportTables, RunRow
+
+__all__ = ["fmt_cell", "fmt_ci", "fmt_pct", "fmt_rho", "fmt_se", "ranked",
+           "render_tables_json", "render_tables_markdown", "tables_payload"]
+
+MISSING = "—"
+DEPTH_NOTE = ("Evidence depth: share of the history after the earliest evidence session "
+              "(0 = the most recent session, towards 1 = the start of a long history).")
+
+
+def fmt_pct(x: float | None) -> str:
+    """A share in [0, 1] as a percentage with one decimal; ``—`` when undefined."""
+    if x is None or not math.isfinite(x):
+        return MISSING
+    return f"{x * 100:.1f}%"
+
+
+def fmt_ci(low: float | None, high: float | None) -> str:
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return MISSING
+    return f"[{low * 100:.1f}, {high * 100:.1f}]"
+
+
+def fmt_cell(cell: Cell | None) -> str:
+    """``66.7% (n=3)``; ``—`` when there is nothing to score."""
+    if cell is None or cell.n == 0:
+        return MISSING
+    return f"{fmt_pct(cell.accuracy)} (n={cell.n})"
+
+
+def fmt_se(se: float) -> str:
+    return f"±{se * 100:.1f} pp" if math.isfinite(se) else MISSING
+
+
+def fmt_rho(rho: float) -> str:
+    return f"{rho:+.2f}" if math.isfinite(rho) else MISSING
+
+
+def ranked(runs: Sequence[RunRow]) -> list[RunRow]:
+    """Leaderboard order: micro accuracy, best first; runs without a score last, ties in
+    the given order."""
+    return sorted(runs, key=lambda r: -r.accuracy if math.isfinite(r.accuracy) else math.inf)
+
+
+def _md(value: Any) -> str:
+    """Text safe inside a Markdown table cell: one line, pipes escaped."""
+    return " ".join(str(value).split()).replace("|", "\\|")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> str:
+    sep = ["---" if i < left else "---:" for i in range(len(header))]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _grid(rows: Mapping[str, Mapping[str, Cell]], cols: Sequence[str], corner: str) -> str:
+    body = [[_md(key), *(fmt_cell(cells.get(c)) for c in cols)] for key, cells in rows.items()]
+    return _table([corner, *(_md(c) for c in cols)], body)
+
+
+def _leaderboard(t: ReportTables) -> list[str]:
+    ci = f"{t.confidence * 100:g}% CI"
+    header = ["Run", "System", "Tier", "n ok", "Errors", f"Accuracy (micro) {ci}",
+              "Macro (abilities)", "SE clustered (episodes)", "Coverage", "Per-answer acc.",
+              "Refusal acc.", "Evidence recall"]
+    others = [s for s in t.scorers if s != t.primary]
+    header += [_md(s) for s in others]
+    rows = []
+    for r in ranked(t.runs):
+        row = [_md(r.run), _md(r.system), _md(r.tier), str(r.n_ok), str(r.n_errors),
+               f"{fmt_pct(r.accuracy)} {fmt_ci(r.ci_low, r.ci_high)} (n={r.n})",
+               f"{fmt_pct(r.macro_accuracy)} ({r.n_abilities})",
+               f"{fmt_se(r.se_clustered)} ({r.n_episodes})",
+               f"{fmt_pct(r.coverage)} ({r.n_attempted}/{r.n_answerable})",
+               f"{fmt_pct(r.per_answer_accuracy)} (n={r.n_per_answer})",
+               f"{fmt_pct(r.refusal_accuracy)} (n={r.n_refusal})",
+               f"{fmt_pct(r.evidence_recall)} (n={r.n_recall})"]
+        row += [fmt_cell(r.scores.get(s)) for s in others]
+        rows.append(row)
+    return ["### Leaderboard", "", "Best micro accuracy first.", "", _table(header, rows, left=3),
+            ""]
+
+
+def _tier_sections(t: ReportTables) -> list[str]:
+    out = ["### Accuracy vs tier, per ability", ""]
+    for system in t.systems:
+        curves = t.tier_curves.get(system.label, {})
+        out += [f"**{_md(system.label)}**", "",
+                _grid(curves, system.tiers, "Ability") if curves else "No records.", ""]
+    out += ["### Accuracy by evidence depth × tier", ""]
+    if not t.depth:
+        return [*out, t.depth_note, ""]
+    out += [DEPTH_NOTE, ""]
+    for system, bins in t.depth.items():
+        tiers = next((s.tiers for s in t.systems if s.label == system), [])
+        out += [f"**{_md(system)}**", "", _grid(bins, tiers, "Depth"), ""]
+    return out
+
+
+def _xy_section(t: ReportTables) -> list[str]:
+    out = ["### Visual granularity (X) × reasoning depth (Y)", ""]
+    if not t.xy:
+        return [*out, "No record carries both X and Y labels.", ""]
+    for run, grid in t.xy.items():
+        cols = list(next(iter(grid.values()), {}))
+        out += [f"**{_md(run)}**", "", _grid(grid, cols, "X \\ Y"), ""]
+    return out
+
+
+def _error_section(t: ReportTables) -> list[str]:
+    out = ["### Error labels (rule-assigned, primary scorer)", ""]
+    if not t.error_labels:
+        return [*out, "No scorer, so no labels.", ""]
+    labels, cats = t.label_names, t.category_names
+    rows = [[_md(run), str(e["n_wrong"]), *(str(e["by_label"].get(lab, 0)) for lab in labels)]
+            for run, e in t.error_labels.items()]
+    out += [_table(["Run", "Wrong", *(_md(lab) for lab in labels)], rows), ""]
+    rows = [[_md(run), *(str(e["by_category"].get(c, 0)) for c in cats)]
+            for run, e in t.error_labels.items()]
+    out += [_table(["Run", *(_md(c) for c in cats)], rows), ""]
+    return out
+
+
+def _coverage_section(t: ReportTables) -> list[str]:
+    rows = [[_md(r.run), f"{fmt_pct(r.coverage)} ({r.n_attempted}/{r.n_answerable})",
+             f"{fmt_pct(r.per_answer_accuracy)} (n={r.n_per_answer})"] for r in t.runs]
+    return ["### Coverage vs per-answer accuracy", "",
+            _table(["Run", "Coverage (attempted/answerable)", "Per-answer accuracy"], rows), ""]
+
+
+def _spearman_section(t: ReportTables) -> list[str]:
+    out = ["### Spearman correlation of abilities across runs", ""]
+    if t.spearman:
+        rows = [[_md(s.ability_a), _md(s.ability_b), str(s.n_runs),
+                 fmt_rho(s.rho) + (f" ({_md(s.note)})" if s.note else "")]
+                for s in t.spearman]
+        out += [_table(["Ability A", "Ability B", "Runs", "ρ"], rows, left=2), ""]
+    else:
+        out += ["No pair of abilities is shared by 3 or more runs.", ""]
+    if t.spearman_omitted:
+        out += [f"Omitted pairs ({len(t.spearman_omitted)}): "
+                + "; ".join(f"{_md(o['ability_a'])} / {_md(o['ability_b'])}: {_md(o['reason'])}"
+                            for o in t.spearman_omitted), ""]
+    return out
+
+
+def render_tables_markdown(tables: ReportTables) -> str:
+    """The cross-run sections as Markdown (the per-question rows are left to the HTML)."""
+    t = tables
+    n_runs = len(t.runs)
+    out = ["## Across runs", "",
+           f"- **Runs:** {n_runs} ({', '.join(_md(r.run) for r in t.runs)})",
+           f"- **Primary scorer:** `{t.primary}`" if t.primary else "- **Primary scorer:** none",
+           (f"- **CI:** {t.confidence * 100:g}%, {t.ci_method}, {t.n_resamples} resamples, "
+            f"seed {t.seed}; SE clustered by episode"),
+           ("- Accuracy counts status=ok records carrying the primary score; errors are counted "
+            "apart, never as wrong. `(n=…)` is the number of scored questions behind a figure."),
+           ""]
+    out += _leaderboard(t)
+    out += ["### Accuracy by ability", "",
+            _grid(t.ability_matrix, t.abilities, "Run") if t.abilities else "No records.", ""]
+    out += _tier_sections(t)
+    out += _xy_section(t)
+    out += _error_section(t)
+    out += _coverage_section(t)
+    out += _spearman_section(t)
+    out += ["### Questions", "",
+            (f"{len(t.questions)} question rows over {n_runs} run(s); browse and filter them "
+             "in the HTML report (`memgauge report RUN... --format html`)."), ""]
+    return "\n".join(out)
+
+
+def tables_payload(runs: Sequence[Mapping[str, Any]], tables: ReportTables) -> dict[str, Any]:
+    """The JSON document of a report: ``{"runs": [per-run payloads], "tables": ...}``; with a
+    single run its ``meta`` and ``summary`` also stay at the top level, as before."""
+    payload: dict[str, Any] = {"runs": list(runs), "tables": tables.to_dict()}
+    if len(runs) == 1:
+        payload.update({k: v for k, v in runs[0].items() if k not in payload})
+    return payload
+
+
+def render_tables_json(runs: Sequence[Mapping[str, Any]], tables: ReportTables) -> str:
+    """:func:`tables_payload` as strict JSON (sorted keys, indent 2, no NaN)."""
+    return json.dumps(tables_payload(runs, tables), indent=2, sort_keys=True,
+                      ensure_ascii=False, allow_nan=False, default=str) + "\n"

@@ -1,0 +1,143 @@
+"""The HTML report: self-contained, escaped, embedded plots, the same numbers as the tables."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+import sys
+from html.parser import HTMLParser
+
+import pytest
+from PIL import Image
+from report_runs import IE, identity, rec, three_runs, write_three
+from typer.testing import CliRunner
+
+from memgauge.analysis import RunData, build_tables
+from memgauge.cli import app
+from memgauge.errors import ConfigError
+from memgauge.report import render_html
+from memgauge.report._html import script_json
+
+pytest.importorskip("matplotlib")
+
+runner = CliRunner()
+EVIL = "<script>alert(1)</script>"
+
+
+def evil_runs() -> list[RunData]:
+    runs = three_runs()
+    evil = [rec("q9", 0.0, prediction=EVIL, question="<img src=x onerror=alert(2)>",
+                gold='"quoted" & <b>bold</b>', x="X4", y="Y2")]
+    manifest = identity("<svg onload=alert(3)>", "8k")
+    return [*runs, RunData('run"<u>', manifest, evil)]
+
+
+@pytest.fixture(scope="module")
+def page() -> str:
+    return render_html(build_tables(evil_runs()), title="report <title>")
+
+
+def test_untrusted_text_is_escaped(page):
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<script>alert" not in page and "<img src=x" not in page
+    assert "<svg onload" not in page and "<u>" not in page
+    assert "&quot;quoted&quot; &amp; &lt;b&gt;bold&lt;/b&gt;" in page
+    assert 'data-run="run&quot;&lt;u&gt;"' in page
+    assert "<title>report &lt;title&gt;</title>" in page
+    # the only scripts: the JSON data island and the browser code
+    assert len(re.findall(r"<script\b", page)) == 2
+
+
+class _LinkParser(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.values += [v or "" for k, v in attrs if k in ("src", "href", "action")]
+
+
+def _links(page: str) -> list[str]:
+    """Every src/href/action of a real tag (escaped text does not count)."""
+    parser = _LinkParser()
+    parser.feed(page)
+    return parser.values
+
+
+def test_page_is_self_contained(page):
+    assert "http://" not in page and "https://" not in page
+    links = _links(page)
+    assert links and all(v.startswith(("data:image/png;base64,", "#")) for v in links)
+    assert page.startswith("<!DOCTYPE html>")
+
+
+def test_plots_are_embedded_pngs(page):
+    uris = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
+    # leaderboard, tiers, abilities, depth, X×Y, error categories, coverage
+    assert len(uris) == 7
+    for uri in uris:
+        img = Image.open(io.BytesIO(base64.b64decode(uri)))
+        assert img.format == "PNG" and 100 < img.width < 2000 and img.height > 100
+    assert len(page) < 1_000_000
+
+
+def test_data_island_holds_the_tables(page):
+    m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page,
+                  re.DOTALL)
+    assert m and "<" not in m.group(1)
+    data = json.loads(m.group(1))
+    expected = build_tables(evil_runs()).to_dict()
+    expected.pop("questions")
+    assert data == json.loads(json.dumps(expected))
+    assert data["runs"][0]["accuracy"] == 0.6
+
+
+def test_script_json_cannot_close_the_element():
+    value = {"a": "</script><!-- & >"}
+    text = script_json(value)
+    assert not set("<>&") & set(text)
+    assert json.loads(text) == value
+
+
+def test_tables_and_question_rows(page):
+    assert "60.0% [20.0, 100.0] (n=5)" in page  # run A, as in the Markdown
+    assert "66.7% (n=3)" in page
+    rows = re.findall(r"<tr data-run=", page)
+    assert len(rows) == 17
+    assert len(re.findall(r'data-correct="wrong"', page)) == 6  # A: 2, B: 3, evil run: 1
+    assert len(re.findall(r'data-label="answerability_failure"', page)) == 1
+    assert 'id="q-count">17 of 17 shown<' in page
+    for key in ("run", "ability", "tier", "correct", "label"):
+        assert f'<select id="f-{key}" data-key="{key}">' in page
+    assert f'<option value="{IE}">' in page
+    assert "timeout: slow &lt;server&gt;" in page
+
+
+def test_sections_without_data_say_so():
+    page = render_html(build_tables([RunData("solo", {}, [rec("q1", 1.0)])]), title="t")
+    assert "No record carries meta.evidence_depth." in page
+    assert "No record carries both X and Y labels." in page
+    assert "No pair of abilities is shared by 3 or more runs." in page
+
+
+def test_missing_matplotlib_names_the_extra(monkeypatch):
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(ConfigError, match=r"memgauge\[report\]"):
+        render_html(build_tables(three_runs()), title="t")
+
+
+def test_cli_html_writes_the_page(tmp_path, monkeypatch):
+    dirs = write_three(tmp_path / "runs")
+    out = tmp_path / "page.html"
+    r = runner.invoke(app, ["report", *dirs, "--format", "html", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert str(out) in r.output and "<html" not in r.stdout
+    assert "memgauge report: 3 runs" in out.read_text()
+    monkeypatch.chdir(tmp_path)
+    r = runner.invoke(app, ["report", dirs[0], "--format", "html"])
+    assert r.exit_code == 0, r.output
+    assert "<title>memgauge report: A</title>" in (tmp_path / "report.html").read_text()

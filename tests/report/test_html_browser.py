@@ -1,0 +1,104 @@
+"""The HTML report in a real (headless, offline) Chromium: plots render, no script errors,
+filters narrow the question rows, and hostile text stays text.
+
+Skips when Chromium (Debian's ``chromium`` on PATH) or Playwright is missing, or the browser
+cannot start."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from report_runs import rec, three_runs
+
+from memgauge.analysis import RunData, build_tables
+from memgauge.report import render_html
+
+pytest.importorskip("matplotlib")
+
+EVIL = "<script>alert(1)</script>"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    exe = shutil.which("chromium")
+    if exe is None:
+        pytest.skip("chromium is not on PATH")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed")
+    with sync_playwright() as pw:
+        try:
+            chromium = pw.chromium.launch(executable_path=exe, args=ARGS)
+        except Exception as exc:  # noqa: BLE001 - any launch failure means "cannot test here"
+            pytest.skip(f"chromium did not start: {exc}")
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def opened(browser, tmp_path):
+    """The report page loaded from a file:// URL, with console, page errors and dialogs
+    recorded."""
+    runs = [*three_runs(), RunData("D", {}, [rec("q1", 0.0, prediction=EVIL)])]
+    path = tmp_path / "report.html"
+    path.write_text(render_html(build_tables(runs), title="browser test"), encoding="utf-8")
+    page = browser.new_page()
+    events: dict[str, list[str]] = {"console": [], "pageerror": [], "dialog": []}
+    page.on("console", lambda m: events["console"].append(f"{m.type}: {m.text}"))
+    page.on("pageerror", lambda e: events["pageerror"].append(str(e)))
+
+    def on_dialog(dialog):
+        events["dialog"].append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    page.goto(path.as_uri())
+    page.wait_for_load_state("load")
+    yield page, events
+    page.close()
+
+
+def visible_rows(page) -> int:
+    return page.locator("#q-table tbody tr:visible").count()
+
+
+def test_page_loads_without_errors_and_plots_render(opened):
+    page, events = opened
+    assert [m for m in events["console"] if m.startswith("error")] == []
+    assert events["pageerror"] == []
+    sizes = page.evaluate("Array.from(document.images).map(i => [i.complete, i.naturalWidth])")
+    assert len(sizes) == 7 and all(done and width > 0 for done, width in sizes)
+
+
+def test_filters_narrow_rows_and_update_the_counter(opened):
+    page, _ = opened
+    total = 17  # A 6, B 5, C 5, D 1
+    assert visible_rows(page) == total
+    assert page.inner_text("#q-count") == f"{total} of {total} shown"
+    page.select_option("#f-correct", "wrong")  # A: q3, q6; B: q2, q3, q4; D: q1
+    assert visible_rows(page) == 6
+    assert page.inner_text("#q-count") == f"6 of {total} shown"
+    page.select_option("#f-run", "B")
+    assert visible_rows(page) == 3
+    page.select_option("#f-correct", "")
+    page.select_option("#f-label", "answerability_failure")
+    assert visible_rows(page) == 0
+    page.select_option("#f-run", "")
+    assert visible_rows(page) == 1
+    page.select_option("#f-label", "")
+    page.select_option("#f-correct", "error")
+    page.select_option("#f-tier", "8k")
+    assert visible_rows(page) == 1 and page.inner_text("#q-count") == f"1 of {total} shown"
+
+
+def test_hostile_prediction_is_shown_as_text(opened):
+    page, events = opened
+    page.select_option("#f-run", "D")
+    assert visible_rows(page) == 1
+    assert EVIL in page.inner_text("#q-table tbody tr:visible")
+    assert events["dialog"] == []
+    assert page.evaluate("document.querySelectorAll('script').length") == 2
