@@ -238,6 +238,8 @@ def demo(
         _fail(exc)
     bench = root / "benchmark"
     err.print(f"\n[bold]Report:[/] {root / 'report.md'}", highlight=False)
+    if (root / "report.html").exists():
+        err.print(f"[bold]Browsable report:[/] {root / 'report.html'}", highlight=False)
     err.print(
         "\n[bold]Evaluate a real model on this benchmark[/] (any OpenAI-compatible server):\n"
         f"  memgauge run --bench synth --data {bench} --tier {tier_list[-1]} \\\n"

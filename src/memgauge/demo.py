@@ -68,7 +68,23 @@ def run_demo(config: DemoConfig, say: Callable[[str], None]) -> Path:
     say("4/4 writing the report")
     text = _report(manifest, gates, rows, summaries, bench_dir)
     (root / "report.md").write_text(text, encoding="utf-8")
+    _html_report(root, [root / "runs" / t / system for t in config.tiers
+                        for _, system, _ in BASELINES], say)
     return root
+
+
+def _html_report(root: Path, run_dirs: list[Path], say: Callable[[str], None]) -> None:
+    """The same runs as one browsable page (needs matplotlib, the ``report`` extra)."""
+    from .analysis import build_tables, load_runs
+    from .errors import ConfigError
+    from .report import render_html
+
+    try:
+        page = render_html(build_tables(load_runs(run_dirs)), title="memgauge demo: baselines")
+    except ConfigError as exc:  # matplotlib missing: the Markdown report stands alone
+        say(f"    no HTML report: {exc}")
+        return
+    (root / "report.html").write_text(page, encoding="utf-8")
 
 
 def _report(manifest: dict[str, Any], gates: dict[str, Any], rows: list[dict[str, Any]],
