@@ -348,7 +348,7 @@ def _xy(t: ReportTables, plots: _Plots) -> str:
 
 
 def _errors(t: ReportTables, plots: _Plots) -> str:
-    title = "Error labels (rule-assigned, primary scorer)"
+    title = "Error labels (rules first, then the judge)"
     if not t.error_labels:
         return _section("errors", title, _note("No scorer, so no labels."))
     runs = list(t.error_labels)

@@ -120,7 +120,7 @@ def _xy_section(t: ReportTables) -> list[str]:
 
 
 def _error_section(t: ReportTables) -> list[str]:
-    out = ["### Error labels (rule-assigned, primary scorer)", ""]
+    out = ["### Error labels (rules first, then the judge; wrong under the primary scorer)", ""]
     if not t.error_labels:
         return [*out, "No scorer, so no labels.", ""]
     labels, cats = t.label_names, t.category_names
