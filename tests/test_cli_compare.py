@@ -12,12 +12,13 @@ from memgauge.schema import BenchmarkInfo, ErrorInfo, Record, Response
 runner = CliRunner()
 
 
-def rec(qid, scores, *, episode="e1", status="ok"):
+def rec(qid, scores, *, episode="e1", status="ok", answer="a"):
     error = ErrorInfo(kind="timeout", message="slow") if status == "error" else None
     return Record(
         question_id=qid, episode_id=episode, benchmark=BenchmarkInfo(name="t"), status=status,
-        ability="information_extraction", answer_type="free_text", question="q?", gold="g",
-        response=Response(text=None if error else "a", error=error), scores=scores,
+        ability="information_extraction", answer_type="free_text", question=f"{qid} what?",
+        gold="g", prediction=None if error else answer,
+        response=Response(text=None if error else answer, error=error), scores=scores,
     )
 
 
@@ -34,7 +35,7 @@ def make_runs(tmp_path, *, judge=False):
     # A right on q1..q3; B: q1 right, q2 and q3 wrong (regressions), q4 wrong->right, q5 error
     a = [rec("q1", s(1.0)), rec("q2", s(1.0)), rec("q3", s(1.0), episode="e2"),
          rec("q4", s(0.0), episode="e2"), rec("q5", s(1.0), episode="e3")]
-    b = [rec("q1", s(1.0)), rec("q2", s(0.0)), rec("q3", s(0.0), episode="e2"),
+    b = [rec("q1", s(1.0)), rec("q2", s(0.0), answer="b | c"), rec("q3", s(0.0), episode="e2"),
          rec("q4", s(1.0), episode="e2"), rec("q5", {}, episode="e3", status="error")]
     return write_run(tmp_path / "base", a), write_run(tmp_path / "new", b)
 
@@ -48,7 +49,9 @@ def test_compare_markdown(tmp_path):
     assert "| new | 4 | 75.0% | 50.0% | -25.0 pp" in r.stdout
     assert "| 1 | 2 | 1 |" in r.stdout  # p, right->wrong, wrong->right
     assert "### new: 2" in r.stdout
-    assert "- `q2`" in r.stdout and "- `q3`" in r.stdout and "- `q4`" not in r.stdout
+    # regressions side by side: question, gold, the baseline's answer, the run's
+    assert "| `q2` | information_extraction | q2 what? | g | a | b \\| c |" in r.stdout
+    assert "| `q3` |" in r.stdout and "| `q4` |" not in r.stdout
 
 
 def test_compare_json(tmp_path):

@@ -363,7 +363,7 @@ def compare(
             labels = list(run_dirs)
         results = [paired_compare(runs[0], recs, scorer=scorer) for recs in runs[1:]]
         if fmt == "md":
-            print(render_compare_markdown(labels, results))
+            print(render_compare_markdown(labels, results, runs))
         else:
             comparisons = [dict(r.to_dict(), run=name)
                            for name, r in zip(labels[1:], results, strict=True)]

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import math
 
+from collections.abc import Mapping, Sequence
+
 from memgauge.analysis import PairedResult
+from memgauge.schema import Record
 
 __all__ = ["render_compare_markdown"]
 
 MISSING = "—"
 REGRESSION_LIMIT = 50
+ANSWER_LIMIT = 80
 
 
 def _pct(x: float) -> str:
@@ -46,9 +50,21 @@ def _table(header: list[str], rows: list[list[str]], right_from: int = 1) -> str
     return "\n".join(lines)
 
 
-def render_compare_markdown(names: list[str], results: list[PairedResult]) -> str:
+def _short(text: object, limit: int = ANSWER_LIMIT) -> str:
+    flat = " ".join(str(text if text is not None else "").split())
+    return _cell(flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…")
+
+
+def _gold(rec: Record) -> str:
+    return " / ".join(rec.gold) if isinstance(rec.gold, list) else rec.gold
+
+
+def render_compare_markdown(names: list[str], results: list[PairedResult],
+                            runs: Sequence[Mapping[str, Record]] | None = None) -> str:
     """``names`` are runs R0..Rk; ``results[i - 1]`` compares Ri (B) against R0 (A, the
-    baseline). Right→wrong counts questions right in the baseline and wrong in Ri."""
+    baseline). Right→wrong counts questions right in the baseline and wrong in Ri. With
+    ``runs`` (each run's records by question id), regressions are shown side by side:
+    question, gold, the baseline's answer and the run's."""
     if len(names) != len(results) + 1:
         raise ValueError(f"{len(names)} run names need {len(names) - 1} results, "
                          f"got {len(results)}")
@@ -93,12 +109,22 @@ def render_compare_markdown(names: list[str], results: list[PairedResult]) -> st
         lines += ["No paired questions.", ""]
 
     lines += ["## Regressions (right in baseline, wrong in run)", ""]
-    for name, r in zip(names[1:], results, strict=True):
+    for i, (name, r) in enumerate(zip(names[1:], results, strict=True), start=1):
         lines.append(f"### {_cell(name)}: {len(r.regressions)}")
         lines.append("")
         if r.regressions:
             shown = r.regressions[:REGRESSION_LIMIT]
-            lines += [f"- `{q}`" for q in shown]
+            if runs is not None:
+                rows = []
+                for q in shown:
+                    a_rec, b_rec = runs[0][q], runs[i][q]
+                    rows.append([f"`{_cell(q)}`", _cell(a_rec.ability), _short(a_rec.question),
+                                 _short(_gold(a_rec)), _short(a_rec.prediction),
+                                 _short(b_rec.prediction)])
+                lines.append(_table(["question", "ability", "text", "gold", f"answer in {base}",
+                                     "answer in run"], rows, right_from=6))
+            else:
+                lines += [f"- `{q}`" for q in shown]
             rest = len(r.regressions) - len(shown)
             if rest > 0:
                 lines.append(f"- … and {rest} more")
