@@ -200,7 +200,22 @@ def _report_meta(run_dir: str, manifest: dict) -> dict:
             "inputs": {Path(k).name: v[:16] for k, v in (bench.get("inputs") or {}).items()},
             "token_counter": manifest.get("token_counter"),
             "config_hash": manifest.get("config_hash"), "memgauge": manifest.get("memgauge_version"),
-            "git_sha": manifest.get("git_sha")}
+            "git_sha": manifest.get("git_sha"),
+            **({"judges": _judges_fact(manifest["judges"])} if manifest.get("judges") else {})}
+
+
+def _judges_fact(judges: dict) -> str:
+    """One line per judge: who judged, under which rubric, mode and prompt versions."""
+    parts = []
+    for name, j in sorted(judges.items()):
+        model = j.get("model") or {}
+        who = f"{model.get('provider', '?')}:{model.get('model', '?')}" \
+            if isinstance(model, dict) else str(model)
+        versions = ", ".join(f"{k} {v}" for k, v in sorted((j.get("prompt_versions") or {}).items()))
+        parts.append(f"{name} = {who} at {model.get('base_url') if isinstance(model, dict) else '?'}"
+                     f" (rubric {j.get('rubric')}, mode {j.get('mode')}, prompts {versions}; "
+                     f"{j.get('judged', 0)} judged, {j.get('failures', 0)} judge failures)")
+    return "; ".join(parts)
 
 
 @app.command()

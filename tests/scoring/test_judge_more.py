@@ -260,6 +260,16 @@ def test_run_with_judge_then_rerun_makes_no_calls(tmp_path):
         again = run(config("run", judge="openai:judge-stub", judge_base_url=judge_stub.base_url))
         assert again.skipped == 5
         assert (len(model_stub.requests), len(judge_stub.requests)) == (n_model, n_judge)
+    from typer.testing import CliRunner
+
+    from memgauge.cli import app
+
+    rep = CliRunner().invoke(app, ["report", str(tmp_path / "run")])
+    assert rep.exit_code == 0, rep.output
+    assert "Primary scorer:** `judge`" in rep.output
+    assert f"judge = openai:judge-stub at {judge_stub.base_url} (rubric auto" in rep.output
+    assert "5 judged, 0 judge failures" in rep.output
+    assert "| grounding_failure | 1 |" in rep.output
 
 
 def test_cli_run_and_score_with_judge_options(tmp_path):
