@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import Any
 
+from memgauge.analysis._json import json_safe
 from memgauge.schema import AnswerType, Record
 
 __all__ = [
@@ -69,16 +70,6 @@ def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float:
 
 def _rate(k: int, n: int) -> float:
     return k / n if n else math.nan
-
-
-def _json_safe(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    return obj
 
 
 @dataclass(frozen=True)
@@ -174,7 +165,7 @@ class AuditResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-safe data; undefined numbers (nan) become ``None``."""
-        return _json_safe(asdict(self))
+        return json_safe(asdict(self))
 
 
 def subtype_key(rec: Record) -> str:

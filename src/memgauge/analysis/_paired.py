@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from memgauge.analysis._json import json_safe
 from memgauge.analysis._stats import bootstrap_ci
 from memgauge.schema import Record
 
@@ -140,17 +141,7 @@ class PairedResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-safe data; undefined numbers (nan) become ``None``."""
-        return _json_safe(asdict(self))
-
-
-def _json_safe(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    return obj
+        return json_safe(asdict(self))
 
 
 def _acc(k: int, n: int) -> float:

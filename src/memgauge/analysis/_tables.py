@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memgauge.analysis._errors import error_breakdown
+from memgauge.analysis._json import json_safe
 from memgauge.analysis._metrics import choose_primary, summarize
 from memgauge.analysis._paired import clustered_se, spearman
 from memgauge.analysis._stats import mean
@@ -225,17 +226,7 @@ class ReportTables:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-safe data: non-finite numbers become ``None``."""
-        return _json_safe(asdict(self))
-
-
-def _json_safe(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, Mapping):
-        return {str(k): _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    return obj
+        return json_safe(asdict(self))
 
 
 # --- helpers ------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from memgauge.analysis import AgreementStat, AuditResult
+from memgauge.report._md import cell, table
 
 __all__ = ["render_audit_markdown"]
 
@@ -24,17 +25,6 @@ def _count_rate(k: int, rate: float) -> str:
     return f"{k} ({_pct(rate)})"
 
 
-def _cell(text: object) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
-def _table(header: list[str], rows: list[list[str]], right_from: int = 1) -> str:
-    sep = ["---" if i < right_from else "---:" for i in range(len(header))]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def _capped(items: list[str]) -> list[str]:
     shown = items[:LIST_LIMIT]
     rest = len(items) - len(shown)
@@ -52,8 +42,8 @@ def _stat_cells(s: AgreementStat) -> list[str]:
 
 
 def _method(result: AuditResult) -> list[str]:
-    rule = _cell(result.rule)
-    judges = ", ".join(_cell(j) for j in result.judges) or "none"
+    rule = cell(result.rule)
+    judges = ", ".join(cell(j) for j in result.judges) or "none"
     scope = (f"Judges: {judges}; rule scorer: {rule}; correct = score ≥ {result.threshold:g}. "
              f"{result.n_records} records: {result.n_ok} ok, {result.n_errors} errors "
              "(counted apart, never scored).")
@@ -71,21 +61,21 @@ def _method(result: AuditResult) -> list[str]:
 
 def _rule_sections(result: AuditResult) -> list[str]:
     audits = list(result.judge_vs_rule.values())
-    rows = [[_cell(a.judge), *_stat_cells(a.overall), str(a.free_text), str(a.unpaired)]
+    rows = [[cell(a.judge), *_stat_cells(a.overall), str(a.free_text), str(a.unpaired)]
             for a in audits]
     lines = ["## Judge vs rule (closed-form items)", ""]
     if not audits:
         return lines + ["No judges.", ""]
-    lines += [_table(["judge", *_STAT_HEADER, "free-text left out", "unpaired"], rows), ""]
-    sub_rows = [[_cell(a.judge), _cell(key), *_stat_cells(s)]
+    lines += [table(["judge", *_STAT_HEADER, "free-text left out", "unpaired"], rows), ""]
+    sub_rows = [[cell(a.judge), cell(key), *_stat_cells(s)]
                 for a in audits for key, s in a.by_subtype.items()]
     lines += ["## Judge vs rule by subtype", ""]
-    lines += ([_table(["judge", "subtype", *_STAT_HEADER], sub_rows, right_from=2), ""]
+    lines += ([table(["judge", "subtype", *_STAT_HEADER], sub_rows, right_from=2), ""]
               if sub_rows else ["No closed-form items.", ""])
-    type_rows = [[_cell(a.judge), _cell(key), *_stat_cells(s)]
+    type_rows = [[cell(a.judge), cell(key), *_stat_cells(s)]
                  for a in audits for key, s in a.by_answer_type.items()]
     lines += ["## Judge vs rule by answer type", ""]
-    lines += ([_table(["judge", "answer type", *_STAT_HEADER], type_rows, right_from=2), ""]
+    lines += ([table(["judge", "answer type", *_STAT_HEADER], type_rows, right_from=2), ""]
               if type_rows else ["No closed-form items.", ""])
     return lines
 
@@ -94,30 +84,30 @@ def _pair_sections(result: AuditResult) -> list[str]:
     lines = ["## Judge vs judge", ""]
     if not result.judge_pairs:
         return lines + ["Only one judge; nothing to pair.", ""]
-    rows = [[f"{_cell(p.judge_a)} vs {_cell(p.judge_b)}", str(p.n), _pct(p.agreement),
+    rows = [[f"{cell(p.judge_a)} vs {cell(p.judge_b)}", str(p.n), _pct(p.agreement),
              _num(p.kappa), _pct(p.exact_agreement), _num(p.kappa_values),
              _num(p.mean_abs_diff), str(p.a_only), str(p.b_only)]
             for p in result.judge_pairs]
-    lines += [_table(["pair", "n", "agreement", "κ", "exact agreement", "κ (values)",
+    lines += [table(["pair", "n", "agreement", "κ", "exact agreement", "κ (values)",
                       "mean abs diff", "first only", "second only"], rows), ""]
-    ab_rows = [[f"{_cell(p.judge_a)} vs {_cell(p.judge_b)}", _cell(ab), str(s["n"]),
+    ab_rows = [[f"{cell(p.judge_a)} vs {cell(p.judge_b)}", cell(ab), str(s["n"]),
                 _pct(s["agreement"]), _num(s["kappa"])]
                for p in result.judge_pairs for ab, s in p.by_ability.items()]
     if ab_rows:
         lines += ["### By ability", "",
-                  _table(["pair", "ability", "n", "agreement", "κ"], ab_rows, right_from=2), ""]
+                  table(["pair", "ability", "n", "agreement", "κ"], ab_rows, right_from=2), ""]
     return lines
 
 
 def _disagreement_section(result: AuditResult) -> list[str]:
     lines = ["## Disagreements with the rule", ""]
     for a in result.judge_vs_rule.values():
-        lines += [f"### {_cell(a.judge)}: {len(a.disagreements)}", ""]
+        lines += [f"### {cell(a.judge)}: {len(a.disagreements)}", ""]
         if not a.disagreements:
             lines += ["None.", ""]
             continue
         items = [f"- `{d.question_id}` {d.direction}: judge {d.judge_value:g}, rule "
-                 f"{d.rule_value:g} ({_cell(d.subtype)}, {_cell(d.answer_type)})"
+                 f"{d.rule_value:g} ({cell(d.subtype)}, {cell(d.answer_type)})"
                  for d in a.disagreements]
         lines += [*_capped(items), ""]
     return lines
@@ -128,8 +118,8 @@ def _failure_section(result: AuditResult) -> list[str]:
     if not result.failures:
         return lines + ["None.", ""]
     for judge, items in result.failures.items():
-        lines += [f"### {_cell(judge)}: {len(items)}", ""]
-        lines += [*_capped([f"- `{f.question_id}` {_cell(f.kind)}: {_cell(f.message)}"
+        lines += [f"### {cell(judge)}: {len(items)}", ""]
+        lines += [*_capped([f"- `{f.question_id}` {cell(f.kind)}: {cell(f.message)}"
                             for f in items]), ""]
     return lines
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-
 from collections.abc import Mapping, Sequence
 
 from memgauge.analysis import PairedResult
+from memgauge.report._md import cell, table
 from memgauge.schema import Record
 
 __all__ = ["render_compare_markdown"]
@@ -39,20 +39,9 @@ def _p(p: float) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3g}"
 
 
-def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
-def _table(header: list[str], rows: list[list[str]], right_from: int = 1) -> str:
-    sep = ["---" if i < right_from else "---:" for i in range(len(header))]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def _short(text: object, limit: int = ANSWER_LIMIT) -> str:
     flat = " ".join(str(text if text is not None else "").split())
-    return _cell(flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…")
+    return cell(flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…")
 
 
 def _gold(rec: Record) -> str:
@@ -68,7 +57,7 @@ def render_compare_markdown(names: list[str], results: list[PairedResult],
     if len(names) != len(results) + 1:
         raise ValueError(f"{len(names)} run names need {len(names) - 1} results, "
                          f"got {len(results)}")
-    base = _cell(names[0])
+    base = cell(names[0])
     scorers = sorted({r.scorer for r in results})
     lines = [f"# memgauge compare: baseline {base}", ""]
     if scorers:
@@ -80,37 +69,37 @@ def render_compare_markdown(names: list[str], results: list[PairedResult],
 
     rows = []
     for name, r in zip(names[1:], results, strict=True):
-        rows.append([_cell(name), str(r.n), _pct(r.accuracy_a), _pct(r.accuracy_b), _diff(r),
+        rows.append([cell(name), str(r.n), _pct(r.accuracy_a), _pct(r.accuracy_b), _diff(r),
                      _p(r.mcnemar_p), str(r.a_only), str(r.b_only)])
     lines += ["## Summary", "",
-              _table(["run", "n paired", f"acc {base}", "acc run", "diff (95% CI)",
+              table(["run", "n paired", f"acc {base}", "acc run", "diff (95% CI)",
                       "McNemar p", "right→wrong", "wrong→right"], rows), ""]
 
     cover = []
     for name, r in zip(names[1:], results, strict=True):
-        cover.append([_cell(name), str(r.only_in_a), str(r.only_in_b), str(r.errors_a),
+        cover.append([cell(name), str(r.only_in_a), str(r.only_in_b), str(r.errors_a),
                       str(r.errors_b), str(r.unscored), str(r.n_clusters),
                       f"{r.se_clustered * 100:.2f}" if math.isfinite(r.se_clustered) else MISSING])
     lines += ["## Unpaired and errors", "",
-              _table(["run", f"only in {base}", "only in run", f"errors {base}", "errors run",
+              table(["run", f"only in {base}", "only in run", f"errors {base}", "errors run",
                       "unscored", "episodes", "clustered SE (pp)"], cover), ""]
 
     ab_rows = []
     for name, r in zip(names[1:], results, strict=True):
         for ability, s in r.by_ability.items():
-            ab_rows.append([_cell(name), _cell(ability), str(s["n"]), _pct(s["accuracy_a"]),
+            ab_rows.append([cell(name), cell(ability), str(s["n"]), _pct(s["accuracy_a"]),
                             _pct(s["accuracy_b"]), str(s["a_only"]), str(s["b_only"]),
                             _p(s["mcnemar_p"])])
     lines += ["## By ability", ""]
     if ab_rows:
-        lines += [_table(["run", "ability", "n", f"acc {base}", "acc run", "right→wrong",
+        lines += [table(["run", "ability", "n", f"acc {base}", "acc run", "right→wrong",
                           "wrong→right", "McNemar p"], ab_rows, right_from=2), ""]
     else:
         lines += ["No paired questions.", ""]
 
     lines += ["## Regressions (right in baseline, wrong in run)", ""]
     for i, (name, r) in enumerate(zip(names[1:], results, strict=True), start=1):
-        lines.append(f"### {_cell(name)}: {len(r.regressions)}")
+        lines.append(f"### {cell(name)}: {len(r.regressions)}")
         lines.append("")
         if r.regressions:
             shown = r.regressions[:REGRESSION_LIMIT]
@@ -118,10 +107,10 @@ def render_compare_markdown(names: list[str], results: list[PairedResult],
                 rows = []
                 for q in shown:
                     a_rec, b_rec = runs[0][q], runs[i][q]
-                    rows.append([f"`{_cell(q)}`", _cell(a_rec.ability), _short(a_rec.question),
+                    rows.append([f"`{cell(q)}`", cell(a_rec.ability), _short(a_rec.question),
                                  _short(_gold(a_rec)), _short(a_rec.prediction),
                                  _short(b_rec.prediction)])
-                lines.append(_table(["question", "ability", "text", "gold", f"answer in {base}",
+                lines.append(table(["question", "ability", "text", "gold", f"answer in {base}",
                                      "answer in run"], rows, right_from=6))
             else:
                 lines += [f"- `{q}`" for q in shown]

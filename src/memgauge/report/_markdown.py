@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memgauge.analysis import GroupStat, Summary
+from memgauge.analysis._json import json_safe
 
 __all__ = ["render_json", "render_markdown"]
 
@@ -173,24 +174,13 @@ def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | N
     return "\n".join(out) + "\n"
 
 
-def _sanitize(value: Any) -> Any:
-    """Make ``value`` strict-JSON safe: non-finite floats become ``None``."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {str(k): _sanitize(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_sanitize(v) for v in value]
-    return value
-
-
 def render_json(summary: Summary, meta: Mapping[str, Any] | None = None) -> str:
     """The summary as JSON: ``{"meta": ..., "summary": Summary.to_dict()}``.
 
     Keys are sorted (stable output), indent 2, strict JSON (no NaN: missing values are
     ``null``); values JSON cannot hold (paths, dates) are written as strings.
     """
-    payload = {"meta": _sanitize(dict(meta or {})), "summary": summary.to_dict()}
+    payload = {"meta": json_safe(dict(meta or {})), "summary": summary.to_dict()}
     return json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False,
                       allow_nan=False, default=str) + "\n"
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memgauge.analysis import Cell, ReportTables, RunRow
+from memgauge.report._md import cell, table
 
 __all__ = ["fmt_cell", "fmt_ci", "fmt_pct", "fmt_rho", "fmt_se", "ranked",
            "render_tables_json", "render_tables_markdown", "tables_payload"]
@@ -53,21 +54,9 @@ def ranked(runs: Sequence[RunRow]) -> list[RunRow]:
     return sorted(runs, key=lambda r: -r.accuracy if math.isfinite(r.accuracy) else math.inf)
 
 
-def _md(value: Any) -> str:
-    """Text safe inside a Markdown table cell: one line, pipes escaped."""
-    return " ".join(str(value).split()).replace("|", "\\|")
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> str:
-    sep = ["---" if i < left else "---:" for i in range(len(header))]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def _grid(rows: Mapping[str, Mapping[str, Cell]], cols: Sequence[str], corner: str) -> str:
-    body = [[_md(key), *(fmt_cell(cells.get(c)) for c in cols)] for key, cells in rows.items()]
-    return _table([corner, *(_md(c) for c in cols)], body)
+    body = [[cell(key), *(fmt_cell(cells.get(c)) for c in cols)] for key, cells in rows.items()]
+    return table([corner, *(cell(c) for c in cols)], body)
 
 
 def _leaderboard(t: ReportTables) -> list[str]:
@@ -76,10 +65,10 @@ def _leaderboard(t: ReportTables) -> list[str]:
               "Macro (abilities)", "SE clustered (episodes)", "Coverage", "Per-answer acc.",
               "Refusal acc.", "Evidence recall"]
     others = [s for s in t.scorers if s != t.primary]
-    header += [_md(s) for s in others]
+    header += [cell(s) for s in others]
     rows = []
     for r in ranked(t.runs):
-        row = [_md(r.run), _md(r.system), _md(r.tier), str(r.n_ok), str(r.n_errors),
+        row = [cell(r.run), cell(r.system), cell(r.tier), str(r.n_ok), str(r.n_errors),
                f"{fmt_pct(r.accuracy)} {fmt_ci(r.ci_low, r.ci_high)} (n={r.n})",
                f"{fmt_pct(r.macro_accuracy)} ({r.n_abilities})",
                f"{fmt_se(r.se_clustered)} ({r.n_episodes})",
@@ -89,7 +78,8 @@ def _leaderboard(t: ReportTables) -> list[str]:
                f"{fmt_pct(r.evidence_recall)} (n={r.n_recall})"]
         row += [fmt_cell(r.scores.get(s)) for s in others]
         rows.append(row)
-    return ["### Leaderboard", "", "Best micro accuracy first.", "", _table(header, rows, left=3),
+    return ["### Leaderboard", "", "Best micro accuracy first.", "",
+            table(header, rows, right_from=3),
             ""]
 
 
@@ -97,7 +87,7 @@ def _tier_sections(t: ReportTables) -> list[str]:
     out = ["### Accuracy vs tier, per ability", ""]
     for system in t.systems:
         curves = t.tier_curves.get(system.label, {})
-        out += [f"**{_md(system.label)}**", "",
+        out += [f"**{cell(system.label)}**", "",
                 _grid(curves, system.tiers, "Ability") if curves else "No records.", ""]
     out += ["### Accuracy by evidence depth × tier", ""]
     if not t.depth:
@@ -105,7 +95,7 @@ def _tier_sections(t: ReportTables) -> list[str]:
     out += [DEPTH_NOTE, ""]
     for system, bins in t.depth.items():
         tiers = next((s.tiers for s in t.systems if s.label == system), [])
-        out += [f"**{_md(system)}**", "", _grid(bins, tiers, "Depth"), ""]
+        out += [f"**{cell(system)}**", "", _grid(bins, tiers, "Depth"), ""]
     return out
 
 
@@ -115,7 +105,7 @@ def _xy_section(t: ReportTables) -> list[str]:
         return [*out, "No record carries both X and Y labels.", ""]
     for run, grid in t.xy.items():
         cols = list(next(iter(grid.values()), {}))
-        out += [f"**{_md(run)}**", "", _grid(grid, cols, "X \\ Y"), ""]
+        out += [f"**{cell(run)}**", "", _grid(grid, cols, "X \\ Y"), ""]
     return out
 
 
@@ -124,34 +114,34 @@ def _error_section(t: ReportTables) -> list[str]:
     if not t.error_labels:
         return [*out, "No scorer, so no labels.", ""]
     labels, cats = t.label_names, t.category_names
-    rows = [[_md(run), str(e["n_wrong"]), *(str(e["by_label"].get(lab, 0)) for lab in labels)]
+    rows = [[cell(run), str(e["n_wrong"]), *(str(e["by_label"].get(lab, 0)) for lab in labels)]
             for run, e in t.error_labels.items()]
-    out += [_table(["Run", "Wrong", *(_md(lab) for lab in labels)], rows), ""]
-    rows = [[_md(run), *(str(e["by_category"].get(c, 0)) for c in cats)]
+    out += [table(["Run", "Wrong", *(cell(lab) for lab in labels)], rows), ""]
+    rows = [[cell(run), *(str(e["by_category"].get(c, 0)) for c in cats)]
             for run, e in t.error_labels.items()]
-    out += [_table(["Run", *(_md(c) for c in cats)], rows), ""]
+    out += [table(["Run", *(cell(c) for c in cats)], rows), ""]
     return out
 
 
 def _coverage_section(t: ReportTables) -> list[str]:
-    rows = [[_md(r.run), f"{fmt_pct(r.coverage)} ({r.n_attempted}/{r.n_answerable})",
+    rows = [[cell(r.run), f"{fmt_pct(r.coverage)} ({r.n_attempted}/{r.n_answerable})",
              f"{fmt_pct(r.per_answer_accuracy)} (n={r.n_per_answer})"] for r in t.runs]
     return ["### Coverage vs per-answer accuracy", "",
-            _table(["Run", "Coverage (attempted/answerable)", "Per-answer accuracy"], rows), ""]
+            table(["Run", "Coverage (attempted/answerable)", "Per-answer accuracy"], rows), ""]
 
 
 def _spearman_section(t: ReportTables) -> list[str]:
     out = ["### Spearman correlation of abilities across runs", ""]
     if t.spearman:
-        rows = [[_md(s.ability_a), _md(s.ability_b), str(s.n_runs),
-                 fmt_rho(s.rho) + (f" ({_md(s.note)})" if s.note else "")]
+        rows = [[cell(s.ability_a), cell(s.ability_b), str(s.n_runs),
+                 fmt_rho(s.rho) + (f" ({cell(s.note)})" if s.note else "")]
                 for s in t.spearman]
-        out += [_table(["Ability A", "Ability B", "Runs", "ρ"], rows, left=2), ""]
+        out += [table(["Ability A", "Ability B", "Runs", "ρ"], rows, right_from=2), ""]
     else:
         out += ["No pair of abilities is shared by 3 or more runs.", ""]
     if t.spearman_omitted:
         out += [f"Omitted pairs ({len(t.spearman_omitted)}): "
-                + "; ".join(f"{_md(o['ability_a'])} / {_md(o['ability_b'])}: {_md(o['reason'])}"
+                + "; ".join(f"{cell(o['ability_a'])} / {cell(o['ability_b'])}: {cell(o['reason'])}"
                             for o in t.spearman_omitted), ""]
     return out
 
@@ -161,7 +151,7 @@ def render_tables_markdown(tables: ReportTables) -> str:
     t = tables
     n_runs = len(t.runs)
     out = ["## Across runs", "",
-           f"- **Runs:** {n_runs} ({', '.join(_md(r.run) for r in t.runs)})",
+           f"- **Runs:** {n_runs} ({', '.join(cell(r.run) for r in t.runs)})",
            f"- **Primary scorer:** `{t.primary}`" if t.primary else "- **Primary scorer:** none",
            (f"- **CI:** {t.confidence * 100:g}%, {t.ci_method}, {t.n_resamples} resamples, "
             f"seed {t.seed}; SE clustered by episode"),
