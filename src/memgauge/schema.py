@@ -49,7 +49,7 @@ class AnswerType(StrEnum):
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class ImageRef(_Model):

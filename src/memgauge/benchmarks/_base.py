@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -94,10 +96,14 @@ _HASH_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memgauge-hash
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
+    # Large reads into one buffer: each read and update releases the GIL, and every time
+    # this thread takes it back it can stall a parser running on the main thread.
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
+    buf = bytearray(8 << 20)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as f:
+        while n := f.readinto(buf):
+            h.update(view[:n])
     return h.hexdigest()
 
 
@@ -113,7 +119,12 @@ def iter_json_items(reader: HashingReader) -> Iterator[tuple[int, Any]]:
     index = -1
     try:
         if first == b"[":
-            for index, item in enumerate(ijson.items(reader, "item", use_float=True)):
+            fast = _FastArray(reader)
+            for index, item in fast:
+                yield index, item
+            # Whatever the fast path left (nothing, or the rest of an unusual file): ijson.
+            for index, item in enumerate(ijson.items(fast.rest(), "item", use_float=True),
+                                         index + 1):
                 yield index, item
         elif first == b"{" and _looks_like_jsonl(path):
             yield from _iter_jsonl(reader)
@@ -134,6 +145,217 @@ def iter_json_items(reader: HashingReader) -> Iterator[tuple[int, Any]]:
             raise InputError(f"file is not valid UTF-8 ({msg})", file=path,
                              item=f"#{index + 1}") from None
         raise InputError(f"invalid JSON ({msg})", file=path, item=f"#{index + 1}") from None
+
+
+class _Chain:
+    """A reader that returns ``head`` first, then what ``reader`` has left."""
+
+    def __init__(self, head: bytes, reader: HashingReader) -> None:
+        self._head = head
+        self._reader = reader
+
+    def read(self, n: int = -1) -> bytes:
+        if n == 0:  # ijson probes the type of what read() returns with read(0)
+            return b""
+        if self._head:
+            data, self._head = self._head, b""
+            return data
+        return self._reader.read(n)
+
+
+_WS = b" \t\r\n"
+_AFTER_ITEM = re.compile(rb'[ \t\r\n]*,[ \t\r\n]*\{[ \t\r\n]*"(?:[^"\\]|\\.)*"')
+
+
+class _FastArray:
+    """The leading items of a top-level JSON list, each parsed whole by orjson (several times
+    faster than ijson building the same objects).
+
+    The first item's end is found exactly (the json module's ``raw_decode``); the bytes
+    from its closing ``}`` to the next item's first key (e.g. ``},\n{"question_id"``) then
+    serve as the separator to search for. A candidate end is accepted only if the bytes
+    from the item's ``{`` up to it parse as one JSON value, which (JSON being read left to
+    right) can only be the whole item. On anything unusual (non-object items, a layout
+    that varies, invalid JSON or UTF-8, numbers orjson refuses) iteration stops and
+    :meth:`rest` hands the remaining items to ijson, so errors and their messages are
+    ijson's, as before. Memory stays bounded by a few items.
+    """
+
+    CHUNK = 2 << 20
+    MAX_MISSES = 4  # failed candidates in one item before handing over
+    MIN_AHEAD = 32 << 20  # look this far (or 4x the largest item so far) for an item's end
+
+    def __init__(self, reader: HashingReader) -> None:
+        self.reader = reader
+        self.buf = b""
+        self.pos = 0
+        self.eof = False
+        self.largest = 0
+        self._nl = -1  # where the separator's newline is, when searching by newline
+
+    def rest(self) -> _Chain:
+        head, self.buf, self.pos = b"[" + self.buf[self.pos:], b"", 0
+        return _Chain(head, self.reader)
+
+    def _more(self, at_least: int = 0) -> bool:
+        """Append to the buffer (dropping what lies before ``pos``); False at EOF."""
+        if self.eof:
+            return False
+        chunks = [self.buf[self.pos:]]
+        got = 0
+        while True:
+            chunk = self.reader.read(max(self.CHUNK, at_least - got))
+            if not chunk:
+                self.eof = True
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+            if got >= at_least:
+                break
+        self.buf = b"".join(chunks)
+        self.pos = 0
+        return got > 0
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        import orjson
+
+        self._loads = orjson.loads
+        self._error = orjson.JSONDecodeError
+        self._more()
+        self.pos = self.buf.index(b"[") + 1
+        sep: bytes | None = None
+        index = 0
+        while True:
+            while True:  # to the next item's first byte
+                buf, n = self.buf, len(self.buf)
+                pos = self.pos
+                while pos < n and buf[pos] in _WS:
+                    pos += 1
+                self.pos = pos
+                if pos < n or not self._more():
+                    break
+            if self.pos >= len(self.buf) or self.buf[self.pos] != 0x7B:  # not "{": ijson
+                return
+            got = self._first() if sep is None else self._next(sep)
+            if got is None:
+                return
+            item, end = got  # end: just past the item's "}" (relative to pos)
+            self.largest = max(self.largest, end)
+            if sep is None:
+                sep = self._learn(end)
+                # One item per line (json.dump's usual layout): find candidates by newline
+                # (memchr speed) rather than by the whole separator.
+                if sep is not None and b"\n" in sep and \
+                        self.buf.count(b"\n", self.pos, self.pos + end) <= 2:
+                    self._nl = sep.index(b"\n")
+            if _has_big_float(item):  # maybe an integer orjson turned into a float
+                item = _ijson_one(self.buf[self.pos:self.pos + end])
+            yield index, item
+            index += 1
+            self.pos += end
+            if sep is not None:
+                # past the separator's comma, to the next "{"
+                i = self.buf.find(b",", self.pos)
+                if 0 <= i < self.pos + len(sep):
+                    self.pos = i + 1
+
+    def _first(self) -> tuple[Any, int] | None:
+        """The first item and its exact end, via json.raw_decode on decoded text."""
+        decoder = json.JSONDecoder()
+        while True:
+            raw = self.buf[self.pos:]
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                if exc.start < len(raw) - 4 or not self._more(len(raw)):
+                    return None  # invalid UTF-8: let ijson say so
+                continue
+            try:
+                _, end_char = decoder.raw_decode(text)
+            except json.JSONDecodeError:
+                if len(raw) > self.MIN_AHEAD or not self._more(len(raw)):
+                    return None
+                continue
+            end = end_char if text.isascii() else len(text[:end_char].encode("utf-8"))
+            try:
+                item = self._loads(memoryview(self.buf)[self.pos:self.pos + end])
+            except self._error:
+                return None
+            return (item, end) if type(item) is dict else None
+
+    def _learn(self, end: int) -> bytes | None:
+        """The separator after the first item: ``}``, comma and blanks, ``{"key"``."""
+        while True:
+            at = self.pos + end
+            m = _AFTER_ITEM.match(self.buf, at)
+            if m is not None or len(self.buf) - at > 4096 or not self._more():
+                break
+        return None if m is None else b"}" + m.group(0)
+
+    def _next(self, sep: bytes) -> tuple[Any, int] | None:
+        loads, error = self._loads, self._error
+        misses = 0
+        frm = 1  # where to search on, relative to pos
+        while True:
+            buf, pos = self.buf, self.pos
+            nl = self._nl
+            if nl < 0:
+                k = buf.find(sep, pos + frm)
+            else:
+                i = buf.find(b"\n", pos + frm + nl)
+                while i >= 0 and not buf.startswith(sep, i - nl):
+                    i = buf.find(b"\n", i + 1)
+                k = i if i < 0 else i - nl
+            if k >= 0:
+                end = k + 1 - pos
+                try:
+                    item = loads(memoryview(buf)[pos:k + 1])
+                except error:
+                    misses += 1
+                    if misses > self.MAX_MISSES:
+                        return None
+                    frm = end
+                    continue
+                return item, end
+            frm = max(1, len(buf) - pos - len(sep))
+            if len(buf) - pos > max(self.MIN_AHEAD, 4 * self.largest):
+                return None
+            if not self._more():  # EOF: the last item ends before the closing "]"
+                tail = buf.rstrip(_WS)
+                if not tail.endswith(b"]"):
+                    return None
+                end = len(tail[:-1].rstrip(_WS)) - pos
+                try:
+                    item = loads(memoryview(buf)[pos:pos + end])
+                except error:
+                    return None
+                return (item, end) if type(item) is dict else None
+
+
+_BIG = float(1 << 63)
+
+
+def _has_big_float(item: dict[str, Any]) -> bool:
+    """A number at or beyond 2**63 among the item's top-level values (or in their lists and
+    objects): orjson reads integers up to 2**64 as ints and larger ones as floats, where
+    ijson (as before) refuses integers past 64-bit signed range. Such an item is re-read by
+    ijson. Fields the loaders read as numbers all sit at these levels."""
+    for value in item.values():
+        t = type(value)
+        if t is float or t is int:
+            if not -_BIG <= value < _BIG:
+                return True
+        elif t is dict or t is list:
+            for v in (value.values() if t is dict else value):
+                if (type(v) is float or type(v) is int) and not -_BIG <= v < _BIG:
+                    return True
+    return False
+
+
+def _ijson_one(raw: bytes) -> Any:
+    import io
+
+    return next(ijson.items(io.BytesIO(b"[" + raw + b"]"), "item", use_float=True))
 
 
 def _looks_like_jsonl(path: str) -> bool:

@@ -98,25 +98,37 @@ class OpenAICompatModel:
         hit = self.encoder.cached(ref)
         return hit if hit is not None else await asyncio.to_thread(self.encoder.encode, ref)
 
-    async def _render(self, messages: list[Message],
+    async def _render(self, messages: list[Message], keyed_form: bool = True,
                       ) -> tuple[list[dict[str, Any]], list[Any], list[bytes]]:
         """Wire messages (inline images as numbered markers), the cache-key form (image
-        hashes instead of bytes), and the encoded images the markers stand for."""
+        hashes instead of bytes; only with ``keyed_form``, else empty), and the encoded images
+        the markers stand for."""
         inline = self.settings.image_mode == "inline"
         refs = [p.image for m in messages for p in m.parts if isinstance(p, ImagePart)
                 if inline or not p.image.url]
-        encoded = await asyncio.gather(*(self._image(r) for r in refs))  # one prompt at once
+        # Images already encoded are taken as they are; the rest are encoded together, in
+        # threads (a task per image only where there is work to wait for).
+        cached = self.encoder.cached
+        encoded: list[Any] = [cached(r) for r in refs]
+        todo = [i for i, e in enumerate(encoded) if e is None]
+        if todo:
+            done = await asyncio.gather(*(asyncio.to_thread(self.encoder.encode, refs[i])
+                                          for i in todo))
+            for i, e in zip(todo, done):
+                encoded[i] = e
         by_ref = iter(encoded)
         blobs: list[bytes] = []
         wire: list[dict[str, Any]] = []
         keyed: list[Any] = []
+        marker = self._marker
         for msg in messages:
             content: list[dict[str, Any]] = []
             kparts: list[Any] = []
             for part in msg.parts:
-                if isinstance(part, TextPart):
+                if type(part) is TextPart:
                     content.append({"type": "text", "text": part.text})
-                    kparts.append(part.text)
+                    if keyed_form:
+                        kparts.append(part.text)
                 elif isinstance(part, ImagePart):
                     ref = part.image
                     if not inline and ref.url:
@@ -124,13 +136,18 @@ class OpenAICompatModel:
                         kparts.append({"url": ref.url})
                     else:
                         enc = next(by_ref)
-                        marker = f"{self._marker}{len(blobs)}@@"
+                        content.append({"type": "image_url",
+                                        "image_url": {"url": f"{marker}{len(blobs)}@@"}})
                         blobs.append(enc.data_url)
-                        content.append({"type": "image_url", "image_url": {"url": marker}})
                         kparts.append({"sha256": enc.sha256, "w": enc.width, "h": enc.height,
                                        "mime": enc.mime})
+                elif isinstance(part, TextPart):  # a TextPart subclass
+                    content.append({"type": "text", "text": part.text})
+                    if keyed_form:
+                        kparts.append(part.text)
             wire.append({"role": msg.role, "content": content})
-            keyed.append([msg.role, kparts])
+            if keyed_form:
+                keyed.append([msg.role, kparts])
         return wire, keyed, blobs
 
     def _splice(self, payload: bytes, blobs: list[bytes]) -> bytes:
@@ -144,7 +161,8 @@ class OpenAICompatModel:
 
     async def generate(self, messages: list[Message], config: GenerateConfig, *,
                        question_id: str | None = None) -> ModelOutput:
-        wire, keyed, blobs = await self._render(messages)
+        cache = self.settings.cache
+        wire, keyed, blobs = await self._render(messages, keyed_form=cache is not None)
         body: dict[str, Any] = {"model": self.name, "messages": wire,
                                 "max_tokens": config.max_tokens,
                                 "temperature": config.temperature}
@@ -153,7 +171,6 @@ class OpenAICompatModel:
         if config.seed is not None:
             body["seed"] = config.seed
         body.update(config.extra_body)
-        cache = self.settings.cache
         key = None
         if cache is not None:
             key = cache_key({"v": 1, "model": self.name, "base_url": self.settings.base_url,

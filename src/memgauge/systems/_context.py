@@ -54,6 +54,13 @@ def turn_parts(text: str, images: Sequence[ImageRef], mode: str, label_images: b
                image_offset: int) -> tuple[list[Part], int]:
     """Content parts of one turn, and the next global image number."""
     parts: list[Part] = []
+    if mode == "text" or not images:
+        stripped = text.replace("<image>", "").strip()
+        if stripped:
+            parts.append(TextPart(stripped))
+        return parts, image_offset + (0 if mode == "text" else len(images))
+    n = len(images)
+    plain = not label_images and mode != "caption"
 
     def image(i: int) -> None:
         ref = images[i]
@@ -64,30 +71,29 @@ def turn_parts(text: str, images: Sequence[ImageRef], mode: str, label_images: b
         else:
             parts.append(ImagePart(ref))
 
-    if mode == "text" or not images:
-        stripped = text.replace("<image>", "").strip()
-        if stripped:
-            parts.append(TextPart(stripped))
-        return parts, image_offset + (0 if mode == "text" else len(images))
-    used = 0
     if "<image>" in text:
-        for piece in _PLACEHOLDER.split(text):
-            if piece == "<image>":
-                if used < len(images):
+        used = 0
+        # str.split: text pieces with a placeholder between each two (as re.split with the
+        # captured "<image>" gives, at a fraction of the cost)
+        for k, piece in enumerate(text.split("<image>")):
+            if k and used < n:
+                if plain:
+                    parts.append(ImagePart(images[used]))
+                else:
                     image(used)
-                    used += 1
-            elif piece.strip():
+                used += 1
+            if piece.strip():
                 parts.append(TextPart(piece))
-        while used < len(images):
+        while used < n:
             image(used)
             used += 1
     else:
-        for i in range(len(images)):
+        for i in range(n):
             image(i)
         stripped = text.strip()
         if stripped:
             parts.append(TextPart(stripped))
-    return parts, image_offset + len(images)
+    return parts, image_offset + n
 
 
 def session_messages(sessions: Sequence[Session], *, mode: str, label_images: bool = False,
@@ -95,16 +101,25 @@ def session_messages(sessions: Sequence[Session], *, mode: str, label_images: bo
     """Messages per session (so an over-length policy can drop whole sessions)."""
     out: list[list[Message]] = []
     offset = 0
+    text_part, message = TextPart, Message
     for idx, session in enumerate(sessions):
         number = numbers[idx] if numbers is not None else idx + 1
         header = f"=== Session {number} (Date: {session.date or 'unknown'}) ==="
         msgs: list[Message] = []
+        append = msgs.append
         pending = True
         for turn in session.turns:
             text = turn.text
-            if not turn.images and "<image>" not in text:  # the common case, kept cheap
+            # The common case, kept cheap: no images, no placeholder ("<" is a one-byte
+            # search, several times faster than looking for "<image>" in a long turn).
+            if not turn.images and ("<" not in text or "<image>" not in text):
                 stripped = text.strip()
-                parts = [TextPart(stripped)] if stripped else []
+                parts = [text_part(stripped)] if stripped else []
+                if not pending:
+                    if parts:
+                        append(message("assistant" if turn.role == "assistant" else "user",
+                                       parts))
+                    continue
             else:
                 visible = [im for im in turn.images if not im.missing]
                 parts, offset = turn_parts(text, visible, mode, label_images, offset)

@@ -1,0 +1,124 @@
+"""The orjson fast path of iter_json_items must give exactly what ijson gives, and hand
+anything unusual to ijson (same errors, same item numbers)."""
+
+from __future__ import annotations
+
+import json
+
+import ijson
+import pytest
+
+from memgauge.benchmarks._base import HashingReader, _FastArray, iter_json_items
+from memgauge.errors import InputError
+
+
+def _items(path):
+    reader = HashingReader(path)
+    try:
+        return list(iter_json_items(reader))
+    finally:
+        reader.close()
+
+
+def _ijson(path):
+    with open(path, "rb") as f:
+        return list(enumerate(ijson.items(f, "item", use_float=True)))
+
+
+def _item(i, text="hello"):
+    return {"question_id": f"q{i}", "n": i, "x": 1.5, "big": 2 ** 40,
+            "haystack_sessions": [[{"role": "user", "content": f"{text} {i}"},
+                                   {"role": "assistant", "content": "ok", "images": []}]]}
+
+
+LAYOUTS = {
+    "compact": lambda items: json.dumps(items, separators=(",", ":")),
+    "default": json.dumps,
+    "indent": lambda items: json.dumps(items, indent=2),
+    "lines": lambda items: "[\n" + ",\n".join(json.dumps(i) for i in items) + "\n]\n",
+    "crlf": lambda items: "[\r\n" + ",\r\n".join(json.dumps(i) for i in items) + "\r\n]",
+    "unicode": lambda items: json.dumps(items, ensure_ascii=False),
+}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("n", [0, 1, 2, 7])
+def test_same_items_as_ijson(tmp_path, layout, n):
+    items = [_item(i, "héllo wörld 你好" if layout == "unicode" else "hi") for i in range(n)]
+    p = tmp_path / "d.json"
+    p.write_text(LAYOUTS[layout](items), encoding="utf-8")
+    got = _items(p)
+    assert got == _ijson(p)
+    assert [i for i, _ in got] == list(range(n))
+
+
+def test_separator_inside_strings_and_nested_same_key(tmp_path):
+    tricky = 'x"},\n{"question_id": "fake"} and }, {"question_id": 1}'
+    items = [_item(i, tricky) for i in range(5)]
+    items[2]["nested"] = [{"question_id": "inner"}, {"question_id": "inner2"}]
+    for layout in ("default", "lines", "compact"):
+        p = tmp_path / f"{layout}.json"
+        p.write_text(LAYOUTS[layout](items), encoding="utf-8")
+        assert _items(p) == _ijson(p)
+
+
+def test_varying_first_keys_and_non_objects(tmp_path):
+    items = [_item(0), {"n": 1, "question_id": "q1"}, _item(2), 5, _item(4)]
+    p = tmp_path / "d.json"
+    p.write_text(LAYOUTS["lines"](items))
+    assert _items(p) == _ijson(p)
+
+
+def test_numbers_orjson_reads_as_floats_are_ijsons_business(tmp_path):
+    # orjson reads integers past 64 bits as floats; ijson (as before) refuses them.
+    p = tmp_path / "d.json"
+    p.write_text('[{"question_id": "a"},\n{"question_id": "b", "huge": 123456789012345678901234567890},\n'
+                 '{"question_id": "c"}]')
+    with pytest.raises(InputError) as exc:
+        _items(p)
+    assert exc.value.item == "#1" and "invalid JSON" in str(exc.value)
+    p.write_text('[{"question_id": "a"},\n{"question_id": "b", "n": 10000000000000000000}]')
+    with pytest.raises(InputError) as exc:
+        _items(p)
+    assert exc.value.item == "#1"
+    p.write_text('[{"question_id": "a"},\n{"question_id": "b", "f": 1e30, "g": [-1e300]}]')
+    assert _items(p) == _ijson(p)
+
+
+@pytest.mark.parametrize("bad_at", [0, 1, 3])
+def test_broken_json_names_the_item(tmp_path, bad_at):
+    lines = [json.dumps(_item(i)) for i in range(5)]
+    lines[bad_at] = lines[bad_at][:-10]  # cut short
+    p = tmp_path / "d.json"
+    p.write_text("[\n" + ",\n".join(lines) + "\n]\n")
+    with pytest.raises(InputError) as exc:
+        _items(p)
+    assert exc.value.item == f"#{bad_at}" and "invalid JSON" in str(exc.value)
+
+
+@pytest.mark.parametrize("bad_at", [0, 2])
+def test_bad_utf8_names_the_item(tmp_path, bad_at):
+    lines = [json.dumps(_item(i)).encode() for i in range(4)]
+    lines[bad_at] = lines[bad_at].replace(b"hello", b"h\xe9llo")
+    p = tmp_path / "d.json"
+    p.write_bytes(b"[\n" + b",\n".join(lines) + b"\n]\n")
+    with pytest.raises(InputError) as exc:
+        _items(p)
+    assert exc.value.item == f"#{bad_at}" and "UTF-8" in str(exc.value)
+
+
+@pytest.mark.parametrize("tail", ["\n]\ngarbage", "\n", ",\n]"])
+def test_bad_ending_is_ijsons_error(tmp_path, tail):
+    p = tmp_path / "d.json"
+    p.write_text("[\n" + ",\n".join(json.dumps(_item(i)) for i in range(3)) + tail)
+    with pytest.raises(InputError, match="invalid JSON"):
+        _items(p)
+
+
+def test_items_larger_than_a_chunk(tmp_path, monkeypatch):
+    monkeypatch.setattr(_FastArray, "CHUNK", 1000)
+    items = [_item(i, "y" * (5000 + i)) for i in range(6)]
+    for layout in ("lines", "default"):
+        p = tmp_path / f"{layout}.json"
+        p.write_text(LAYOUTS[layout](items))
+        assert _items(p) == _ijson(p)
