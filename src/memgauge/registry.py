@@ -9,7 +9,6 @@ entry-point groups ``memgauge.benchmarks``, ``memgauge.systems``, ``memgauge.sco
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib import metadata
 from typing import Any, TypeVar
 
 from .errors import ConfigError
@@ -65,18 +64,26 @@ def _load_builtins() -> None:
     # Importing the packages runs their registration decorators.
     from . import benchmarks, models, scoring, systems  # noqa: F401
 
-    for kind in _KINDS:
-        group = f"memgauge.{kind}s"
-        if group in _loaded_plugins:
-            continue
-        _loaded_plugins.add(group)
-        for ep in metadata.entry_points(group=group):
-            ep.load()
+
+def _load_plugins(kind: str) -> None:
+    """Import the outside packages registered under ``memgauge.<kind>s``. Only done when a
+    name is not built in (or all names are listed): scanning the installed distributions'
+    entry points costs tens of milliseconds of start-up."""
+    group = f"memgauge.{kind}s"
+    if group in _loaded_plugins:
+        return
+    _loaded_plugins.add(group)
+    from importlib import metadata
+
+    for ep in metadata.entry_points(group=group):
+        ep.load()
 
 
 def lookup(kind: str, name: str) -> Callable[[...], Any]:
     _load_builtins()
     _load_lazy(kind, name)
+    if name not in _REGISTRY[kind]:
+        _load_plugins(kind)
     try:
         return _REGISTRY[kind][name]
     except KeyError:
@@ -87,4 +94,5 @@ def lookup(kind: str, name: str) -> Callable[[...], Any]:
 def names(kind: str) -> list[str]:
     _load_builtins()
     _load_lazy(kind)
+    _load_plugins(kind)
     return sorted(_REGISTRY[kind])

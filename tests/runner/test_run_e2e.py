@@ -76,6 +76,7 @@ def test_exact_request_body_and_record(tmp_path):
     assert rec["input_tokens"] > 0 and rec["refused"] is False
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["token_counter"]["text_tokenizer"] == "o200k_base"
+    assert manifest["packages"]["pydantic"]  # looked up once the first request went out
     assert manifest["benchmark"]["inputs"]
     assert "OPENAI_API_KEY" not in json.dumps(manifest).replace('"OPENAI_API_KEY"', "")
 

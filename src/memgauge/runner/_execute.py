@@ -33,7 +33,7 @@ from ..scoring import (
 )
 from ..systems import SystemContext
 from ..tokens import TokenCounter
-from ._manifest import build_manifest, config_hash
+from ._manifest import build_manifest, config_hash, package_versions
 from ._store import (
     RecordWriter,
     load_manifest,
@@ -246,7 +246,7 @@ class Runner:
 
         manifest = build_manifest(c, model=model.describe(), system=probe.describe(),
                                   counter=counter.describe(), image_policy=policy.describe(),
-                                  scorers=scorers, prior=prior_manifest)
+                                  scorers=scorers, prior=prior_manifest, packages=False)
         write_json_atomic(self.run_dir / "manifest.json", manifest)
 
         result = RunResult(run_dir=self.run_dir, skipped=len(done_ok))
@@ -348,6 +348,8 @@ class Runner:
                     while (getattr(model, "first_send_at", 0) is None and not task.done()
                            and time.monotonic() < deadline):
                         await asyncio.sleep(0.001)
+                    manifest["packages"] = package_versions()
+                    write_json_atomic(self.run_dir / "manifest.json", manifest)
                 await asyncio.sleep(0)  # let work start while the loader reads on
             if tasks:
                 await asyncio.gather(*tasks)
@@ -382,6 +384,8 @@ class Runner:
                 bench_manifest = None
             manifest["benchmark"] = bench_manifest or manifest.get("benchmark")
             manifest["status"] = status
+            if manifest.get("packages") is None:  # no episode was started
+                manifest["packages"] = package_versions()
             manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             if cache is not None:
                 manifest["cache"] = {"enabled": True, "hits_this_invocation": cache.hits,

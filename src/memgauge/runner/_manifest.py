@@ -70,7 +70,10 @@ def scrub_argv(argv: list[str]) -> list[str]:
 
 def build_manifest(config: Any, *, model: dict[str, Any], system: dict[str, Any],
                    counter: dict[str, Any], image_policy: dict[str, Any], scorers: list[Any],
-                   prior: dict[str, Any] | None) -> dict[str, Any]:
+                   prior: dict[str, Any] | None, packages: bool = True) -> dict[str, Any]:
+    """The run manifest. ``packages=False`` leaves the package versions (``None``) to be
+    filled in later with :func:`package_versions`: looking them up scans the installed
+    distributions, which the runner does once the first request is on the wire."""
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     cfg = asdict(config)
     cfg.pop("argv", None)
@@ -80,7 +83,7 @@ def build_manifest(config: Any, *, model: dict[str, Any], system: dict[str, Any]
         "memgauge_version": __version__,
         "git_sha": git_sha(),
         "python": platform.python_version(),
-        "packages": package_versions(),
+        "packages": package_versions() if packages else None,
         "created": (prior or {}).get("created", now),
         "updated": now,
         "invocations": [*(prior or {}).get("invocations", []), invocation],
