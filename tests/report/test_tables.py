@@ -251,3 +251,18 @@ def test_system_labels_stay_distinct():
     labels = [s.label for s in build_tables(runs).systems]
     assert labels == ['rag · m · image ({"top_k": 5})', 'rag · m · image ({"top_k": 9})',
                       'rag · m · image ({"top_k": 9}) #2']
+
+
+def test_question_rows_say_why_a_judged_run_left_an_answer_unscored():
+    runs = three_runs()
+    first = runs[0].records[0]
+    failed = first.model_copy(update={
+        "scores": {"rule": first.scores["rule"]},
+        "meta": {**first.meta, "judge_error": {"kind": "timeout", "message": "judge slow"}}})
+    judged = [failed] + [r.model_copy(update={"scores": {**r.scores, "judge": 1.0}})
+                         for r in runs[0].records[1:] if r.status == "ok"]
+    t = build_tables([RunData("A", runs[0].manifest, judged)])
+    row = next(q for q in t.questions if q.question_id == failed.question_id)
+    assert t.primary == "judge"
+    assert (row.correct, row.error_kind, row.error_message) == ("unscored", "judge timeout",
+                                                                "judge slow")

@@ -24,7 +24,7 @@ from memgauge.analysis._metrics import choose_primary, summarize
 from memgauge.analysis._paired import clustered_se, spearman
 from memgauge.analysis._stats import mean
 from memgauge.errors import ConfigError, MemgaugeError
-from memgauge.schema import Ability, Record
+from memgauge.schema import Ability, ErrorInfo, Record
 
 __all__ = [
     "DEPTH_BINS",
@@ -450,6 +450,11 @@ def _question_rows(run: RunData, tier: str, primary: str | None,
     rows = []
     for r in sorted(run.records, key=lambda rec: rec.question_id):
         err = r.response.error
+        if err is None and isinstance(r.meta.get("judge_error"), dict):
+            # answered, but the judge gave no verdict: say why it is unscored
+            judged = r.meta["judge_error"]
+            err = ErrorInfo(kind=f"judge {judged.get('kind', 'error')}",
+                            message=str(judged.get("message", "")))
         depth = r.meta.get("evidence_depth")
         rows.append(QuestionRow(
             run=run.label, question_id=r.question_id, episode_id=r.episode_id,
