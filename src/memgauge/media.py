@@ -44,6 +44,28 @@ class ImageResolver:
         self.allow_missing = allow_missing
         self._checked: dict[str, tuple[int, int] | str] = {}
         self._refs: dict[tuple[str, str | None, str | None], ImageRef] = {}
+        # Entries seen before, by their exact content (a string, or an object's items in
+        # order): a shared pool repeats the same entries thousands of times.
+        self._entries: dict[Any, ImageRef] = {}
+
+    def resolve_list(self, entries: list[Any], *, file: str, item: str,
+                     field: str) -> list[ImageRef]:
+        """``resolve`` for each entry of a list (``field`` names the list in errors)."""
+        memo = self._entries
+        out: list[ImageRef] = []
+        for entry in entries:
+            t = type(entry)
+            try:
+                key = entry if t is str else tuple(entry.items()) if t is dict else None
+                ref = memo.get(key) if key is not None else None
+            except TypeError:  # an unhashable value (e.g. a list of paths)
+                key = ref = None
+            if ref is None:
+                ref = self.resolve(entry, file=file, item=item, field=f"{field}[{len(out)}]")
+                if key is not None and len(memo) < 1_000_000:
+                    memo[key] = ref
+            out.append(ref)
+        return out
 
     def resolve(self, entry: Any, *, file: str, item: str, field: str) -> ImageRef:
         if isinstance(entry, str):

@@ -121,7 +121,7 @@ build_image = _fast_builder(ImageRef, ("source", "path", "url", "sha256", "width
                                        "captions", "missing", "meta"))
 # parse_turns inlines build_turn when the shortcut applies.
 _TURN_PARTS = _parts(Turn) if getattr(build_turn, "fast", False) else None
-_TURN_FIELDS = frozenset(TURN_FIELDS)
+_TURN_FIELD_SET = set(TURN_FIELDS)  # copied for each turn, never handed out
 
 
 def _tname(value: Any) -> str:
@@ -148,6 +148,23 @@ class ItemContext:
         return InputError(message, file=self.file, item=self.item, field=field)
 
 
+_TURN_IDS: dict[int, list[str]] = {}
+_TURN_IDS_MAX = 4096  # cache ids ("S3:7") for sessions/turns up to this number
+
+
+def _turn_ids(sess_no: int, n: int) -> list[str]:
+    """At least ``n`` turn ids ``S{sess_no}:1``, ``S{sess_no}:2``, …, shared between items
+    (every item of a tier has the same shape, so each id string is built once per run)."""
+    if sess_no > _TURN_IDS_MAX or n > _TURN_IDS_MAX:
+        return [f"S{sess_no}:{j}" for j in range(1, n + 1)]
+    ids = _TURN_IDS.get(sess_no)
+    if ids is None:
+        ids = _TURN_IDS[sess_no] = []
+    if len(ids) < n:
+        ids.extend(f"S{sess_no}:{j}" for j in range(len(ids) + 1, n + 1))
+    return ids
+
+
 def parse_turns(turns: Any, sess_no: int, field: str, ctx: ItemContext,
                 answer_turns: list[str] | None = None) -> list[Turn]:
     """Check and convert one session's list of turns. ``field`` names the list in errors.
@@ -159,45 +176,47 @@ def parse_turns(turns: Any, sess_no: int, field: str, ctx: ItemContext,
     out: list[Turn] = []
     append = out.append
     resolver = ctx.resolver
-    prefix = f"S{sess_no}:"
     # Inlined build_turn (see _fast_builder): this loop runs ~380,000 times on the 256K tier.
+    # A turn's position (for error fields) is len(out).
     fast = _TURN_PARTS is not None
     new, set_dict, set_fields, set_extra, set_private = _TURN_PARTS or (None,) * 5
-    fieldset = _TURN_FIELDS
-    for j, turn in enumerate(turns, 1):
+    fieldset = _TURN_FIELD_SET
+    copy_fields = fieldset.copy
+    for turn_id, turn in zip(_turn_ids(sess_no, len(turns)), turns):
         if type(turn) is not dict:
-            raise ctx.error(f"expected a turn object, got {_tname(turn)}", f"{field}[{j - 1}]")
+            raise ctx.error(f"expected a turn object, got {_tname(turn)}", f"{field}[{len(out)}]")
         role = turn.get("role")
         if role != "user" and role != "assistant":
             if "role" not in turn:
-                raise ctx.error("missing required field", f"{field}[{j - 1}].role")
+                raise ctx.error("missing required field", f"{field}[{len(out)}].role")
             raise ctx.error(f"role must be 'user' or 'assistant', got {role!r}",
-                            f"{field}[{j - 1}].role")
+                            f"{field}[{len(out)}].role")
         text = turn.get("content")
         if type(text) is not str:
             if text is None:
                 text = ""
             else:
-                raise ctx.error(f"expected str, got {_tname(text)}", f"{field}[{j - 1}].content")
+                raise ctx.error(f"expected str, got {_tname(text)}",
+                                f"{field}[{len(out)}].content")
         entries = turn.get("images")
         if entries:
-            images = _resolve_images(entries, f"{field}[{j - 1}].images", ctx, resolver)
+            images = _resolve_images(entries, f"{field}[{len(out)}].images", ctx, resolver)
         elif entries is None or type(entries) is list:
             images = []
         else:
             raise ctx.error(f"expected a list of images, got {_tname(entries)}",
-                            f"{field}[{j - 1}].images")
-        turn_id = f"{prefix}{j}"
-        meta: dict[str, Any] = {}
+                            f"{field}[{len(out)}].images")
         if answer_turns is not None and turn.get("has_answer") is True:
             answer_turns.append(turn_id)
-            meta = {"has_answer": True}
+            meta: dict[str, Any] = {"has_answer": True}
+        else:
+            meta = {}
         values = {"turn_id": turn_id, "role": role, "text": text, "images": images,
                   "speaker": None, "meta": meta}
         if fast:
             obj = new(Turn)
             set_dict(obj, values)
-            set_fields(obj, set(fieldset))
+            set_fields(obj, copy_fields())
             set_extra(obj, None)
             set_private(obj, None)
         else:  # pragma: no cover - the schema changed; model_construct fills new defaults
@@ -212,14 +231,12 @@ def _resolve_images(entries: Any, field: str, ctx: ItemContext,
         raise ctx.error(f"expected a list of images, got {_tname(entries)}", field)
     if resolver is None:  # pragma: no cover - every family loader passes one
         raise ctx.error("images are not supported here", field)
-    images = []
-    for k, entry in enumerate(entries):
-        ref = resolver.resolve(entry, file=ctx.file, item=ctx.item, field=f"{field}[{k}]")
+    images = resolver.resolve_list(entries, file=ctx.file, item=ctx.item, field=field)
+    for ref in images:
         if ref.missing:
             ctx.missing += 1
             ctx.missing_list.append({"item": ctx.item, "source": ref.source,
                                      "problem": ref.meta.get("problem")})
-        images.append(ref)
     ctx.images += len(images)
     return images
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import ConfigError, ContextOverflowError
 from ..models import ImagePart, Message, Part, TextPart
@@ -54,22 +55,44 @@ def turn_parts(text: str, images: Sequence[ImageRef], mode: str, label_images: b
                image_offset: int) -> tuple[list[Part], int]:
     """Content parts of one turn, and the next global image number."""
     parts: list[Part] = []
+    text_part, image_part = _text_part, _image_part
     if mode == "text" or not images:
         stripped = text.replace("<image>", "").strip()
         if stripped:
-            parts.append(TextPart(stripped))
+            parts.append(text_part(stripped))
         return parts, image_offset + (0 if mode == "text" else len(images))
     n = len(images)
-    plain = not label_images and mode != "caption"
+    if not label_images and mode == "image":  # the common case, without the helper below
+        if "<image>" not in text:
+            parts = [image_part(im) for im in images]
+            stripped = text.strip()
+            if stripped:
+                parts.append(text_part(stripped))
+            return parts, image_offset + n
+        pieces = text.split("<image>")
+        if pieces[0].strip():
+            parts.append(text_part(pieces[0]))
+        used = 0
+        for piece in pieces[1:]:
+            if used < n:
+                parts.append(image_part(images[used]))
+                used += 1
+            if piece.strip():
+                parts.append(text_part(piece))
+        while used < n:
+            parts.append(image_part(images[used]))
+            used += 1
+        return parts, image_offset + n
+    # Labelled images or caption mode:
 
     def image(i: int) -> None:
         ref = images[i]
         if label_images:
-            parts.append(TextPart(f"[Image {image_offset + i + 1}]"))
+            parts.append(text_part(f"[Image {image_offset + i + 1}]"))
         if mode == "caption":
-            parts.append(TextPart(_caption_text(ref)))
+            parts.append(text_part(_caption_text(ref)))
         else:
-            parts.append(ImagePart(ref))
+            parts.append(image_part(ref))
 
     if "<image>" in text:
         used = 0
@@ -77,13 +100,10 @@ def turn_parts(text: str, images: Sequence[ImageRef], mode: str, label_images: b
         # captured "<image>" gives, at a fraction of the cost)
         for k, piece in enumerate(text.split("<image>")):
             if k and used < n:
-                if plain:
-                    parts.append(ImagePart(images[used]))
-                else:
-                    image(used)
+                image(used)
                 used += 1
             if piece.strip():
-                parts.append(TextPart(piece))
+                parts.append(text_part(piece))
         while used < n:
             image(used)
             used += 1
@@ -92,37 +112,79 @@ def turn_parts(text: str, images: Sequence[ImageRef], mode: str, label_images: b
             image(i)
         stripped = text.strip()
         if stripped:
-            parts.append(TextPart(stripped))
+            parts.append(text_part(stripped))
     return parts, image_offset + n
+
+
+def _one_slot_maker(cls: type, name: str):
+    """``cls(value)`` for a one-field frozen slots dataclass, without the dataclass's
+    ``__init__`` (which goes through ``object.__setattr__``): the same object at about half
+    the cost. Falls back to ``cls`` itself if the class is not the plain shape assumed."""
+    import dataclasses
+
+    slot = cls.__dict__.get(name)
+    if tuple(f.name for f in dataclasses.fields(cls)) != (name,) or \
+            hasattr(cls, "__post_init__") or \
+            type(slot).__name__ != "member_descriptor":  # pragma: no cover - guards a change
+        return cls, None, None
+    new, set_value = object.__new__, slot.__set__
+
+    def make(value: Any) -> Any:
+        obj = new(cls)
+        set_value(obj, value)
+        return obj
+
+    return make, new, set_value
+
+
+_text_part, _NEW_TEXT, _SET_TEXT = _one_slot_maker(TextPart, "text")
+_image_part = _one_slot_maker(ImagePart, "image")[0]
 
 
 def session_messages(sessions: Sequence[Session], *, mode: str, label_images: bool = False,
                      numbers: Sequence[int] | None = None) -> list[list[Message]]:
     """Messages per session (so an over-length policy can drop whole sessions)."""
+    return _session_messages(sessions, mode, label_images, numbers, None)
+
+
+def _session_messages(sessions: Sequence[Session], mode: str, label_images: bool,
+                      numbers: Sequence[int] | None,
+                      images_out: list[list[ImageRef]] | None) -> list[list[Message]]:
+    """As :func:`session_messages`; with ``images_out`` given, also appends each session's
+    images in the order its messages hold them."""
     out: list[list[Message]] = []
     offset = 0
-    text_part, message = TextPart, Message
+    message = Message
+    new_part, set_text = _NEW_TEXT, _SET_TEXT  # TextPart(...), inlined (see _one_slot_maker)
     for idx, session in enumerate(sessions):
         number = numbers[idx] if numbers is not None else idx + 1
         header = f"=== Session {number} (Date: {session.date or 'unknown'}) ==="
         msgs: list[Message] = []
         append = msgs.append
         pending = True
+        images: list[ImageRef] = []
         for turn in session.turns:
             text = turn.text
             # The common case, kept cheap: no images, no placeholder ("<" is a one-byte
             # search, several times faster than looking for "<image>" in a long turn).
             if not turn.images and ("<" not in text or "<image>" not in text):
                 stripped = text.strip()
-                parts = [text_part(stripped)] if stripped else []
                 if not pending:
-                    if parts:
+                    if stripped:
+                        if new_part is None:  # pragma: no cover
+                            part = TextPart(stripped)
+                        else:
+                            part = new_part(TextPart)
+                            set_text(part, stripped)
                         append(message("assistant" if turn.role == "assistant" else "user",
-                                       parts))
+                                       [part]))
                     continue
+                parts = [TextPart(stripped)] if stripped else []
             else:
                 visible = [im for im in turn.images if not im.missing]
                 parts, offset = turn_parts(text, visible, mode, label_images, offset)
+                if images_out is not None and visible and mode == "image":
+                    images.extend(visible)  # image mode shows every visible image, in order
             if pending:
                 if parts and isinstance(parts[0], TextPart):
                     parts[0] = TextPart(f"{header}\n{parts[0].text}")
@@ -131,8 +193,10 @@ def session_messages(sessions: Sequence[Session], *, mode: str, label_images: bo
                 pending = False
             if parts:
                 role = "assistant" if turn.role == "assistant" else "user"
-                msgs.append(Message(role, parts))
+                append(message(role, parts))
         out.append(msgs)
+        if images_out is not None:
+            images_out.append(images)
     return out
 
 
@@ -162,8 +226,9 @@ def build_prompt(sessions: Sequence[Session], question: Question, *, mode: str =
         raise ConfigError(f"unknown overflow policy {overflow!r}; use error or drop-oldest")
     system = Message("system", [TextPart(SYSTEM_PROMPT)])
     final = question_message(question, instruction)
-    per_session = [] if mode == "no-context" else session_messages(
-        sessions, mode=mode, label_images=label_images)
+    per_images: list[list[ImageRef]] = []
+    per_session = [] if mode == "no-context" else _session_messages(
+        sessions, mode, label_images, None, per_images)
     dropped = 0
     tokens = None
     if counter is not None:
@@ -182,7 +247,9 @@ def build_prompt(sessions: Sequence[Session], question: Question, *, mode: str =
     for msgs in per_session[dropped:]:
         messages.extend(msgs)
     messages.append(final)
-    images = [p.image for m in messages for p in m.parts if isinstance(p, ImagePart)]
+    # The prompt's images in message order (collected while the session messages were built).
+    images = [im for session_images in per_images[dropped:] for im in session_images]
+    images.extend(p.image for p in final.parts if isinstance(p, ImagePart))
     return Prompt(messages=messages, tokens=tokens, dropped_sessions=dropped, images=images)
 
 
