@@ -8,7 +8,6 @@ folder skips questions already done and retries those that failed.
 from __future__ import annotations
 
 import asyncio
-import gc
 import hashlib
 import time
 from collections.abc import Callable, Iterator
@@ -33,6 +32,7 @@ from ..scoring import (
 )
 from ..systems import SystemContext
 from ..tokens import TokenCounter
+from ._gc import quiet_gc, restore_gc
 from ._manifest import build_manifest, config_hash, package_versions
 from ._store import (
     RecordWriter,
@@ -250,13 +250,8 @@ class Runner:
         write_json_atomic(self.run_dir / "manifest.json", manifest)
 
         result = RunResult(run_dir=self.run_dir, skipped=len(done_ok))
-        # A run allocates many short-lived containers and few cycles: the default collector
-        # thresholds spent ~25 % of the CPU walking them. Freeze what setup built, collect
-        # rarely, and restore on the way out.
         writer = RecordWriter(self.run_dir)
-        gc_threshold = gc.get_threshold()
-        gc.freeze()
-        gc.set_threshold(100_000, 50, 1000)
+        gc_previous = quiet_gc()  # see runner/_gc.py
         sem = asyncio.Semaphore(max(1, c.concurrency))
         episodes_in_flight = asyncio.Semaphore(max(2, c.concurrency * 2))
         tasks: set[asyncio.Task[None]] = set()
@@ -363,8 +358,7 @@ class Runner:
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
         finally:
-            gc.set_threshold(*gc_threshold)
-            gc.unfreeze()
+            restore_gc(gc_previous)
             first = getattr(model, "first_send_at", None)  # when the first request went out
             if first is not None:
                 result.first_request_s = first - t_mono
