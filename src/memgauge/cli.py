@@ -178,7 +178,7 @@ def report(
     offline page with plots and a filterable question browser."""
     import json
 
-    from .analysis import build_tables, error_breakdown, load_runs, summarize
+    from .analysis import build_tables, error_breakdown, load_runs
     from .report import (
         render_error_labels,
         render_html,
@@ -202,11 +202,11 @@ def report(
             return
         texts, payloads = [], []
         for run in runs:
-            names = {n for r in run.records if r.status == "ok" for n in r.scores}
-            summary = summarize(run.records,
-                                primary=tables.primary if tables.primary in names else None)
+            summary = tables.summaries[run.label]  # computed once, with the tables
             meta = _report_meta(run.path, run.manifest)
-            labels = error_breakdown(run.records, scorer=summary.primary or "rule")
+            scorer = summary.primary or "rule"
+            labels = (tables.breakdowns[run.label] if scorer == tables.primary
+                      else error_breakdown(run.records, scorer=scorer))
             if fmt == "md":
                 texts.append(render_markdown(summary, title=f"memgauge report: {run.label}",
                                              meta=meta) + "\n\n" + render_error_labels(labels))

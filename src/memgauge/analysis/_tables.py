@@ -13,14 +13,14 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
 from typing import Any
 
 from memgauge.analysis._errors import error_breakdown
 from memgauge.analysis._json import json_safe
-from memgauge.analysis._metrics import choose_primary, summarize
+from memgauge.analysis._metrics import Summary, choose_primary, summarize
 from memgauge.analysis._paired import clustered_se, spearman
 from memgauge.analysis._stats import mean
 from memgauge.errors import ConfigError, MemgaugeError
@@ -223,10 +223,16 @@ class ReportTables:
     spearman: list[SpearmanRow]
     spearman_omitted: list[dict[str, Any]]
     questions: list[QuestionRow] = field(default_factory=list)
+    # What the tables were computed from, kept so the per-run report sections reuse them
+    # instead of bootstrapping again; not part of the JSON.
+    summaries: dict[str, Summary] = field(default_factory=dict, repr=False)
+    breakdowns: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-safe data: non-finite numbers become ``None``."""
-        return json_safe(asdict(self))
+        data = asdict(replace(self, summaries={}, breakdowns={}))
+        del data["summaries"], data["breakdowns"]
+        return json_safe(data)
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -332,8 +338,9 @@ def _pointer(session_id: str, turn_id: str | None) -> str:
 
 
 def _run_row(run: RunData, system: str, tier: str, primary: str | None, *, seed: int,
-             n_resamples: int, confidence: float) -> tuple[RunRow, dict[str, Cell]]:
-    """The leaderboard row of a run and its per-ability cells."""
+             n_resamples: int, confidence: float
+             ) -> tuple[RunRow, dict[str, Cell], Summary]:
+    """The leaderboard row of a run, its per-ability cells, and the run's summary."""
     names = {name for r in run.records if r.status == "ok" for name in r.scores}
     has_primary = primary is not None and primary in names
     summary = summarize(run.records, primary=primary if has_primary else None, seed=seed,
@@ -367,7 +374,7 @@ def _run_row(run: RunData, system: str, tier: str, primary: str | None, *, seed:
         evidence_recall=mean(recalls), n_recall=len(recalls),
         scores={name: Cell(st.accuracy, st.n) for name, st in summary.overall.items()},
     )
-    return row, by_ability
+    return row, by_ability, summary
 
 
 def _group_by_ability(records: Iterable[Record]) -> dict[str, list[Record]]:
@@ -497,12 +504,15 @@ def build_tables(runs: Sequence[RunData], *, primary: str | None = None, seed: i
     matrix: dict[str, dict[str, Cell]] = {}
     label_maps: dict[str, dict[str, str]] = {}
     error_labels: dict[str, dict[str, Any]] = {}
+    summaries: dict[str, Summary] = {}
+    breakdowns: dict[str, dict[str, Any]] = {}
     for run in runs:
-        row, cells = _run_row(run, system_of[run.label], tiers[run.label], chosen, **kw)
+        row, cells, summaries[run.label] = _run_row(run, system_of[run.label],
+                                                    tiers[run.label], chosen, **kw)
         rows.append(row)
         matrix[run.label] = cells
         if chosen is not None:
-            bd = error_breakdown(run.records, scorer=chosen)
+            bd = breakdowns[run.label] = error_breakdown(run.records, scorer=chosen)
             error_labels[run.label] = {"n_wrong": bd["n_wrong"], "by_label": bd["by_label"],
                                        "by_category": bd["by_category"]}
             label_maps[run.label] = dict(bd["items"])
@@ -525,4 +535,5 @@ def build_tables(runs: Sequence[RunData], *, primary: str | None = None, seed: i
         questions=[q for run in runs
                    for q in _question_rows(run, tiers[run.label], chosen,
                                            label_maps.get(run.label, {}))],
+        summaries=summaries, breakdowns=breakdowns,
     )
