@@ -511,3 +511,10 @@ def write_markdown(work: Path, name: str, lines: list[str], result_json: Path) -
     md = "\n".join([*lines, "", f"Result JSON: {rel(result_json)}", ""])
     (work / f"{name}.md").write_text(md)
     return md
+
+
+def note_failure(row: dict, m: Any) -> None:
+    """Keep a failed ``memgauge run``'s stderr tail in its result row, and say so."""
+    if m.rc != 0:
+        row["stderr_tail"] = m.stderr_tail
+        print(f"memgauge run failed (rc {m.rc}):\n{m.stderr_tail}", file=sys.stderr)

@@ -88,9 +88,7 @@ def main() -> None:
             "host_steal_pct": (m.extra.get("host_cpu") or {}).get("steal_pct"),
             "command": C.shell_quote(cmd),
         }
-        if m.rc != 0:
-            row["stderr_tail"] = m.stderr_tail
-            print(f"memgauge run failed (rc {m.rc}):\n{m.stderr_tail}", file=sys.stderr)
+        C.note_failure(row, m)
         rows.append(row)
 
     best = max(rows, key=lambda r: r["items_per_s_wall"])
