@@ -61,7 +61,7 @@ def require_tools() -> None:
         import aiohttp  # noqa: F401  (the stub needs it; fail here rather than in a child)
     except ImportError:
         sys.exit(f"bench: the stub server needs aiohttp; install it into {sys.prefix} "
-                 "(pip install aiohttp, or pip install -e '.[test]').")
+                 "(pip install -e '.[bench]').")
 
 
 # --------------------------------------------------------------------------------------------
@@ -441,8 +441,8 @@ def machine() -> dict[str, Any]:
     try:
         from importlib import metadata
         info["packages"] = {p: metadata.version(p) for p in
-                            ("memgauge", "openai", "orjson", "ijson", "pydantic", "aiohttp",
-                             "pillow", "bpe-openai")}
+                            ("memgauge", "orjson", "ijson", "pydantic", "httptools",
+                             "aiohttp", "pillow", "bpe-openai")}
     except Exception:  # noqa: BLE001 - informational only
         pass
     return info

@@ -1,6 +1,6 @@
 """Any OpenAI-compatible chat endpoint (vLLM, SGLang, Ollama, hosted APIs).
 
-The wire protocol is OpenAI's chat completions; the transport is aiohttp, used directly.
+The wire protocol is OpenAI's chat completions; the transport is ``_http`` (h11 over asyncio).
 We measured the ``openai`` SDK on this path: importing it costs ~1.3 s (it builds hundreds
 of typed models), which alone breaks a 1 s time-to-first-request, and its per-request
 layers (parameter transformation, typed responses, an httpx-style wrapper) cost more CPU
@@ -28,6 +28,7 @@ from ..media import EncodedImage, ImageEncoder, ImagePolicy
 from ..registry import model
 from ..schema import Usage
 from ._base import GenerateConfig, ImagePart, Message, ModelError, ModelOutput, TextPart
+from ._http import HttpClient, HttpError
 
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too long",
                   "max_model_len", "reduce the length", "exceeds")
@@ -66,7 +67,7 @@ class OpenAICompatModel:
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
-        self._session: Any = None  # an aiohttp.ClientSession, made inside the running loop
+        self._client: HttpClient | None = None
         # Inline images travel as markers through orjson and are spliced in as bytes; the
         # nonce keeps a marker from ever matching text in a prompt.
         nonce = uuid.uuid4().hex
@@ -77,14 +78,10 @@ class OpenAICompatModel:
         self.requests = 0
         self.retries = 0
 
-    def _http(self) -> Any:
-        if self._session is None:
-            import aiohttp
-
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0),  # our semaphore bounds concurrency
-                timeout=aiohttp.ClientTimeout(total=self.settings.timeout_s))
-        return self._session
+    def _http(self) -> HttpClient:
+        if self._client is None:
+            self._client = HttpClient(self._url, self._headers, self.settings.timeout_s)
+        return self._client
 
     def describe(self) -> dict[str, Any]:
         s = self.settings
@@ -190,8 +187,6 @@ class OpenAICompatModel:
         return out
 
     async def _send(self, pieces: list[bytes]) -> ModelOutput:
-        import aiohttp
-
         s = self.settings
         for attempt in range(1, s.max_attempts + 1):
             retry_after: float | None = None
@@ -200,11 +195,9 @@ class OpenAICompatModel:
                     self.requests += 1
                     if self.first_send_at is None:
                         self.first_send_at = time.monotonic()
-                    async with self._http().post(self._url, data=_pieces_payload(pieces),
-                                                 headers=self._headers) as resp:
-                        body = await resp.read()
-                        status = resp.status
-                        retry_after = _retry_after(resp.headers.get("Retry-After"))
+                    resp = await self._http().post(pieces)
+                body, status = resp.body, resp.status
+                retry_after = _retry_after(resp.headers.get("retry-after"))
                 if status < 400:
                     return _to_output(body, attempt)
                 msg = _error_message(body)
@@ -214,8 +207,8 @@ class OpenAICompatModel:
                     kind = "context_overflow"
             except TimeoutError:
                 kind, msg, retryable = "timeout", f"no reply within {s.timeout_s:g} s", True
-            except aiohttp.ClientError as exc:
-                kind, msg, retryable = "connection", f"{type(exc).__name__}: {exc}", True
+            except HttpError as exc:
+                kind, msg, retryable = "connection", str(exc), True
             if not retryable or attempt == s.max_attempts:
                 raise ModelError(kind, msg, retryable=retryable, attempts=attempt)
             self.retries += 1
@@ -224,50 +217,9 @@ class OpenAICompatModel:
         raise AssertionError("unreachable")
 
     async def aclose(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-
-
-_PiecesPayload: Any = None
-
-
-def _pieces_payload(pieces: list[bytes]) -> Any:
-    """An aiohttp payload that writes ``pieces`` one after the other under one
-    Content-Length. Joining a multi-megabyte body first, and aiohttp joining it again with
-    the headers (it does on Python < 3.12.9), cost two copies of every image per request."""
-    global _PiecesPayload
-    if _PiecesPayload is None:
-        from aiohttp.payload import Payload
-
-        class PiecesPayload(Payload):
-            _autoclose = True  # in memory: nothing to close
-
-            def __init__(self, value: list[bytes]) -> None:
-                super().__init__(value, content_type="application/json")
-                self._size = sum(len(p) for p in value)
-
-            def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
-                return b"".join(self._value).decode(encoding, errors)
-
-            async def as_bytes(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
-                return b"".join(self._value)
-
-            async def write(self, writer: Any) -> None:
-                await self.write_with_length(writer, None)
-
-            async def write_with_length(self, writer: Any, content_length: int | None) -> None:
-                left = self._size if content_length is None else content_length
-                for piece in self._value:
-                    if left <= 0:
-                        break
-                    if len(piece) > left:
-                        piece = piece[:left]
-                    await writer.write(piece)
-                    left -= len(piece)
-
-        _PiecesPayload = PiecesPayload
-    return _PiecesPayload(pieces)
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
 
 
 def _to_output(raw: bytes, attempt: int) -> ModelOutput:

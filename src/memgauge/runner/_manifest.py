@@ -17,7 +17,7 @@ from typing import Any
 from .. import __version__
 from ..cache import cache_key
 
-_PACKAGES = ("pydantic", "aiohttp", "pillow", "ijson", "orjson", "numpy", "bpe-openai", "typer")
+_PACKAGES = ("pydantic", "httptools", "pillow", "ijson", "orjson", "numpy", "bpe-openai", "typer")
 _SECRET_FLAGS = ("--api-key", "--key", "--token")
 
 
