@@ -99,8 +99,8 @@ class _Connection(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         self._status = self.parser.get_status_code()
-        h = self._headers
-        self._framed = "content-length" in h or "chunked" in h.get("transfer-encoding", "")
+        h = self._headers  # transfer-coding names are case-insensitive (RFC 9112)
+        self._framed = "content-length" in h or "chunked" in h.get("transfer-encoding", "").lower()
 
     def on_body(self, body: bytes) -> None:
         self._body.append(body)
