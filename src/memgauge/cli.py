@@ -525,7 +525,15 @@ def main() -> None:
     # pydantic looks for its plugins by scanning every installed distribution's entry points
     # (~25 ms of start-up) and memgauge uses none; a user's explicit setting wins.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
-    app()
+    try:
+        app()
+    finally:
+        # The process ends here: the interpreter's last cyclic collection would walk every
+        # module's objects (~0.1-0.15 s at the end of a run) only to free memory the OS takes
+        # back anyway. Files are closed by now; refcounted objects are still released.
+        import gc
+
+        gc.freeze()
 
 
 if __name__ == "__main__":
