@@ -55,7 +55,9 @@ def run(
     image_dir: Annotated[str | None, typer.Option(help="Folder image paths are relative to")] = None,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint URL")] = None,
     api_key_env: Annotated[str, typer.Option(help="Env var holding the API key")] = "OPENAI_API_KEY",
-    concurrency: Annotated[int, typer.Option(help="Requests in flight")] = 8,
+    concurrency: Annotated[int, typer.Option(help="Requests in flight (in all)")] = 8,
+    workers: Annotated[int, typer.Option(
+        help="Answering processes, each taking every N-th item (for fast local servers)")] = 1,
     limit: Annotated[int | None, typer.Option(help="Only the first N questions")] = None,
     shard: Annotated[str | None, typer.Option(help="i/N: this run's share (0 <= i < N)")] = None,
     allow_missing_images: Annotated[bool, typer.Option(
@@ -105,6 +107,7 @@ def run(
             system_options=_options(system_option or []), model=model, image_dir=image_dir,
             allow_missing_images=allow_missing_images, question_ids=question_ids, tier=tier,
             base_url=base_url, api_key_env=api_key_env, concurrency=concurrency, limit=limit,
+            workers=workers,
             shard=parse_shard(shard) if shard else None, context_mode=context_mode,
             instruction=instruction, label_images=label_images,
             max_context_tokens=max_context_tokens, overflow=overflow, count_tokens=count_tokens,
@@ -146,23 +149,40 @@ def _execute(config) -> None:  # type: ignore[no-untyped-def]
             TimeElapsedColumn,
         )
 
+        # With workers, the parent forks once the bar is up: no refresh thread may exist
+        # then, so the bar is redrawn by the parent's progress polls instead.
+        threaded = config.workers <= 1
         progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                             MofNCompleteColumn(),
                             TextColumn("ok {task.fields[ok]} · errors {task.fields[errors]}"),
-                            TimeElapsedColumn(), console=err.get(), transient=False)
+                            TimeElapsedColumn(), console=err.get(), transient=False,
+                            auto_refresh=threaded)
         task = progress.add_task("answering", total=config.limit, ok=0, errors=0)
 
         def tick(result, record) -> None:  # type: ignore[no-untyped-def]
-            progress.update(task, advance=1, ok=result.ok, errors=result.errors)
+            progress.update(task, completed=result.done, ok=result.ok, errors=result.errors)
+            if not threaded:
+                progress.refresh()
 
         with progress:
             result = Runner(config, on_progress=tick).run_sync()
-    err.print(f"{result.done} answered now ({result.ok} ok, {result.errors} errors), "
-              f"{result.skipped} already done; records in {result.run_dir / 'records.jsonl'}"
-              f" ({result.wall_s:.1f} s)", highlight=False)
+    _say(f"{result.done} answered now ({result.ok} ok, {result.errors} errors), "
+         f"{result.skipped} already done; records in {result.run_dir / 'records.jsonl'}"
+         f" ({result.wall_s:.1f} s)")
+    for note in result.notes:
+        _say(f"note: {note}")
     if result.errors:
-        err.print(f"[yellow]{result.errors} questions failed; they are reported apart. "
-                  "Rerun the same command to retry them.[/]")
+        _say(f"{result.errors} questions failed; they are reported apart. "
+             "Rerun the same command to retry them.", style="yellow")
+
+
+def _say(text: str, style: str | None = None) -> None:
+    """A line on stderr: through rich on a terminal, plain otherwise (importing rich would
+    cost ~40 ms at the end of every scripted run)."""
+    if sys.stderr.isatty():
+        err.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+    else:
+        print(text, file=sys.stderr, flush=True)
 
 
 @app.command()

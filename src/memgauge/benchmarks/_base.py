@@ -75,7 +75,7 @@ class HashingReader:
 
     def read(self, n: int = -1) -> bytes:
         data = self._f.read(n)
-        if self._digest is None:
+        if self._digest is None and _background_hashing:
             self._read += len(data)
             if self._read >= self._start_after or not data:
                 self._start()
@@ -92,7 +92,30 @@ class HashingReader:
         self._f.close()
 
 
-_HASH_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memgauge-hash")
+def _new_hash_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="memgauge-hash")
+
+
+_HASH_POOL = _new_hash_pool()
+_background_hashing = True
+
+
+def _after_fork_in_child() -> None:
+    # A forked child inherits the pool object but none of its threads: the pool would
+    # believe an idle thread exists and never run a job (a run's workers fork).
+    global _HASH_POOL
+    _HASH_POOL = _new_hash_pool()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def set_background_hashing(enabled: bool) -> None:
+    """Whether readers start hashing their file on their own. A run's worker processes turn
+    it off: the parent hashes the inputs once for the manifest."""
+    global _background_hashing
+    _background_hashing = enabled
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

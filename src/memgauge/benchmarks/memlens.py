@@ -469,11 +469,19 @@ class StreamingBenchmark(abc.ABC):
     def _parse(self, raw: Any, index: int, ctx: ItemContext) -> Episode | None:
         """One raw item to an Episode (None to skip it, e.g. outside the id subset)."""
 
-    def episodes(self) -> Iterator[Episode]:
+    # episodes(part=(k, n)) parses only items k, k+n, k+2n, ... (the runner's workers)
+    supports_parts = True
+
+    def episodes(self, part: tuple[int, int] | None = None) -> Iterator[Episode]:
+        """The episodes in file order. With ``part=(k, n)`` only items whose index is k
+        modulo n are converted; the others are still read (their ids are checked for
+        duplicates and against the id list, so every part raises what a whole pass would),
+        and ``stats()`` then counts this part's items only."""
         ctx = ItemContext(self.path, self.resolver)
         counts = {"episodes": 0, "questions": 0, "images": 0, "missing_images": 0}
         self._counts, self._missing, self._sha = counts, ctx.missing_list, None
         seen: set[str] = set()
+        keep = self.keep
         reader = HashingReader(self.path)
         self._reader = reader  # its background digest serves manifest() if we stop early
         try:
@@ -491,6 +499,16 @@ class StreamingBenchmark(abc.ABC):
                     if got is None:
                         break
                     index, raw = got
+                    if part is not None and index % part[1] != part[0]:
+                        qid = raw.get("question_id") if type(raw) is dict else None
+                        # a malformed item is reported by the part that owns it
+                        if type(qid) is not str or (keep is not None and qid not in keep):
+                            continue
+                        if qid in seen:
+                            raise InputError(f"duplicate question_id {qid!r}", file=self.path,
+                                             item=qid, field="question_id")
+                        seen.add(qid)
+                        continue
                     ep = self._parse(raw, index, ctx)
                     del raw
                 finally:
@@ -507,16 +525,20 @@ class StreamingBenchmark(abc.ABC):
                 counts["images"] = ctx.images
                 counts["missing_images"] = ctx.missing
                 yield ep
-            self._sha = reader.hexdigest()
+            self._sha = reader.hexdigest() if part is None else None
         finally:
             reader.close()
-        if self.keep is not None:
-            absent = sorted(self.keep - seen)
+        if keep is not None:
+            absent = sorted(keep - seen)
             if absent:
                 shown = ", ".join(absent[:20]) + (f" … ({len(absent)} in all)"
                                                   if len(absent) > 20 else "")
                 raise InputError(f"{len(absent)} question id(s) in the id list are not in the "
                                  f"data: {shown}", file=self.opts.question_ids)
+
+    def stats(self) -> dict[str, Any]:
+        """What the last pass counted: ``counts``, and ``missing_images`` (the list)."""
+        return {"counts": dict(self._counts), "missing_images": list(self._missing)}
 
     def manifest(self) -> dict[str, Any]:
         if self._sha is None:  # iteration did not finish: use (or wait for) the background hash

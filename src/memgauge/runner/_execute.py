@@ -79,6 +79,7 @@ class RunConfig:
     retry_base_s: float = 0.5
     cache: bool = True
     cache_path: str | None = None
+    workers: int = 1  # answering processes (see runner/_workers.py); not part of the identity
     progress: bool = True
     argv: list[str] = field(default_factory=list)
     # Judging while running; not part of the identity: a run can be judged later too.
@@ -106,6 +107,51 @@ class RunResult:
     skipped: int = 0  # already done by an earlier invocation
     first_request_s: float | None = None
     wall_s: float = 0.0
+    workers: int = 1
+    notes: list[str] = field(default_factory=list)  # e.g. why fewer workers ran
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What :meth:`Runner.prepare` found: the earlier manifest, the questions done ok."""
+
+    prior_manifest: dict[str, Any] | None
+    done_ok: frozenset[str]
+    t_start: float  # perf_counter() at the start
+    t_mono: float  # time.monotonic() at the start (first_send_at is on this clock)
+
+
+@dataclass
+class Setup:
+    """The objects a run answers with (each worker process makes its own)."""
+
+    bench: Any
+    cache: ResponseCache | None
+    model: Any
+    counter: TokenCounter
+    policy: ImagePolicy
+    new_system: Callable[[], Any]
+    probe: Any
+    scorers: list[Any]
+    judging: JudgePipeline | None
+
+    async def close(self) -> float | None:
+        """Close the model clients; returns when the first request went out (monotonic)."""
+        first = getattr(self.model, "first_send_at", None)
+        if hasattr(self.model, "aclose"):
+            await self.model.aclose()
+        if self.judging is not None:
+            await self.judging.model.aclose()
+        return first
+
+    def cache_summary(self) -> dict[str, Any] | None:
+        """The cache's counts for the manifest (and closes it)."""
+        if self.cache is None:
+            return None
+        out = {"enabled": True, "hits_this_invocation": self.cache.hits,
+               "misses_this_invocation": self.cache.misses}
+        self.cache.close()
+        return out
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -210,23 +256,27 @@ class Runner:
                               "use a new --out folder")
         return prior
 
-    async def run(self) -> RunResult:
-        c = self.config
-        t_start = time.perf_counter()
-        t_mono = time.monotonic()
+    def prepare(self) -> Prepared:
+        """Before answering (once per invocation, in the parent when there are workers):
+        check the folder's identity, compact records.jsonl, note what is done."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         prior_manifest = self._check_identity()
         prior = read_records(self.run_dir)
         records_path = self.run_dir / "records.jsonl"
         if prior or (records_path.exists() and records_path.stat().st_size):
             rewrite_records(self.run_dir, prior.values())  # compact; drops a torn tail line
-        done_ok = {qid for qid, r in prior.items() if r.status == "ok"}
+        done_ok = frozenset(qid for qid, r in prior.items() if r.status == "ok")
+        return Prepared(prior_manifest=prior_manifest, done_ok=done_ok,
+                        t_start=time.perf_counter(), t_mono=time.monotonic())
 
+    def setup(self, *, with_cache: bool = True) -> Setup:
+        """The benchmark, model, system factory, scorers and judge of this run."""
+        c = self.config
         bench = lookup("benchmark", c.bench)(BenchmarkOptions(
             data=c.data, image_dir=c.image_dir, allow_missing_images=c.allow_missing_images,
             question_ids=c.question_ids, tier=c.tier))
         policy = ImagePolicy(max_side=c.image_max_side, format=c.image_format)
-        cache = ResponseCache(c.cache_path) if c.cache else None
+        cache = ResponseCache(c.cache_path) if c.cache and with_cache else None
         settings = ModelSettings(base_url=c.base_url, api_key_env=c.api_key_env,
                                  concurrency=c.concurrency, timeout_s=c.timeout_s,
                                  max_attempts=c.max_attempts, retry_base_s=c.retry_base_s,
@@ -240,22 +290,58 @@ class Runner:
             label_images=c.label_images, max_context_tokens=c.max_context_tokens,
             overflow=c.overflow, count_tokens=c.count_tokens, options=dict(c.system_options))
         new_system = lookup("system", c.system)(ctx)
-        scorers = default_scorers()
-        judging = self._judge_pipeline(cache)
-        probe = new_system()
+        return Setup(bench=bench, cache=cache, model=model, counter=counter, policy=policy,
+                     new_system=new_system, probe=new_system(), scorers=default_scorers(),
+                     judging=self._judge_pipeline(cache))
 
-        manifest = build_manifest(c, model=model.describe(), system=probe.describe(),
-                                  counter=counter.describe(), image_policy=policy.describe(),
-                                  scorers=scorers, prior=prior_manifest, packages=False)
+    def initial_manifest(self, s: Setup, prep: Prepared) -> dict[str, Any]:
+        manifest = build_manifest(self.config, model=s.model.describe(),
+                                  system=s.probe.describe(), counter=s.counter.describe(),
+                                  image_policy=s.policy.describe(), scorers=s.scorers,
+                                  prior=prep.prior_manifest, packages=False)
         write_json_atomic(self.run_dir / "manifest.json", manifest)
+        return manifest
 
-        result = RunResult(run_dir=self.run_dir, skipped=len(done_ok))
+    async def run(self) -> RunResult:
+        prep = self.prepare()
+        s = self.setup()
+        manifest = self.initial_manifest(s, prep)
+        result = RunResult(run_dir=self.run_dir, skipped=len(prep.done_ok))
+        failed = False
+        try:
+            await self.answer(s, prep.done_ok, result, manifest=manifest)
+            if s.judging is not None:
+                await self._judge_earlier(s.judging, manifest)
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            first = await s.close()
+            if first is not None:  # when the first request went out
+                result.first_request_s = first - prep.t_mono
+            bench_manifest = None
+            if not failed:
+                try:
+                    bench_manifest = s.bench.manifest()
+                except Exception:
+                    bench_manifest = None
+            self.finish(manifest, bench_manifest, cache=s.cache_summary())
+            result.wall_s = time.perf_counter() - prep.t_start
+        return result
+
+    async def answer(self, s: Setup, done_ok: frozenset[str], result: RunResult, *,
+                     manifest: dict[str, Any] | None = None,
+                     part: tuple[int, int] | None = None) -> None:
+        """Answer every question not yet done (of this ``part`` of the items, in a worker),
+        writing each record as it finishes. ``manifest`` gets the package versions once the
+        first request is out (the parent does that when there are workers)."""
+        c = self.config
+        scorers, judging, model, new_system = s.scorers, s.judging, s.model, s.new_system
         writer = RecordWriter(self.run_dir)
         gc_previous = quiet_gc()  # see runner/_gc.py
         sem = asyncio.Semaphore(max(1, c.concurrency))
         episodes_in_flight = asyncio.Semaphore(max(2, c.concurrency * 2))
         tasks: set[asyncio.Task[None]] = set()
-        failures: list[BaseException] = []
 
         async def answer_one(system: Any, episode: Episode, q: Question) -> None:
             t0 = time.perf_counter()
@@ -321,7 +407,7 @@ class Runner:
         remaining = c.limit
         started = False
         try:
-            for episode in self._episodes(bench):
+            for episode in self._episodes(s.bench, part):
                 if remaining is not None and remaining <= 0:
                     break
                 todo = [q for q in episode.questions if q.question_id not in done_ok]
@@ -343,51 +429,38 @@ class Runner:
                     while (getattr(model, "first_send_at", 0) is None and not task.done()
                            and time.monotonic() < deadline):
                         await asyncio.sleep(0.001)
-                    manifest["packages"] = package_versions()
-                    write_json_atomic(self.run_dir / "manifest.json", manifest)
+                    if manifest is not None:
+                        manifest["packages"] = package_versions()
+                        write_json_atomic(self.run_dir / "manifest.json", manifest)
                 await asyncio.sleep(0)  # let work start while the loader reads on
             if tasks:
                 await asyncio.gather(*tasks)
-            if judging is not None:
-                await writer.close()
-                await self._judge_earlier(judging, manifest)
-        except BaseException as exc:
-            failures.append(exc)
+        except BaseException:
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
         finally:
             restore_gc(gc_previous)
-            first = getattr(model, "first_send_at", None)  # when the first request went out
-            if first is not None:
-                result.first_request_s = first - t_mono
             await writer.close()
-            if hasattr(model, "aclose"):
-                await model.aclose()
-            if judging is not None:
-                await judging.model.aclose()
-            status = _scan_status(self.run_dir)
-            if status is None:  # duplicate or torn lines: compact (validating every record)
-                final = read_records(self.run_dir)
-                rewrite_records(self.run_dir, final.values())
-                status = _status(final)
-            try:
-                bench_manifest = bench.manifest() if not failures else None
-            except Exception:
-                bench_manifest = None
-            manifest["benchmark"] = bench_manifest or manifest.get("benchmark")
-            manifest["status"] = status
-            if manifest.get("packages") is None:  # no episode was started
-                manifest["packages"] = package_versions()
-            manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            if cache is not None:
-                manifest["cache"] = {"enabled": True, "hits_this_invocation": cache.hits,
-                                     "misses_this_invocation": cache.misses}
-                cache.close()
-            write_json_atomic(self.run_dir / "manifest.json", manifest)
-            result.wall_s = time.perf_counter() - t_start
-        return result
+
+    def finish(self, manifest: dict[str, Any], bench_manifest: dict[str, Any] | None,
+               cache: dict[str, Any] | None) -> None:
+        """After answering (in the parent when there are workers): the status counts and the
+        final manifest."""
+        status = _scan_status(self.run_dir)
+        if status is None:  # duplicate or torn lines: compact (validating every record)
+            final = read_records(self.run_dir)
+            rewrite_records(self.run_dir, final.values())
+            status = _status(final)
+        manifest["benchmark"] = bench_manifest or manifest.get("benchmark")
+        manifest["status"] = status
+        if manifest.get("packages") is None:  # no episode was started
+            manifest["packages"] = package_versions()
+        manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        if cache is not None:
+            manifest["cache"] = cache
+        write_json_atomic(self.run_dir / "manifest.json", manifest)
 
     def _judge_pipeline(self, cache: ResponseCache | None) -> JudgePipeline | None:
         c = self.config
@@ -411,10 +484,26 @@ class Runner:
         record_judging(manifest, judging, records)
 
     def run_sync(self) -> RunResult:
-        return asyncio.run(self.run())
+        from ._workers import run_with_workers, workers_for
 
-    def _episodes(self, bench: Any) -> Iterator[Episode]:
-        for episode in bench.episodes():
+        n, why = workers_for(self.config)
+        if n > 1:
+            result = run_with_workers(self, n)
+        else:
+            result = asyncio.run(self.run())
+        if why:
+            result.notes.append(why)
+        return result
+
+    def _episodes(self, bench: Any, part: tuple[int, int] | None) -> Iterator[Episode]:
+        if part is None:
+            episodes = bench.episodes()
+        elif getattr(bench, "supports_parts", False):
+            episodes = bench.episodes(part=part)
+        else:  # every worker reads everything and keeps its share
+            k, n = part
+            episodes = (ep for i, ep in enumerate(bench.episodes()) if i % n == k)
+        for episode in episodes:
             if in_shard(episode.episode_id, self.config.shard):
                 yield episode
 

@@ -10,7 +10,6 @@ import subprocess
 import time
 from dataclasses import asdict
 from functools import lru_cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,8 @@ def git_sha() -> str | None:
 
 
 def package_versions() -> dict[str, str | None]:
+    from importlib import metadata  # ~25 ms to import: not before a run's first request
+
     out: dict[str, str | None] = {}
     for name in _PACKAGES:
         try:

@@ -17,6 +17,11 @@ from typing import Any
 
 import orjson
 
+try:
+    import fcntl
+except ImportError:  # Windows: one process writes (no --workers there)
+    fcntl = None  # type: ignore[assignment]
+
 from ..errors import InputError
 from ..schema import Record
 
@@ -110,9 +115,17 @@ class RecordWriter:
         self.written = 0
 
     def _write_batch(self, lines: list[bytes]) -> None:
-        self._f.write(b"".join(lines))
-        self._f.flush()
-        os.fsync(self._f.fileno())
+        # Worker processes append to the same file: a batch goes in whole, under a lock.
+        fd = self._f.fileno()
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            self._f.write(b"".join(lines))
+            self._f.flush()
+        finally:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        os.fsync(fd)
 
     async def _loop(self) -> None:
         while True:

@@ -1,0 +1,308 @@
+"""Answering in several processes (``--workers N``).
+
+One Python process answers at most about 250 small requests a second here: reading,
+prompt assembly, serialisation, HTTP and scoring all hold the GIL. With ``--workers N`` the
+run forks N worker processes after its setup: worker k answers items k, k+N, k+2N, ... of
+the data file (a loader that supports parts converts only those; others are read whole by
+each worker, which keeps its share). Each worker appends its records to the same
+records.jsonl (each batch written under an exclusive lock, then fsynced), with its own
+model connections and response-cache connection. The parent checks the folder, writes the
+manifest, hashes the inputs while the workers run, shows their progress from a shared
+memory block, and writes the final manifest and status once they are all done. A worker
+that fails reports its error; the parent raises it after finishing the manifest, so what
+the other workers answered is kept. Workers die with the parent (Linux) so that a killed
+run leaves nothing running.
+
+Fork happens before any thread or event loop exists in the parent. ``--limit`` counts
+questions in file order across the whole file, so a run with a limit uses one process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import mmap
+import os
+import signal
+import struct
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import MemgaugeError
+
+if TYPE_CHECKING:
+    from ._execute import Prepared, RunConfig, Runner, RunResult, Setup
+
+# Per worker, in the shared block: done, ok, errors (int64), first request (float64, 0 = none)
+_SLOT = struct.Struct("<qqqd")
+_GRACE_S = 5.0  # after an interrupt, how long workers get to stop before SIGKILL
+
+
+def workers_for(config: RunConfig) -> tuple[int, str | None]:
+    """How many processes will answer, and why fewer than asked (if so)."""
+    n = max(1, int(config.workers))
+    if n == 1:
+        return 1, None
+    if config.limit is not None:
+        return 1, (f"--workers {n} ignored: --limit counts questions in file order, "
+                   "so a limited run answers in one process")
+    if not hasattr(os, "fork"):
+        return 1, f"--workers {n} ignored: this platform cannot fork"
+    if config.concurrency < n:  # each worker needs a request slot of its own
+        c = max(1, config.concurrency)
+        return c, f"--workers {n} reduced to {c}: --concurrency {config.concurrency} is the total"
+    return n, None
+
+
+def _signal(pids: set[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def _report_path(run_dir: Path, k: int) -> Path:
+    return run_dir / f".worker-{k}.json"
+
+
+def run_with_workers(runner: Runner, n: int) -> RunResult:
+    from ._execute import RunResult
+
+    prep = runner.prepare()
+    s = runner.setup(with_cache=False)  # describes the run; the workers make their own
+    manifest = runner.initial_manifest(s, prep)
+    manifest["execution"] = {"workers": n}
+    run_dir = runner.run_dir
+    for k in range(n):
+        _report_path(run_dir, k).unlink(missing_ok=True)
+    block = mmap.mmap(-1, _SLOT.size * n)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pids = []
+    for k in range(n):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child, which never returns
+            _worker(runner, prep, k, n, block)
+        pids.append(pid)
+
+    # The parent: hash the inputs for the manifest while the workers answer.
+    hashed: dict[str, Any] = {}
+    hasher = threading.Thread(target=_bench_manifest, args=(s, hashed), daemon=True)
+    hasher.start()
+    result = RunResult(run_dir=run_dir, skipped=len(prep.done_ok), workers=n)
+    interrupted: BaseException | None = None
+    kill_at: float | None = None  # after an interrupt: when to stop asking and SIGKILL
+    left = set(pids)
+    codes: dict[int, int] = {}
+    while left:
+        try:
+            for pid in list(left):
+                got, status = os.waitpid(pid, os.WNOHANG)
+                if got:
+                    left.discard(pid)
+                    codes[pid] = os.waitstatus_to_exitcode(status)
+            _progress(runner, block, n, result)
+            if left and kill_at is not None and time.monotonic() > kill_at:
+                _signal(left, signal.SIGKILL)
+            if left:
+                time.sleep(0.02)
+        except BaseException as exc:  # noqa: BLE001 - Ctrl-C or a signal: stop workers, finish
+            # First ask (SIGINT: the workers cancel and close their files); a worker stuck
+            # outside its event loop, or a second interrupt, gets SIGKILL. Records already
+            # written are on disk either way.
+            if interrupted is None:
+                interrupted = exc
+                kill_at = time.monotonic() + _GRACE_S
+                _signal(left, signal.SIGINT)
+            else:
+                _signal(left, signal.SIGKILL)
+    _progress(runner, block, n, result)
+
+    reports = [_read_report(run_dir, k) for k in range(n)]
+    first = [r["first_send_at"] for r in reports if r.get("first_send_at")]
+    if first:
+        result.first_request_s = min(first) - prep.t_mono
+    failures = [r["error"] for r in reports if r.get("error")]
+    missing_reports = [k for k, r in enumerate(reports) if not r]
+    hasher.join()
+    manifest["packages"] = hashed.get("packages")
+    bench_manifest = None
+    if not failures and not missing_reports and not interrupted:
+        bench_manifest = _merge_bench(s, hashed.get("manifest"), reports)
+    if s.judging is not None and not failures and not interrupted:
+        asyncio.run(_judge_earlier(runner, s, manifest))
+    runner.finish(manifest, bench_manifest, cache=_merge_cache(reports))
+    result.wall_s = time.perf_counter() - prep.t_start
+    block.close()
+    if interrupted is not None:
+        raise interrupted
+    if failures:
+        first_failure = failures[0]
+        raise MemgaugeError(first_failure["message"]) if first_failure["memgauge"] else \
+            RuntimeError(f"a worker failed: {first_failure['type']}: "
+                         f"{first_failure['message']}\n{first_failure['traceback']}")
+    if missing_reports:
+        codes_text = ", ".join(str(c) for c in codes.values())
+        raise RuntimeError(f"worker(s) {missing_reports} ended without a report "
+                           f"(exit codes {codes_text}); rerun the same command to resume")
+    return result
+
+
+def _worker(runner: Runner, prep: Prepared, k: int, n: int, block: mmap.mmap) -> None:
+    """A worker process: answer part k of n, write a report, exit (never returns)."""
+    code = 0
+    report: dict[str, Any] = {}
+    try:
+        _die_with_parent()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        from ..benchmarks._base import set_background_hashing
+        from ._execute import RunResult
+
+        set_background_hashing(False)  # the parent hashes the inputs
+        # --concurrency is the run's total: each worker keeps its share in flight
+        total = runner.config.concurrency  # >= n (workers_for)
+        share = total // n + (1 if k < total % n else 0)
+        runner.config = dataclasses.replace(runner.config, concurrency=share)
+        result = RunResult(run_dir=runner.run_dir)
+        offset = k * _SLOT.size
+
+        def tick(res: RunResult, record: Any) -> None:
+            first = getattr(setup.model, "first_send_at", None) or 0.0
+            block[offset:offset + _SLOT.size] = _SLOT.pack(res.done, res.ok, res.errors, first)
+
+        runner.on_progress = tick
+        setup = runner.setup()
+
+        async def main() -> float | None:
+            try:
+                await runner.answer(setup, prep.done_ok, result, part=(k, n))
+            finally:
+                first = await setup.close()
+            return first
+
+        first = asyncio.run(main())
+        tick(result, None)
+        report = {"first_send_at": first, "cache": setup.cache_summary(),
+                  "stats": _stats(setup)}
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent
+        code = 1
+        report = {"error": {"type": type(exc).__name__, "message": str(exc),
+                            "memgauge": isinstance(exc, MemgaugeError),
+                            "traceback": traceback.format_exc()}}
+    finally:
+        try:
+            path = _report_path(runner.run_dir, k)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(report, default=str))
+            os.replace(tmp, path)
+        except BaseException:  # noqa: BLE001 - nothing more can be done
+            code = 2
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _stats(setup: Setup) -> dict[str, Any] | None:
+    bench = setup.bench
+    if getattr(bench, "supports_parts", False) and hasattr(bench, "stats"):
+        return {"part": True, **bench.stats()}
+    # every worker read everything: its own manifest (minus nothing) stands for the run
+    return {"part": False, "manifest": bench.manifest()}
+
+
+def _bench_manifest(s: Setup, out: dict[str, Any]) -> None:
+    from ._manifest import package_versions
+
+    out["packages"] = package_versions()
+    bench = s.bench
+    if getattr(bench, "supports_parts", False):
+        try:
+            out["manifest"] = bench.manifest()  # hashes the inputs (counts come from workers)
+        except Exception:  # noqa: BLE001 - the manifest keeps what it had
+            out["manifest"] = None
+
+
+def _merge_bench(s: Setup, parent: dict[str, Any] | None,
+                 reports: list[dict[str, Any]]) -> dict[str, Any] | None:
+    stats = [r.get("stats") or {} for r in reports]
+    if not stats or not all(st.get("part") for st in stats):
+        return (stats[0].get("manifest") if stats else None) or parent
+    if parent is None:
+        return None
+    merged = dict(parent)
+    counts: dict[str, int] = {}
+    for st in stats:
+        for key, value in (st.get("counts") or {}).items():
+            counts[key] = counts.get(key, 0) + value
+    merged["counts"] = counts
+    if "missing_images" in merged:
+        merged["missing_images"] = [m for st in stats for m in st.get("missing_images") or []]
+    return merged
+
+
+def _merge_cache(reports: list[dict[str, Any]]) -> dict[str, Any] | None:
+    caches = [r["cache"] for r in reports if r.get("cache")]
+    if not caches:
+        return None
+    return {"enabled": True,
+            "hits_this_invocation": sum(c["hits_this_invocation"] for c in caches),
+            "misses_this_invocation": sum(c["misses_this_invocation"] for c in caches)}
+
+
+def _read_report(run_dir: Path, k: int) -> dict[str, Any]:
+    path = _report_path(run_dir, k)
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    path.unlink(missing_ok=True)
+    return report
+
+
+def _progress(runner: Runner, block: mmap.mmap, n: int, result: RunResult) -> None:
+    done = ok = errors = 0
+    for k in range(n):
+        d, o, e, _ = _SLOT.unpack_from(block, k * _SLOT.size)
+        done, ok, errors = done + d, ok + o, errors + e
+    if (done, ok, errors) != (result.done, result.ok, result.errors):
+        result.done, result.ok, result.errors = done, ok, errors
+        if runner.on_progress:
+            runner.on_progress(result, None)
+
+
+async def _judge_earlier(runner: Runner, s: Setup, manifest: dict[str, Any]) -> None:
+    """Judge what earlier invocations answered without this judge (the workers judged
+    their own answers as they went)."""
+    from ..cache import ResponseCache
+
+    c = runner.config
+    cache = ResponseCache(c.cache_path) if c.cache else None
+    judging = runner._judge_pipeline(cache)
+    assert judging is not None
+    try:
+        await runner._judge_earlier(judging, manifest)
+    finally:
+        await judging.model.aclose()
+        if cache is not None:
+            cache.close()
+
+
+def _die_with_parent() -> None:
+    """Linux: a worker gets SIGKILL when the parent dies (e.g. is killed) — no orphans
+    writing on into the run folder."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
