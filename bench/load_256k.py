@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -51,7 +52,9 @@ TARGET_ASSEMBLY_MB = 200.0
 # --------------------------------------------------------------------------------------------
 # (b)/(c) worker: runs in its own interpreter so its peak RSS is its own
 
-def assemble_worker(data: str, image_dir: str, with_counter: bool) -> None:
+def assemble_worker(data: str, image_dir: str, with_counter: bool, parts: int = 1) -> None:
+    """Assemble every prompt; with ``parts`` > 1, in that many forked processes, each
+    taking every n-th item as `memgauge run --workers n` does (``episodes(part=...)``)."""
     t_import = time.perf_counter()
     from memgauge.benchmarks import BenchmarkOptions
     from memgauge.media import ImagePolicy
@@ -68,33 +71,59 @@ def assemble_worker(data: str, image_dir: str, with_counter: bool) -> None:
         im = part.image
         return policy.target_size(im.width, im.height) if im.width and im.height else (0, 0)
 
+    def assemble(part: tuple[int, int] | None) -> dict:
+        bench = lookup("benchmark", "memlens")(BenchmarkOptions(data=data, image_dir=image_dir))
+        n = dict.fromkeys(("items", "questions", "messages", "images", "tokens"), 0)
+        t_first = None
+        for ep in (bench.episodes() if part is None else bench.episodes(part=part)):
+            if t_first is None:
+                t_first = time.perf_counter() - t0
+            n["items"] += 1
+            for q in ep.questions:
+                prompt = build_prompt(ep.sessions, q, counter=counter,
+                                      image_size=image_size if counter is not None else None)
+                n["questions"] += 1
+                n["messages"] += len(prompt.messages)
+                n["images"] += len(prompt.images)
+                n["tokens"] += prompt.tokens or 0
+        counts = bench.stats()["counts"] if part is not None else bench.manifest().get("counts")
+        return {**n, "first_episode_s": t_first, "counts": counts}
+
     quiet_gc()  # the collector settings `memgauge run` assembles prompts under
     t0 = time.perf_counter()
-    bench = lookup("benchmark", "memlens")(BenchmarkOptions(data=data, image_dir=image_dir))
-    items = questions = messages = images = 0
-    tokens = 0
-    t_first = None
-    for ep in bench.episodes():
-        if t_first is None:
-            t_first = time.perf_counter() - t0
-        items += 1
-        for q in ep.questions:
-            prompt = build_prompt(ep.sessions, q, counter=counter,
-                                  image_size=image_size if counter is not None else None)
-            questions += 1
-            messages += len(prompt.messages)
-            images += len(prompt.images)
-            tokens += prompt.tokens or 0
+    pipes = []
+    for k in range(1, parts):
+        r, w = os.pipe()
+        if os.fork() == 0:  # a part: report its counts and peak RSS, then exit
+            os.close(r)
+            out = assemble((k, parts))
+            out["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            os.write(w, json.dumps(out).encode())
+            os._exit(0)
+        os.close(w)
+        pipes.append(r)
+    mine = assemble((0, parts) if parts > 1 else None)
+    others = []
+    for r in pipes:
+        with os.fdopen(r, "rb") as f:
+            others.append(json.loads(f.read()))
+        os.wait()
     total = time.perf_counter() - t0
     ru = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    sums = {k: mine[k] + sum(o[k] for o in others)
+            for k in ("items", "questions", "messages", "images", "tokens")}
+    counts = {k: mine["counts"][k] + sum(o["counts"][k] for o in others) for k in mine["counts"]}
+    rss = [ru.ru_maxrss / 1024, *(o["max_rss_mb"] for o in others)]
     print(json.dumps({
-        "with_counter": with_counter, "items": items, "questions": questions,
-        "messages": messages, "images": images,
-        "tokens": tokens if with_counter else None,
-        "import_s": round(import_s, 3), "first_episode_s": round(t_first or 0, 3),
-        "in_process_s": round(total, 3), "max_rss_mb": round(ru.ru_maxrss / 1024, 1),
-        "cpu_s": round(ru.ru_utime + ru.ru_stime, 2),
-        "manifest_counts": bench.manifest().get("counts"),
+        "with_counter": with_counter, "parts": parts, **sums,
+        "tokens": sums["tokens"] if with_counter else None,
+        "import_s": round(import_s, 3), "first_episode_s": round(mine["first_episode_s"] or 0, 3),
+        "in_process_s": round(total, 3),
+        # the largest process, and all of them together (what the machine holds at most)
+        "max_rss_mb": round(max(rss), 1), "sum_rss_mb": round(sum(rss), 1),
+        "cpu_s": round(ru.ru_utime + ru.ru_stime + kids.ru_utime + kids.ru_stime, 2),
+        "manifest_counts": counts,
     }))
 
 
@@ -153,9 +182,9 @@ def run_probe(wl: C.Workload, kind: str, wait_quiet: float) -> dict:
     return out
 
 
-def run_assembly(wl: C.Workload, with_counter: bool, wait_quiet: float) -> dict:
+def run_assembly(wl: C.Workload, with_counter: bool, wait_quiet: float, parts: int = 1) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--assemble-worker",
-           "--data", str(wl.data), "--image-dir", str(wl.image_dir)]
+           "--data", str(wl.data), "--image-dir", str(wl.image_dir), "--parts", str(parts)]
     if with_counter:
         cmd.append("--counter")
     proc, wall, host, busy_before = _timed_child(cmd, wait_quiet)
@@ -222,9 +251,12 @@ def main() -> None:
     p.add_argument("--data", help=argparse.SUPPRESS)
     p.add_argument("--image-dir", help=argparse.SUPPRESS)
     p.add_argument("--counter", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--parts", type=int, default=1, help=argparse.SUPPRESS)
+    p.add_argument("--assembly-workers", default="1,2",
+                   help="assemble in these process counts (as `memgauge run --workers N`)")
     a = p.parse_args()
     if a.assemble_worker:
-        assemble_worker(a.data, a.image_dir, a.counter)
+        assemble_worker(a.data, a.image_dir, a.counter, a.parts)
         return
     if a.probe:
         probe_worker(a.probe, a.data)
@@ -236,7 +268,8 @@ def main() -> None:
     first_rows = [] if a.skip_first_request else [
         first_request(wl, work, a.latency_ms, a.limit, a.concurrency, rep, a.wait_quiet)
         for rep in range(a.repeats)]
-    assembly = [run_assembly(wl, False, a.wait_quiet)]
+    assembly = [run_assembly(wl, False, a.wait_quiet, int(n))
+                for n in a.assembly_workers.split(",")]
     if not a.skip_counter:
         assembly.append(run_assembly(wl, True, a.wait_quiet))
 
@@ -244,7 +277,7 @@ def main() -> None:
                                                    run_probe(wl, "ijson", a.wait_quiet)]
 
     firsts = [r["first_request_s"] for r in first_rows if r["first_request_s"] is not None]
-    b = assembly[0]
+    b = min(assembly, key=lambda r: r.get("in_process_s", 1e9))  # the best process count
     result = {
         "bench": "load_256k",
         "machine": C.machine(),
@@ -259,7 +292,7 @@ def main() -> None:
             "first_request_met": bool(firsts) and all(f <= TARGET_FIRST_REQUEST_S for f in firsts),
             "assembly_time_met": b.get("in_process_s", 1e9) <= TARGET_ASSEMBLY_S,
             "assembly_time_met_wall": b.get("wall_s", 1e9) <= TARGET_ASSEMBLY_S,
-            "assembly_rss_met": b.get("max_rss_mb", 1e9) <= TARGET_ASSEMBLY_MB,
+            "assembly_rss_met": b.get("sum_rss_mb", 1e9) <= TARGET_ASSEMBLY_MB,
         },
         "reference": REFERENCE,
         "command_line": C.shell_quote([sys.executable, *sys.argv]),
@@ -284,10 +317,11 @@ def main() -> None:
               "(stream `episodes()`, `build_prompt` per question, nothing kept; the run's "
               "collector settings, runner/_gc.py)", "",
               C.md_table(assembly, [
-                  ("with_counter", "TokenCounter"), ("items", "items"),
+                  ("with_counter", "TokenCounter"), ("parts", "processes"), ("items", "items"),
                   ("messages", "messages"), ("images", "images"), ("tokens", "tokens"),
                   ("first_episode_s", "first episode s"), ("in_process_s", "in-process s"),
                   ("wall_s", "wall s (incl. start)"), ("max_rss_mb", "peak RSS MB"),
+                  ("sum_rss_mb", "all processes MB"),
                   ("cpu_s", "CPU s"), ("other_load_pct", "other load %")]), "",
               *([("Machine calibration: the reference's plain probes run here (this machine vs "
                   "the anchors' machine)"), "",
@@ -306,8 +340,9 @@ def main() -> None:
         f"{'met' if t['first_request_met'] else 'NOT met'} (median "
         f"{result['first_request_median_s']} s); assembly <= {TARGET_ASSEMBLY_S:g} s: "
         f"{'met' if t['assembly_time_met'] else 'NOT met'} ({b.get('in_process_s')} s in-process, "
-        f"{b.get('wall_s')} s wall); assembly <= {TARGET_ASSEMBLY_MB:g} MB: "
-        f"{'met' if t['assembly_rss_met'] else 'NOT met'} ({b.get('max_rss_mb')} MB).")
+        f"{b.get('wall_s')} s wall, {b.get('parts')} process(es)); assembly <= "
+        f"{TARGET_ASSEMBLY_MB:g} MB: "
+        f"{'met' if t['assembly_rss_met'] else 'NOT met'} ({b.get('sum_rss_mb')} MB in all).")
     print(C.write_markdown(work, a.name, lines, path))
 
 
