@@ -91,6 +91,13 @@ def assemble_worker(data: str, image_dir: str, with_counter: bool, parts: int = 
 
     quiet_gc()  # the collector settings `memgauge run` assembles prompts under
     t0 = time.perf_counter()
+    hasher = None
+    if parts > 1:
+        # As `memgauge run --workers n`: the parts do not hash the input; the parent does,
+        # once, on a thread (started after the fork, as there).
+        from memgauge.benchmarks._base import file_sha256, set_background_hashing
+
+        set_background_hashing(False)
     pipes = []
     for k in range(1, parts):
         r, w = os.pipe()
@@ -102,12 +109,19 @@ def assemble_worker(data: str, image_dir: str, with_counter: bool, parts: int = 
             os._exit(0)
         os.close(w)
         pipes.append(r)
+    if parts > 1:
+        import threading
+
+        hasher = threading.Thread(target=file_sha256, args=(data,), daemon=True)
+        hasher.start()
     mine = assemble((0, parts) if parts > 1 else None)
     others = []
     for r in pipes:
         with os.fdopen(r, "rb") as f:
             others.append(json.loads(f.read()))
         os.wait()
+    if hasher is not None:
+        hasher.join()
     total = time.perf_counter() - t0
     ru = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -8,7 +8,7 @@ import json
 import ijson
 import pytest
 
-from memgauge.benchmarks._base import HashingReader, _FastArray, iter_json_items
+from memgauge.benchmarks._base import HashingReader, RawItem, _FastArray, iter_json_items
 from memgauge.errors import InputError
 
 
@@ -122,3 +122,64 @@ def test_items_larger_than_a_chunk(tmp_path, monkeypatch):
         p = tmp_path / f"{layout}.json"
         p.write_text(LAYOUTS[layout](items))
         assert _items(p) == _ijson(p)
+
+
+# -- a worker's pass: items of other parts may stay unparsed ---------------------------------
+
+
+def _part_items(path, k, n):
+    reader = HashingReader(path)
+    try:
+        return list(iter_json_items(reader, skip=lambda i: i % n != k))
+    finally:
+        reader.close()
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("n", [2, 3])
+def test_parts_parse_their_own_items_and_agree_on_every_id(tmp_path, layout, n):
+    items = [_item(i, 'say "hi" \\ ok, 你好') for i in range(8)]
+    items[3]["question_id"] = 'q"3\\é'  # an id that needs unescaping
+    p = tmp_path / "d.json"
+    p.write_text(LAYOUTS[layout](items), encoding="utf-8")
+    whole = _ijson(p)
+    one_per_line = layout in ("lines", "crlf")
+    for k in range(n):
+        got = _part_items(p, k, n)
+        assert [i for i, _ in got] == list(range(8))  # every part sees every index
+        for (i, item), (_, truth) in zip(got, whole, strict=True):
+            if i % n == k or i in (0, 7) or not one_per_line:
+                # its own items; the first (which teaches the layout) and the last (no
+                # separator after it); every item of any other layout
+                assert item == truth
+            else:  # another part's item: left unparsed, but its id is read right
+                assert isinstance(item, RawItem)
+                assert item.get("question_id") == truth["question_id"]
+                assert item.get("n") == truth["n"]  # not the first key: parsed after all
+
+
+def test_parts_split_a_multi_line_item_when_the_lines_are_unambiguous(tmp_path):
+    lines = [json.dumps(_item(i)) for i in range(8)]
+    lines[4] = json.dumps(_item(4), indent=1)
+    p = tmp_path / "d.json"
+    p.write_text("[\n" + ",\n".join(lines) + "\n]\n", encoding="utf-8")
+    whole = _ijson(p)
+    for k in (0, 1):
+        got = _part_items(p, k, 2)
+        assert [i for i, _ in got] == list(range(8))
+        assert [item.get("question_id") for _, item in got] == [f"q{i}" for i in range(8)]
+
+
+def test_parts_stop_on_an_item_they_cannot_split_by_lines(tmp_path):
+    # item 4 breaks a line where the item separator seems to be: every part must stop
+    # (loudly) rather than guess, or the parts would disagree on where items begin
+    lines = [json.dumps(_item(i)) for i in range(8)]
+    lines[4] = ('{"question_id": "q4", "nested": [{"question_id": "a"},\n'
+                '{"question_id": "b"}], "n": 4}')
+    p = tmp_path / "d.json"
+    p.write_text("[\n" + ",\n".join(lines) + "\n]\n", encoding="utf-8")
+    assert _items(p) == _ijson(p)  # one process reads it as before
+    for k, bad in ((0, 4), (1, 5)):  # whichever part owns a fragment
+        with pytest.raises(InputError, match=f"#{bad}") as err:
+            _part_items(p, k, 2)
+        assert "several lines" in str(err.value) and "--workers 1" in str(err.value)

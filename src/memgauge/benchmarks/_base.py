@@ -6,13 +6,14 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import ijson
+import orjson
 
 from ..errors import InputError
 from ..schema import Episode
@@ -130,11 +131,14 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
-def iter_json_items(reader: HashingReader) -> Iterator[tuple[int, Any]]:
+def iter_json_items(reader: HashingReader, skip: Callable[[int], bool] | None = None,
+                    ) -> Iterator[tuple[int, Any]]:
     """Stream the items of a JSON list, or of ``{"data": [...]}``, or of JSON Lines.
 
     Yields ``(index, item)``. Never holds the whole file. Non-UTF-8 bytes and broken JSON
-    become :class:`InputError` naming the file and the item index.
+    become :class:`InputError` naming the file and the item index. Items whose index
+    ``skip`` accepts may come as a :class:`RawItem` (unparsed) where the layout allows it
+    (see ``_FastArray``); every other item is parsed.
     """
     path = reader.path
     head = reader.peek(64)
@@ -142,7 +146,7 @@ def iter_json_items(reader: HashingReader) -> Iterator[tuple[int, Any]]:
     index = -1
     try:
         if first == b"[":
-            fast = _FastArray(reader)
+            fast = _FastArray(reader, skip)
             for index, item in fast:
                 yield index, item
             # Whatever the fast path left (nothing, or the rest of an unusual file): ijson.
@@ -188,6 +192,26 @@ class _Chain:
 
 _WS = b" \t\r\n"
 _AFTER_ITEM = re.compile(rb'[ \t\r\n]*,[ \t\r\n]*\{[ \t\r\n]*"(?:[^"\\]|\\.)*"')
+_FIRST_STR = re.compile(rb'\{[ \t\r\n]*"([A-Za-z_]+)"[ \t\r\n]*:[ \t\r\n]*"((?:[^"\\]|\\.)*)"')
+
+
+class RawItem:
+    """An item left unparsed for whoever converts it (another worker's share of the file):
+    its bytes, and its id read cheaply when that is its first key."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: memoryview | bytes) -> None:
+        self.data = data
+
+    def get(self, key: str) -> Any:
+        m = _FIRST_STR.match(self.data)
+        if m is not None and m.group(1) == key.encode():
+            value = m.group(2)
+            return value.decode("utf-8") if b"\\" not in value else \
+                orjson.loads(b'"' + value + b'"')
+        obj = orjson.loads(self.data)  # not the first key: parse it after all
+        return obj.get(key) if type(obj) is dict else None
 
 
 class _FastArray:
@@ -208,8 +232,9 @@ class _FastArray:
     MAX_MISSES = 4  # failed candidates in one item before handing over
     MIN_AHEAD = 32 << 20  # look this far (or 4x the largest item so far) for an item's end
 
-    def __init__(self, reader: HashingReader) -> None:
+    def __init__(self, reader: HashingReader, skip: Callable[[int], bool] | None = None) -> None:
         self.reader = reader
+        self.skip = skip
         self.buf = b""
         self.pos = 0
         self.eof = False
@@ -259,7 +284,12 @@ class _FastArray:
                     break
             if self.pos >= len(self.buf) or self.buf[self.pos] != 0x7B:  # not "{": ijson
                 return
-            got = self._first() if sep is None else self._next(sep)
+            if sep is None:
+                got = self._first()
+            elif self.skip is not None and self._nl >= 0:
+                got = self._by_line(sep, index, parse=not self.skip(index))
+            else:
+                got = self._next(sep)
             if got is None:
                 return
             item, end = got  # end: just past the item's "}" (relative to pos)
@@ -271,7 +301,7 @@ class _FastArray:
                 if sep is not None and b"\n" in sep and \
                         self.buf.count(b"\n", self.pos, self.pos + end) <= 2:
                     self._nl = sep.index(b"\n")
-            if _has_big_float(item):  # maybe an integer orjson turned into a float
+            if type(item) is dict and _has_big_float(item):  # an integer orjson made a float
                 item = _ijson_one(self.buf[self.pos:self.pos + end])
             yield index, item
             index += 1
@@ -314,6 +344,47 @@ class _FastArray:
             if m is not None or len(self.buf) - at > 4096 or not self._more():
                 break
         return None if m is None else b"}" + m.group(0)
+
+    def _by_line(self, sep: bytes, index: int, parse: bool) -> tuple[Any, int] | None:
+        """The next item in a worker's pass over a one-item-per-line file. An item with no
+        line break of its own ends at the first line break, where the separator must sit:
+        found at memchr speed and, for another worker's item, left unparsed. An item whose
+        first line break is not a separator spans lines: it is split and checked by parsing
+        (``_next``), by every worker alike, so all of them agree on where items begin. An
+        item that does not parse between the bounds found stops the run loudly."""
+        nl = self._nl
+        while True:
+            buf, pos = self.buf, self.pos
+            i = buf.find(b"\n", pos)
+            if i >= 0:
+                break
+            if len(buf) - pos > max(self.MIN_AHEAD, 4 * self.largest):
+                return None  # as _next does: ijson reads on (every worker stops here)
+            if not self._more():  # EOF: the last item ends before the closing "]"
+                tail = buf.rstrip(_WS)
+                if not tail.endswith(b"]"):
+                    return None
+                end = len(tail[:-1].rstrip(_WS)) - pos
+                return self._whole(end, index, parse)
+        k = i - nl
+        if k <= pos or not buf.startswith(sep, k):
+            return self._next(sep)  # a line break inside the item
+        return self._whole(k + 1 - pos, index, parse)
+
+    def _whole(self, end: int, index: int, parse: bool) -> tuple[Any, int]:
+        view = memoryview(self.buf)[self.pos:self.pos + end]
+        if not parse:
+            return RawItem(view), end
+        try:
+            item = self._loads(view)
+        except self._error as exc:
+            raise InputError(f"invalid JSON, or an item laid out over several lines ({exc}); "
+                             "read it with one process (--workers 1) to see which",
+                             file=self.reader.path, item=f"#{index}") from None
+        if type(item) is not dict:
+            raise InputError(f"expected an item object, got {type(item).__name__}",
+                             file=self.reader.path, item=f"#{index}")
+        return item, end
 
     def _next(self, sep: bytes) -> tuple[Any, int] | None:
         loads, error = self._loads, self._error

@@ -14,7 +14,6 @@ answer_refusal), ``question_type``, ``question_subtype``, ``question_date``,
 from __future__ import annotations
 
 import abc
-
 import gc
 import os
 import re
@@ -39,6 +38,7 @@ from ..schema import (
 from ._base import (
     BenchmarkOptions,
     HashingReader,
+    RawItem,
     file_sha256,
     iter_json_items,
     read_id_list,
@@ -485,7 +485,8 @@ class StreamingBenchmark(abc.ABC):
         reader = HashingReader(self.path)
         self._reader = reader  # its background digest serves manifest() if we stop early
         try:
-            items = iter_json_items(reader)
+            skip = None if part is None else (lambda i: i % part[1] != part[0])
+            items = iter_json_items(reader, skip)
             while True:
                 # Reading and converting one item makes ~3,000 acyclic containers per 500
                 # turns; the cyclic collector would walk them over and over (~20 % of the
@@ -500,7 +501,7 @@ class StreamingBenchmark(abc.ABC):
                         break
                     index, raw = got
                     if part is not None and index % part[1] != part[0]:
-                        qid = raw.get("question_id") if type(raw) is dict else None
+                        qid = raw.get("question_id") if type(raw) in (dict, RawItem) else None
                         # a malformed item is reported by the part that owns it
                         if type(qid) is not str or (keep is not None and qid not in keep):
                             continue
