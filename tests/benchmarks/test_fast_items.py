@@ -168,6 +168,7 @@ def test_parts_split_a_multi_line_item_when_the_lines_are_unambiguous(tmp_path):
         got = _part_items(p, k, 2)
         assert [i for i, _ in got] == list(range(8))
         assert [item.get("question_id") for _, item in got] == [f"q{i}" for i in range(8)]
+        assert got[4][1] == whole[4][1]  # the multi-line item is parsed by every part
 
 
 def test_parts_stop_on_an_item_they_cannot_split_by_lines(tmp_path):
