@@ -476,6 +476,19 @@ def test_malformed_item_in_one_share_raises_and_keeps_the_rest(tmp_path):
 # -- SIGKILL of the parent --------------------------------------------------------------------
 
 
+def _start_and_wait_for_records(cmd: list[str], env: dict[str, str], run_dir: Path,
+                                at_least: int, stderr: int) -> subprocess.Popen[bytes]:
+    """Start a CLI run and return once ``at_least`` records are on disk (or after 60 s)."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+    records = run_dir / "records.jsonl"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if records.exists() and len(records.read_bytes().splitlines()) >= at_least:
+            break
+        time.sleep(0.02)
+    return proc
+
+
 def test_sigkill_of_the_parent_leaves_no_worker_and_a_rerun_completes(tmp_path):
     n = 24
     data = write_memlens(tmp_path, n)
@@ -484,14 +497,8 @@ def test_sigkill_of_the_parent_leaves_no_worker_and_a_rerun_completes(tmp_path):
     linux = sys.platform.startswith("linux")
     with StubServer(answer=colour_answer, latency_s=0.15) as stub:
         cmd = _cli(data, stub.base_url, run_dir, "--workers", "2", "--concurrency", "2")
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = _start_and_wait_for_records(cmd, env, run_dir, 6, stderr=subprocess.DEVNULL)
         records = run_dir / "records.jsonl"
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if records.exists() and len(records.read_bytes().splitlines()) >= 6:
-                break
-            time.sleep(0.02)
         workers = _children(proc.pid) if linux else []
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -602,14 +609,7 @@ def test_sigint_to_the_parent_stops_the_workers_and_keeps_a_consistent_folder(tm
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with StubServer(answer=colour_answer, latency_s=0.15) as stub:
         cmd = _cli(data, stub.base_url, run_dir, "--workers", "2", "--concurrency", "2")
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE)
-        records = run_dir / "records.jsonl"
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if records.exists() and len(records.read_bytes().splitlines()) >= 4:
-                break
-            time.sleep(0.02)
+        proc = _start_and_wait_for_records(cmd, env, run_dir, 4, stderr=subprocess.PIPE)
         workers = _children(proc.pid) if sys.platform.startswith("linux") else []
         proc.send_signal(signal.SIGINT)  # the parent only, not the process group
         _, err = proc.communicate(timeout=20)
