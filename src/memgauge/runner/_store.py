@@ -103,13 +103,34 @@ def count_lines(run_dir: str | os.PathLike[str]) -> int:
     return sum(1 for _, obj in iter_record_lines(path) if obj is not None)
 
 
+def _drop_torn_tail(fd: int) -> None:
+    """Cut a partial last line off the file (under the writers' lock). Writers hold the lock
+    until their batch is whole, so a file that does not end in a line break lost a writer
+    mid-batch (a worker killed on its own): its fragment never counted as done, and
+    appending after it would leave an unreadable line in the middle of the file."""
+    if not hasattr(os, "pread"):  # Windows: one writer, nothing to cut
+        return
+    size = os.fstat(fd).st_size
+    if not size or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    end = size
+    while end > 0:
+        start = max(0, end - (1 << 16))
+        i = os.pread(fd, end - start, start).rfind(b"\n")
+        if i >= 0:
+            os.ftruncate(fd, start + i + 1)
+            return
+        end = start
+    os.ftruncate(fd, 0)
+
+
 class RecordWriter:
     """Appends records from many coroutines; each ``await write(rec)`` returns once the line
     is on disk (written, flushed, fsynced)."""
 
     def __init__(self, run_dir: str | os.PathLike[str]) -> None:
         self.path = Path(run_dir) / RECORDS
-        self._f = open(self.path, "ab")  # noqa: SIM115 - closed in close()
+        self._f = open(self.path, "ab+")  # noqa: SIM115 - closed in close(); + to look at its end
         self._queue: asyncio.Queue[tuple[bytes, asyncio.Future[None]]] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self.written = 0
@@ -120,6 +141,7 @@ class RecordWriter:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
         try:
+            _drop_torn_tail(fd)
             self._f.write(b"".join(lines))
             self._f.flush()
         finally:
