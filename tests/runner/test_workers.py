@@ -625,3 +625,40 @@ def test_sigint_to_the_parent_stops_the_workers_and_keeps_a_consistent_folder(tm
         assert rerun.returncode == 0, rerun.stderr
     ids = _ids(run_dir)
     assert len(ids) == n and len(set(ids)) == n
+
+
+# -- judging while running, with workers ------------------------------------------------------
+
+
+def test_workers_judge_their_answers_and_the_parent_judges_earlier_ones(tmp_path):
+    data = write_memlens(tmp_path, 8)
+
+    def judge_answer(body):
+        p = body["messages"][-1]["content"][-1]["text"]
+        if "kind of mistake" in p:
+            return '{"label": "grounding_failure", "reason": "wrong colour"}'
+        pred = p.split("Student answer: ")[1].split("\n")[0]
+        gold = p.split("Standard answer: ")[1].split("\n")[0]
+        return json.dumps({"score": int(pred == gold), "reason": "compared"})
+
+    def config(**kw):
+        return _config(tmp_path, data, model_stub.base_url, cache_path=str(tmp_path / "c.db"),
+                       **kw)
+
+    with StubServer(answer=colour_answer) as model_stub, \
+            StubServer(answer=judge_answer) as judge_stub:
+        Runner(config(limit=3)).run_sync()  # answered earlier, without a judge
+        assert judge_stub.requests == []
+        judged = Runner(config(judge="openai:judge-stub", judge_base_url=judge_stub.base_url,
+                               workers=2)).run_sync()
+        assert (judged.workers, judged.skipped, judged.done) == (2, 3, 5)
+        records = read_records(tmp_path / "run")
+        assert len(records) == 8 and all("judge" in r.scores for r in records.values())
+        assert all(r.scores["judge"] == r.scores["rule"] for r in records.values())
+        manifest = load_manifest(tmp_path / "run")
+        assert manifest["judge"]["judged"] == 8
+        calls = (len(model_stub.requests), len(judge_stub.requests))
+        again = Runner(config(judge="openai:judge-stub", judge_base_url=judge_stub.base_url,
+                              workers=2)).run_sync()
+        assert again.skipped == 8
+        assert (len(model_stub.requests), len(judge_stub.requests)) == calls  # all cached/done
