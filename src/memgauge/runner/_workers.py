@@ -130,7 +130,7 @@ def run_with_workers(runner: Runner, n: int) -> RunResult:
         result.first_request_s = min(first) - prep.t_mono
     failures = [r["error"] for r in reports if r.get("error")]
     missing_reports = [k for k, r in enumerate(reports) if not r]
-    hasher.join()
+    hasher.join(timeout=0 if interrupted else None)  # after Ctrl-C, not for a hash
     manifest["packages"] = hashed.get("packages")
     bench_manifest = None
     if not failures and not missing_reports and not interrupted:
