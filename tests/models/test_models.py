@@ -120,3 +120,9 @@ def test_replay_reads_reference_json_our_jsonl_and_hypotheses(tmp_path):
     bad.write_text(json.dumps([{"question_id": "a"}]))
     with pytest.raises(InputError, match="prediction"):
         ReplayModel(str(bad))
+
+
+def test_a_base_url_that_is_not_http_is_a_config_error():
+    for url in ("127.0.0.1:8000/v1", "ftp://host/v1", "http:///v1"):
+        with pytest.raises(ConfigError, match="--base-url"):
+            create_model("openai:m", _settings(url))

@@ -19,6 +19,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -63,6 +64,8 @@ class OpenAICompatModel:
             raise ConfigError(f"no API key: set {settings.api_key_env} or pass --base-url "
                               "for a local server that needs none")
         base = (settings.base_url or "https://api.openai.com/v1").rstrip("/")
+        if urlsplit(base).scheme not in ("http", "https") or not urlsplit(base).hostname:
+            raise ConfigError(f"--base-url must be an http:// or https:// URL, got {base!r}")
         self._url = f"{base}/chat/completions"
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if key:
