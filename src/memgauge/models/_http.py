@@ -156,7 +156,7 @@ class _Connection(asyncio.Protocol):
             why = f"{type(exc).__name__}: {exc}" if exc else "the server closed the connection"
             self._fail(HttpError(f"{why} before the reply was complete"))
 
-    async def exchange(self, head: bytes, pieces: list[bytes], size: int,
+    async def exchange(self, head: bytes, pieces: list[bytes | memoryview], size: int,
                        reused: bool) -> HttpResponse:
         if self.closed or self.transport is None:
             raise _Stale() if reused else HttpError("connection closed")
@@ -232,7 +232,7 @@ class HttpClient:
         self._all.discard(conn)
         conn.close()
 
-    async def post(self, pieces: list[bytes]) -> HttpResponse:
+    async def post(self, pieces: list[bytes | memoryview]) -> HttpResponse:
         """Send ``pieces`` (one body, in order) and read the whole reply, within the
         timeout (connecting included)."""
         size = sum(map(len, pieces))
@@ -249,7 +249,8 @@ class HttpClient:
             return await self._exchange(await self._connect(), head, pieces, size,
                                         reused=False)
 
-    async def _exchange(self, conn: _Connection, head: bytes, pieces: list[bytes], size: int,
+    async def _exchange(self, conn: _Connection, head: bytes,
+                        pieces: list[bytes | memoryview], size: int,
                         reused: bool) -> HttpResponse:
         try:
             resp = await conn.exchange(head, pieces, size, reused)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -75,7 +74,7 @@ class OpenAICompatModel:
         # nonce keeps a marker from ever matching text in a prompt.
         nonce = uuid.uuid4().hex
         self._marker = f"@@img-{nonce}-"
-        self._marker_re = re.compile(rb'@@img-' + nonce.encode() + rb'-(\d+)@@')
+        self._marker_bytes = self._marker.encode()
         self.first_send_at: float | None = None  # time.monotonic() of the first POST
         self._sem = asyncio.Semaphore(settings.concurrency)
         self.requests = 0
@@ -150,15 +149,27 @@ class OpenAICompatModel:
                 keyed.append([msg.role, kparts])
         return wire, keyed, blobs
 
-    def _splice(self, payload: bytes, blobs: list[bytes]) -> list[bytes]:
+    def _splice(self, payload: bytes, blobs: list[bytes]) -> list[bytes | memoryview]:
         """The body as pieces, each encoded image in place of its marker: the base64 is
         never re-serialised (about 4 ms per 4.6 MB body, 40 ms per 256K-size body) nor
         copied into one buffer (the pieces go to the socket one by one)."""
         if not blobs:
             return [payload]
-        pieces = self._marker_re.split(payload)
-        # split() alternates text and captured marker numbers
-        return [blobs[int(p)] if i % 2 else p for i, p in enumerate(pieces)]
+        # The markers sit in the body in order: find each from the last (memchr speed; a
+        # regex split scanned the whole body ~3x slower) and cut zero-copy views.
+        view = memoryview(payload)
+        pieces: list[bytes | memoryview] = []
+        pos = 0
+        for i, blob in enumerate(blobs):
+            marker = b"%s%d@@" % (self._marker_bytes, i)
+            at = payload.find(marker, pos)
+            if at < 0:
+                raise AssertionError(f"image marker {i} missing from the request body")
+            pieces.append(view[pos:at])
+            pieces.append(blob)
+            pos = at + len(marker)
+        pieces.append(view[pos:])
+        return pieces
 
     async def generate(self, messages: list[Message], config: GenerateConfig, *,
                        question_id: str | None = None) -> ModelOutput:
@@ -189,7 +200,7 @@ class OpenAICompatModel:
                             "finish_reason": out.finish_reason})
         return out
 
-    async def _send(self, pieces: list[bytes]) -> ModelOutput:
+    async def _send(self, pieces: list[bytes | memoryview]) -> ModelOutput:
         s = self.settings
         for attempt in range(1, s.max_attempts + 1):
             retry_after: float | None = None
