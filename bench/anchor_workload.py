@@ -89,6 +89,9 @@ def main() -> None:
                 "stub_inline_images": st.get("inline_images"),
                 "stub_mb_in": round(st.get("mb_in", 0), 1),
                 "stub_window_s": st.get("active_window_s"),
+                # start-up before the first request plus the tail after the last reply
+                "outside_window_s": (round(m.wall_s - st["active_window_s"], 2)
+                                     if st.get("active_window_s") else None),
                 "stub_cpu_s": round(st.get("cpu_user_s", 0) + st.get("cpu_sys_s", 0), 2),
                 "images_ok": st.get("inline_images") == EXPECTED_IMAGES,
                 "meets_throughput": n / m.wall_s >= target,
@@ -130,8 +133,9 @@ def main() -> None:
             ("reference_rss_mb", "ref RSS MB"), ("harness_cpu_ms_per_item", "CPU ms/item"),
             ("cpu_pct", "CPU %"), ("stub_requests", "stub req."),
             ("stub_max_inflight", "max in-flight"), ("stub_inline_images", "inline images"),
-            ("stub_mb_in", "MB sent"), ("host_steal_pct", "steal %"),
-            ("other_load_pct", "other load %")]
+            ("stub_mb_in", "MB sent"), ("stub_window_s", "stub window s"),
+            ("stub_cpu_s", "stub CPU s"), ("outside_window_s", "outside window s"),
+            ("host_steal_pct", "steal %"), ("other_load_pct", "other load %")]
     flags = f", extra flags: {a.extra}" if a.extra else ""
     lines = [f"### {a.name} (200 items x 8 images 512x384, stub {a.latency_ms:g} ms{flags})", "",
              C.md_table(rows, cols), "",

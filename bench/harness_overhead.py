@@ -65,6 +65,8 @@ def main() -> None:
             "items_per_s_wall": round(n / m.wall_s, 1),
             "pct_offered_wall": round(100 * n / m.wall_s / offered, 1),
             "active_window_s": window,
+            # start-up before the first request plus the tail after the last reply
+            "outside_window_s": round(m.wall_s - window, 2) if window else None,
             "items_per_s_window": round(st.get("requests", 0) / window, 1) if window else None,
             "pct_offered_window": (round(100 * st.get("requests", 0) / window / offered, 1)
                                    if window else None),
@@ -108,6 +110,7 @@ def main() -> None:
     cols = [("run", "run"), ("items", "items"), ("concurrency", "conc."), ("ok", "ok"),
             ("errors", "errors"), ("wall_s", "wall s"), ("items_per_s_wall", "items/s (wall)"),
             ("pct_offered_wall", "% of offered (wall)"), ("active_window_s", "stub window s"),
+            ("outside_window_s", "outside window s"),
             ("items_per_s_window", "items/s (window)"), ("pct_offered_window", "% (window)"),
             ("max_rss_mb", "peak RSS MB"), ("harness_cpu_ms_per_item", "CPU ms/item"),
             ("cpu_pct", "CPU %"), ("stub_requests", "stub req."),
