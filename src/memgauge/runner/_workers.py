@@ -20,6 +20,7 @@ questions in file order across the whole file, so a run with a limit uses one pr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import mmap
@@ -61,10 +62,8 @@ def workers_for(config: RunConfig) -> tuple[int, str | None]:
 
 def _signal(pids: set[int], sig: int) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError):  # it has just exited
             os.kill(pid, sig)
-        except ProcessLookupError:
-            pass
 
 
 def _report_path(run_dir: Path, k: int) -> Path:
@@ -298,11 +297,10 @@ def _die_with_parent() -> None:
     writing on into the run folder."""
     if not sys.platform.startswith("linux"):
         return
-    try:
-        import ctypes
+    import ctypes
 
+    # no prctl in this libc: the worker simply is not tied to the parent
+    with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         pr_set_pdeathsig = 1
         libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
