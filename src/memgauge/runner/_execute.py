@@ -484,6 +484,8 @@ class Runner:
         record_judging(manifest, judging, records)
 
     def run_sync(self) -> RunResult:
+        if self.config.workers <= 1:  # the usual case: the workers module is not imported
+            return asyncio.run(self.run())
         from ._workers import run_with_workers, workers_for
 
         n, why = workers_for(self.config)
