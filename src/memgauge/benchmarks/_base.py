@@ -360,12 +360,9 @@ class _FastArray:
                 break
             if len(buf) - pos > max(self.MIN_AHEAD, 4 * self.largest):
                 return None  # as _next does: ijson reads on (every worker stops here)
-            if not self._more():  # EOF: the last item ends before the closing "]"
-                tail = buf.rstrip(_WS)
-                if not tail.endswith(b"]"):
-                    return None
-                end = len(tail[:-1].rstrip(_WS)) - pos
-                return self._whole(end, index, parse)
+            if not self._more():  # EOF
+                end = _last_item_end(buf, pos)
+                return None if end is None else self._whole(end, index, parse)
         k = i - nl
         if k <= pos or not buf.startswith(sep, k):
             return self._next(sep)  # a line break inside the item
@@ -414,16 +411,22 @@ class _FastArray:
             frm = max(1, len(buf) - pos - len(sep))
             if len(buf) - pos > max(self.MIN_AHEAD, 4 * self.largest):
                 return None
-            if not self._more():  # EOF: the last item ends before the closing "]"
-                tail = buf.rstrip(_WS)
-                if not tail.endswith(b"]"):
+            if not self._more():  # EOF
+                end = _last_item_end(buf, pos)
+                if end is None:
                     return None
-                end = len(tail[:-1].rstrip(_WS)) - pos
                 try:
                     item = loads(memoryview(buf)[pos:pos + end])
                 except error:
                     return None
                 return (item, end) if type(item) is dict else None
+
+
+def _last_item_end(buf: bytes, pos: int) -> int | None:
+    """At the end of the file: where the last item (from ``pos``) ends, just before the
+    closing ``]``; None if the file does not end with one (ijson will say why)."""
+    tail = buf.rstrip(_WS)
+    return len(tail[:-1].rstrip(_WS)) - pos if tail.endswith(b"]") else None
 
 
 _BIG = float(1 << 63)
