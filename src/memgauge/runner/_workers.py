@@ -133,7 +133,7 @@ def run_with_workers(runner: Runner, n: int) -> RunResult:
     manifest["packages"] = hashed.get("packages")
     bench_manifest = None
     if not failures and not missing_reports and not interrupted:
-        bench_manifest = _merge_bench(s, hashed.get("manifest"), reports)
+        bench_manifest = _merge_bench(hashed.get("manifest"), reports)
     if s.judging is not None and not failures and not interrupted:
         asyncio.run(_judge_earlier(runner, s, manifest))
     runner.finish(manifest, bench_manifest, cache=_merge_cache(reports))
@@ -211,7 +211,7 @@ def _stats(setup: Setup) -> dict[str, Any] | None:
     bench = setup.bench
     if getattr(bench, "supports_parts", False) and hasattr(bench, "stats"):
         return {"part": True, **bench.stats()}
-    # every worker read everything: its own manifest (minus nothing) stands for the run
+    # every worker read the whole file: any one worker's manifest describes the run
     return {"part": False, "manifest": bench.manifest()}
 
 
@@ -227,7 +227,7 @@ def _bench_manifest(s: Setup, out: dict[str, Any]) -> None:
             out["manifest"] = None
 
 
-def _merge_bench(s: Setup, parent: dict[str, Any] | None,
+def _merge_bench(parent: dict[str, Any] | None,
                  reports: list[dict[str, Any]]) -> dict[str, Any] | None:
     stats = [r.get("stats") or {} for r in reports]
     if not stats or not all(st.get("part") for st in stats):
