@@ -487,6 +487,13 @@ class StreamingBenchmark(abc.ABC):
         try:
             skip = None if part is None else (lambda i: i % part[1] != part[0])
             items = iter_json_items(reader, skip)
+
+            def note_id(qid: str) -> None:
+                if qid in seen:
+                    raise InputError(f"duplicate question_id {qid!r}", file=self.path,
+                                     item=qid, field="question_id")
+                seen.add(qid)
+
             while True:
                 # Reading and converting one item makes ~3,000 acyclic containers per 500
                 # turns; the cyclic collector would walk them over and over (~20 % of the
@@ -500,15 +507,11 @@ class StreamingBenchmark(abc.ABC):
                     if got is None:
                         break
                     index, raw = got
-                    if part is not None and index % part[1] != part[0]:
+                    if skip is not None and skip(index):  # another part's item: its id only
                         qid = raw.get("question_id") if type(raw) in (dict, RawItem) else None
                         # a malformed item is reported by the part that owns it
-                        if type(qid) is not str or (keep is not None and qid not in keep):
-                            continue
-                        if qid in seen:
-                            raise InputError(f"duplicate question_id {qid!r}", file=self.path,
-                                             item=qid, field="question_id")
-                        seen.add(qid)
+                        if type(qid) is str and (keep is None or qid in keep):
+                            note_id(qid)
                         continue
                     ep = self._parse(raw, index, ctx)
                     del raw
@@ -517,10 +520,7 @@ class StreamingBenchmark(abc.ABC):
                         gc.enable()
                 if ep is None:
                     continue
-                if ep.episode_id in seen:
-                    raise InputError(f"duplicate question_id {ep.episode_id!r}", file=self.path,
-                                     item=ep.episode_id, field="question_id")
-                seen.add(ep.episode_id)
+                note_id(ep.episode_id)
                 counts["episodes"] += 1
                 counts["questions"] += len(ep.questions)
                 counts["images"] = ctx.images
