@@ -8,7 +8,6 @@ item (or, with ``allow_missing``, a recorded gap), and encoded images are kept b
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import io
 import os
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from PIL import Image, UnidentifiedImageError
+from pybase64 import b64encode  # SIMD: ~20x the stdlib's speed on image-sized inputs
 
 from .errors import InputError
 from .schema import ImageRef
@@ -246,7 +246,7 @@ class ImageEncoder:
                     img.save(buf, format=out_fmt)
                 data = buf.getvalue()
         mime = _MIME[out_fmt]
-        url = b"data:" + mime.encode() + b";base64," + base64.b64encode(data)
+        url = b"data:" + mime.encode() + b";base64," + b64encode(data)
         return EncodedImage(sha256=sha, mime=mime, data_url=url, width=target[0], height=target[1])
 
     def stats(self) -> dict[str, int]:
