@@ -24,10 +24,11 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
@@ -166,7 +167,7 @@ class Stub:
         self.port: int | None = None
         self.final: dict[str, Any] | None = None
 
-    def start(self, timeout_s: float = 20.0) -> "Stub":
+    def start(self, timeout_s: float = 20.0) -> Stub:
         cmd = [PY, str(tool("stub_server.py")), "--host", "127.0.0.1", "--port", "0",
                "--latency-ms", str(self.latency_ms), "--ready-file", str(self.ready),
                "--stats-file", str(self.stats_file)]
@@ -405,7 +406,7 @@ class FirstRequestPoller:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def start(self) -> "FirstRequestPoller":
+    def start(self) -> FirstRequestPoller:
         self._thread.start()
         return self
 
@@ -457,7 +458,7 @@ def machine() -> dict[str, Any]:
         info["packages"] = {p: metadata.version(p) for p in
                             ("memgauge", "orjson", "ijson", "pydantic", "httptools",
                              "aiohttp", "pillow", "bpe-openai")}
-    except Exception:  # noqa: BLE001 - informational only
+    except Exception:  # noqa: BLE001, S110 - informational only
         pass
     return info
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _common as C  # noqa: E402
+import _common as C
 
 REFERENCE = {
     "json.load": {"s": 4.47, "wall_s": 4.55, "rss_mb": 1638},
@@ -313,12 +313,12 @@ def main() -> None:
     }
     path = C.write_result(work, a.name, result)
 
-    lines = [f"### load_256k ({wl.info.get('mb')} MB, {wl.info.get('items')} items, "
-             f"{wl.info.get('image_refs')} image refs)", ""]
+    lines = [(f"### load_256k ({wl.info.get('mb')} MB, {wl.info.get('items')} items, "
+              f"{wl.info.get('image_refs')} image refs)"), ""]
     if first_rows:
-        lines += ["(a) time to first request (`memgauge run --limit "
-                  f"{a.limit} --concurrency {a.concurrency}`, stub {a.latency_ms:g} ms; measured "
-                  "from process start to the stub's first counted request, 10 ms polling)", "",
+        lines += [("(a) time to first request (`memgauge run --limit "
+                   f"{a.limit} --concurrency {a.concurrency}`, stub {a.latency_ms:g} ms; measured "
+                   "from process start to the stub's first counted request, 10 ms polling)"), "",
                   C.md_table(first_rows, [
                       ("run", "run"), ("first_request_s", "first request s"),
                       ("wall_s", "wall s"), ("ok", "ok"), ("errors", "err."),
@@ -327,9 +327,9 @@ def main() -> None:
                       ("stub_mb_in", "MB sent"), ("other_load_pct", "other load %"),
                       ("meets_target", f"<= {TARGET_FIRST_REQUEST_S:g} s")]),
                   ""]
-    lines += ["(b)/(c) prompt assembly for every item in a fresh interpreter "
-              "(stream `episodes()`, `build_prompt` per question, nothing kept; the run's "
-              "collector settings, runner/_gc.py)", "",
+    lines += [("(b)/(c) prompt assembly for every item in a fresh interpreter "
+               "(stream `episodes()`, `build_prompt` per question, nothing kept; the run's "
+               "collector settings, runner/_gc.py)"), "",
               C.md_table(assembly, [
                   ("with_counter", "TokenCounter"), ("parts", "processes"), ("items", "items"),
                   ("messages", "messages"), ("images", "images"), ("tokens", "tokens"),

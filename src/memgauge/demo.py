@@ -90,11 +90,11 @@ def _html_report(root: Path, run_dirs: list[Path], say: Callable[[str], None]) -
 def _report(manifest: dict[str, Any], gates: dict[str, Any], rows: list[dict[str, Any]],
             summaries: dict[str, Any], bench_dir: Path) -> str:
     lines = ["# memgauge demo", "",
-             "A fresh procedural benchmark (rendered images, computed answers), its validation "
-             "gates, and offline baselines. Rerun with another `--seed` for new instances.", "",
+             ("A fresh procedural benchmark (rendered images, computed answers), its validation "
+              "gates, and offline baselines. Rerun with another `--seed` for new instances."), "",
              "## Benchmark", "",
-             f"- digest `{manifest['digest'][:16]}`, generator v{manifest['generator_version']}, "
-             f"{manifest['images']} rendered images",
+             (f"- digest `{manifest['digest'][:16]}`, generator v{manifest['generator_version']}, "
+              f"{manifest['images']} rendered images"),
              "- question families: " + ", ".join(f"{k} ({v})" for k, v in manifest["families"].items()),
              "", "| Tier | Questions | Target tokens | Min | Mean | Max | Within ±3 % |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -102,8 +102,8 @@ def _report(manifest: dict[str, Any], gates: dict[str, Any], rows: list[dict[str
         lines.append(f"| {tier} | {t['questions']} | {t['target_tokens']} | {t['tokens_min']} | "
                      f"{t['tokens_mean']} | {t['tokens_max']} | {t['within_tolerance']} |")
     lines += ["", "## Validation gates", "",
-              f"Overall: **{'PASS' if gates.get('passed') else 'FAIL'}** "
-              f"(details in `{bench_dir.name}/validation/gates.md`)", ""]
+              (f"Overall: **{'PASS' if gates.get('passed') else 'FAIL'}** "
+               f"(details in `{bench_dir.name}/validation/gates.md`)"), ""]
     gates_md = (bench_dir / "validation" / "gates.md").read_text(encoding="utf-8")
     lines += ["<details><summary>All gate figures</summary>", "", gates_md, "", "</details>", "",
               "## Baselines (offline)", "",
@@ -115,10 +115,11 @@ def _report(manifest: dict[str, Any], gates: dict[str, Any], rows: list[dict[str
                if r["recall_ci"][0] is not None else "—")
         lines.append(f"| {r['system']} | {r['tier']} | {r['n']} | {_pct(r['acc'])} | {ci} | "
                      f"{_pct(r['recall'])} | {rci} | `{r['run']}` |")
-    lines += ["", "Retrieval baselines answer with the oracle restricted to the sessions they "
-              "retrieved, so their accuracy is the ceiling retrieval allows; the text-only "
-              "oracle shows what can be answered without seeing images (it should be near 0 "
-              "apart from answer refusal).", ""]
+    lines += ["",
+              ("Retrieval baselines answer with the oracle restricted to the sessions they "
+               "retrieved, so their accuracy is the ceiling retrieval allows; the text-only "
+               "oracle shows what can be answered without seeing images (it should be near 0 "
+               "apart from answer refusal)."), ""]
     lines += ["## Detail per run", ""]
     for name, summary in summaries.items():
         detail = render_markdown(summary, title=name)

@@ -64,7 +64,7 @@ def _encoding(name: str) -> Any:
 
     try:
         return bpe_openai.get_encoding(name)
-    except Exception as exc:  # the package raises its own error types
+    except Exception as exc:  # noqa: BLE001 - the package raises its own error types
         raise ConfigError(f"unknown text tokenizer {name!r}: {exc}") from None
 
 

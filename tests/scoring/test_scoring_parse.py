@@ -19,9 +19,10 @@ from memgauge.scoring import (
     parse_yes_no,
 )
 
-_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-         "fifteen sixteen seventeen eighteen nineteen").split()
-_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+_ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+         "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+         "nineteen"]
+_TENS = ["_", "_", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 _SCALES = ((10**12, "trillion"), (10**9, "billion"), (10**6, "million"), (10**3, "thousand"))
 
 
@@ -161,8 +162,8 @@ def test_parse_amounts(text: str, expected: list[tuple[str, str | None]]) -> Non
 
 # ------------------------------------------------------------------ dates
 
-_MONTHS = ("January February March April May June July August September October November "
-           "December").split()
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
+           "October", "November", "December"]
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import memgauge.scoring as scoring
+from memgauge import scoring
 from memgauge.registry import _REGISTRY
 from memgauge.schema import Ability, AnswerType, Question, Score
 from memgauge.scoring import (
@@ -22,9 +22,10 @@ from memgauge.scoring import (
 
 RULE = TypedRuleScorer()
 
-_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-         "fifteen sixteen seventeen eighteen nineteen").split()
-_TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+_ONES = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+         "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+         "nineteen"]
+_TENS = ["_", "_", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 
 
 def words(n: int) -> str:
@@ -210,8 +211,8 @@ def test_date(gold: str, prediction: str, expected: float) -> None:
 def test_date_renderings_score_equal(d: dt.date) -> None:
     question = q(d.isoformat(), "date")
     month = d.strftime("%m")
-    names = ("January February March April May June July August September October November "
-             "December").split()
+    names = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
+             "October", "November", "December"]
     for r in (f"{names[d.month - 1]} {d.day}, {d.year}", f"{d.year}/{month}/{d.day:02d}",
               f"{d.day} {names[d.month - 1]} {d.year}"):
         assert value(question, r) == 1.0, r

@@ -143,8 +143,9 @@ def test_missing_key_raises_naming_kind_and_key(kind):
     for key in REGISTRY[kind].required:
         facts = dict(EXAMPLES[kind])
         del facts[key]
-        for fn in (lambda: render(kind, facts), lambda: describe(kind, facts),
-                   lambda: near_duplicate(kind, facts, "X1", random.Random(0))):
+        # The lambdas run within this iteration, so capturing the loop's facts is intended.
+        for fn in (lambda: render(kind, facts), lambda: describe(kind, facts),  # noqa: B023
+                   lambda: near_duplicate(kind, facts, "X1", random.Random(0))):  # noqa: B023
             with pytest.raises(ValueError) as err:
                 fn()
             assert kind in str(err.value) and repr(key) in str(err.value)

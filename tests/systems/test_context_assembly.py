@@ -47,8 +47,8 @@ def test_reference_layout_rules():
         ("user", ["IMG:i5", "no placeholder"]),
         ("user", ["stray  token"]),
         ("user", ["=== Session 2 (Date: unknown) ===", "IMG:i6"]),
-        ("user", ["Directly output the answer with no extra output.\nQuestion Date: 2024/05/01\n"
-                  "Question: Which mug?\n"]),
+        ("user", [("Directly output the answer with no extra output.\nQuestion Date: 2024/05/01\n"
+                   "Question: Which mug?\n")]),
     ]
     assert [i.source for i in p.images] == ["i1", "i2", "i3", "i4", "i5", "i6"]
 

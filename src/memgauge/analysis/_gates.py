@@ -550,12 +550,12 @@ def _ids(ids: Sequence[str], total: int) -> str:
 
 def _md_indist(g: Mapping[str, Any]) -> list[str]:
     out = [f"## Evidence/haystack indistinguishability — {_verdict(g)}", "",
-           f"Out-of-fold ROC AUC of a TF-IDF + logistic-regression classifier separating "
-           f"evidence from haystack sessions by their text: **{_fmt(g.get('auc'))}** "
-           f"(pass if ≤ {_fmt(g.get('threshold'), 2)}; 0.5 = indistinguishable).", "",
-           f"- documents: {g.get('n_evidence')} evidence, {g.get('n_haystack')} "
-           f"{'/'.join(g.get('negatives') or ['haystack'])} "
-           f"(+{g.get('n_haystack_repeats', 0)} repeated copies dropped)",
+           (f"Out-of-fold ROC AUC of a TF-IDF + logistic-regression classifier separating "
+            f"evidence from haystack sessions by their text: **{_fmt(g.get('auc'))}** "
+            f"(pass if ≤ {_fmt(g.get('threshold'), 2)}; 0.5 = indistinguishable)."), "",
+           (f"- documents: {g.get('n_evidence')} evidence, {g.get('n_haystack')} "
+            f"{'/'.join(g.get('negatives') or ['haystack'])} "
+            f"(+{g.get('n_haystack_repeats', 0)} repeated copies dropped)"),
            f"- questions (groups): {g.get('n_groups')}, folds: {g.get('folds')}"]
     if g.get("note"):
         out.append(f"- note: {g['note']}")
@@ -564,12 +564,12 @@ def _md_indist(g: Mapping[str, Any]) -> list[str]:
 
 def _md_near(g: Mapping[str, Any]) -> list[str]:
     out = [f"## Near-duplicate images — {_verdict(g)}", "",
-           f"{g.get('n_files')} image files (from {g.get('n_images')} uses); pairs within "
-           f"{g.get('max_distance')} bits of perceptual hash:", "",
+           (f"{g.get('n_files')} image files (from {g.get('n_images')} uses); pairs within "
+            f"{g.get('max_distance')} bits of perceptual hash:"), "",
            f"- same facts (re-renders, fine): {g.get('same_facts')}",
            f"- different facts (look-alikes, information): {g.get('different_facts')}",
-           f"- **pixel-identical with different facts (bug; must be 0): "
-           f"{g.get('exact_different_facts')}**"]
+           (f"- **pixel-identical with different facts (bug; must be 0): "
+            f"{g.get('exact_different_facts')}**")]
     by_kind = g.get("different_facts_by_kind") or {}
     if by_kind:
         out += ["", "| kind | look-alike pairs with different facts |", "|---|---:|"]
@@ -587,11 +587,11 @@ def _md_caption(g: Mapping[str, Any]) -> list[str]:
     if "skipped" in g:
         return ["## Caption-proof (OCR) — SKIPPED", "", str(g["skipped"])]
     out = ["## Caption-proof (OCR) — INFO", "",
-           "Share of questions whose needed strings all appear in the OCR text of their "
-           f"evidence images: **{_pct(g.get('survival_rate'))}** "
-           f"({g.get('n_surviving')}/{g.get('n_questions')}; {g.get('n_images')} images "
-           f"read, {g.get('ocr_errors', 0)} unreadable, {g.get('n_without_images', 0)} "
-           "questions with no evidence image). Lower means captions/OCR recover less.", ""]
+           ("Share of questions whose needed strings all appear in the OCR text of their "
+            f"evidence images: **{_pct(g.get('survival_rate'))}** "
+            f"({g.get('n_surviving')}/{g.get('n_questions')}; {g.get('n_images')} images "
+            f"read, {g.get('ocr_errors', 0)} unreadable, {g.get('n_without_images', 0)} "
+            "questions with no evidence image). Lower means captions/OCR recover less."), ""]
     for title, table in (("X", g.get("by_x") or {}), ("family", g.get("by_family") or {})):
         if not table:
             continue
@@ -645,8 +645,8 @@ def _md_retrieval(tiers: Mapping[str, Any]) -> list[str]:
     head = (["tier", "retriever", "questions", "sessions/episode"] + [f"R@{k}" for k in ks]
             + [f"all@{k}" for k in ks] + ["MRR"])
     return ["## Retrieval difficulty — INFO", "",
-            "Evidence sessions found by ranking each episode's sessions (text only, no "
-            "captions) against the question.", "",
+            ("Evidence sessions found by ranking each episode's sessions (text only, no "
+             "captions) against the question."), "",
             "| " + " | ".join(head) + " |",
             "|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|", *rows]
 

@@ -23,7 +23,7 @@ import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -32,9 +32,9 @@ from memgauge.errors import ConfigError
 from memgauge.schema import Episode, Session
 
 __all__ = [
+    "RETRIEVERS",
     "BM25Retriever",
     "EmbedRetriever",
-    "RETRIEVERS",
     "RetrievalResult",
     "Retriever",
     "get_retriever",
@@ -123,7 +123,7 @@ def static_model_path() -> str:
         raise ConfigError("the optional package 'tokenlearn-static-model' is needed for the "
                           f"embed retriever and is not installed; install it with: "
                           f"{VALIDATE_HINT}")
-    return os.path.join(list(spec.submodule_search_locations)[0], "model")
+    return os.path.join(next(iter(spec.submodule_search_locations)), "model")
 
 
 class EmbedRetriever:
@@ -179,7 +179,7 @@ class EmbedRetriever:
 RETRIEVERS: dict[str, Callable[[], Retriever]] = {"bm25": BM25Retriever, "embed": EmbedRetriever}
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_retriever(name: str) -> Retriever:
     """The shared instance of a built-in retriever (``bm25`` or ``embed``); the embed model
     loads once per process."""

@@ -150,8 +150,9 @@ def iter_json_items(reader: HashingReader, skip: Callable[[int], bool] | None = 
             for index, item in fast:
                 yield index, item
             # Whatever the fast path left (nothing, or the rest of an unusual file): ijson.
+            start = index + 1
             for index, item in enumerate(ijson.items(fast.rest(), "item", use_float=True),
-                                         index + 1):
+                                         start):
                 yield index, item
         elif first == b"{" and _looks_like_jsonl(path):
             yield from _iter_jsonl(reader)

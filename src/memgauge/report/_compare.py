@@ -62,10 +62,10 @@ def render_compare_markdown(names: list[str], results: list[PairedResult],
     lines = [f"# memgauge compare: baseline {base}", ""]
     if scorers:
         thresholds = sorted({r.threshold for r in results})
-        lines += [f"Scorer: {', '.join(scorers)}; correct = score ≥ "
-                  f"{', '.join(f'{t:g}' for t in thresholds)}. Paired on questions answered "
-                  "(status ok, scored) in both runs; difference = run − baseline with a "
-                  "paired bootstrap 95% CI; McNemar exact two-sided p.", ""]
+        lines += [(f"Scorer: {', '.join(scorers)}; correct = score ≥ "
+                   f"{', '.join(f'{t:g}' for t in thresholds)}. Paired on questions answered "
+                   "(status ok, scored) in both runs; difference = run − baseline with a "
+                   "paired bootstrap 95% CI; McNemar exact two-sided p."), ""]
 
     rows = []
     for name, r in zip(names[1:], results, strict=True):

@@ -105,8 +105,8 @@ def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | N
         if key in meta:
             facts.append((key.capitalize(), _cell(meta.pop(key))))
     facts += [(_cell(k), _cell(v)) for k, v in meta.items()]
-    facts.append(("Records", f"{summary.n_records} ({summary.n_ok} ok, "
-                             f"{summary.n_errors} errors)"))
+    facts.append(("Records", (f"{summary.n_records} ({summary.n_ok} ok, "
+                              f"{summary.n_errors} errors)")))
     if summary.error_kinds:
         kinds = ", ".join(f"{_cell(k)}: {n}" for k, n in summary.error_kinds.items())
         facts.append(("Errors", f"{summary.n_errors} ({kinds})"))
@@ -123,11 +123,11 @@ def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | N
         facts.append((f"Task-averaged accuracy (macro over {n_abilities} abilities)",
                       _pct(summary.macro_accuracy)))
         cov = summary.coverage
-        facts.append(("Coverage", f"{_pct(cov.coverage)} ({cov.n_attempted}/"
-                                  f"{cov.n_answerable} answerable attempted)"))
+        facts.append(("Coverage", (f"{_pct(cov.coverage)} ({cov.n_attempted}/"
+                                   f"{cov.n_answerable} answerable attempted)")))
         facts.append(("Per-answer accuracy", _pct(cov.per_answer_accuracy)))
-        facts.append(("Refusal accuracy", f"{_pct(cov.refusal_accuracy)} "
-                                          f"(n={cov.n_refusal})"))
+        facts.append(("Refusal accuracy", (f"{_pct(cov.refusal_accuracy)} "
+                                           f"(n={cov.n_refusal})")))
     out += [f"- **{k}:** {v}" for k, v in facts]
     out.append("")
 
@@ -192,10 +192,10 @@ def render_error_labels(breakdown: Mapping[str, Any]) -> str:
     out = ["## Error labels", ""]
     if not n:
         return "\n".join([*out, "No wrong answers to label."])
-    out += [f"{n} wrong answers. Rule labels first (non_answer, answerability_failure, "
-            "stale_answer, computation_slip, closed_set_selection), then the judge's "
-            "(grounding_failure, unsupported_answer; the judge sees question, reference and "
-            "answer, not the history); `unlabelled`: no rule applies and no judge label yet.",
+    out += [(f"{n} wrong answers. Rule labels first (non_answer, answerability_failure, "
+             "stale_answer, computation_slip, closed_set_selection), then the judge's "
+             "(grounding_failure, unsupported_answer; the judge sees question, reference and "
+             "answer, not the history); `unlabelled`: no rule applies and no judge label yet."),
             "", "| Label | n | share |", "| --- | ---: | ---: |"]
     for label, count in sorted(breakdown["by_label"].items(), key=lambda kv: -kv[1]):
         out.append(f"| {label} | {count} | {100 * count / n:.1f}% |")

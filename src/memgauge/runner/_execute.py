@@ -323,7 +323,7 @@ class Runner:
             if not failed:
                 try:
                     bench_manifest = s.bench.manifest()
-                except Exception:
+                except Exception:  # noqa: BLE001 - optional; must not fail a finished run
                     bench_manifest = None
             self.finish(manifest, bench_manifest, cache=s.cache_summary())
             result.wall_s = time.perf_counter() - prep.t_start
@@ -348,7 +348,7 @@ class Runner:
             async with sem:
                 try:
                     response = await system.answer(q)
-                except Exception as exc:  # a system bug must not lose the item
+                except Exception as exc:  # noqa: BLE001 - a system bug must not lose the item
                     response = Response(error=ErrorInfo(
                         kind="system_error", message=f"{type(exc).__name__}: {exc}"))
             record = make_record(episode, q, response, scorers,
@@ -391,7 +391,7 @@ class Runner:
                         await answer_one(system, episode, batch[0])
                     else:
                         await asyncio.gather(*(answer_one(system, episode, q) for q in batch))
-            except Exception as exc:  # the episode's unanswered questions become errors
+            except Exception as exc:  # noqa: BLE001 - its unanswered questions become errors
                 err = ErrorInfo(kind="system_error", message=f"{type(exc).__name__}: {exc}")
                 for q in todo:
                     if q.question_id in written:

@@ -76,7 +76,7 @@ def read_records(run_dir: str | os.PathLike[str]) -> dict[str, Record]:
             raise InputError("unparseable JSON line", file=str(path), item=f"line {n}")
         try:
             rec = Record.model_validate(obj)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure is bad input at this line
             raise InputError(f"not a valid record ({exc})", file=str(path),
                              item=f"line {n}") from None
         out[rec.question_id] = rec
@@ -157,7 +157,7 @@ class RecordWriter:
                 batch.append(self._queue.get_nowait())
             try:
                 await asyncio.to_thread(self._write_batch, [b for b, _ in batch])
-            except Exception as exc:  # disk full etc.: every waiter sees it
+            except Exception as exc:  # noqa: BLE001 - disk full etc.: every waiter sees it
                 for _, f in batch:
                     if not f.done():
                         f.set_exception(exc)

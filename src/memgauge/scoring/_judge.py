@@ -103,9 +103,9 @@ def prepare(prediction: str, mode: str = "default") -> Prepared:
     return Prepared(text, False, truncated)
 
 
-_FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.S | re.I)
-_OBJECT = re.compile(r"\{[^{}]*\}", re.S)
-_SCORE_FIELD = re.compile(r'"(?:answer_score|score)"\s*:\s*"?(-?\d+(?:\.\d+)?)', re.I)
+_FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL | re.IGNORECASE)
+_OBJECT = re.compile(r"\{[^{}]*\}", re.DOTALL)
+_SCORE_FIELD = re.compile(r'"(?:answer_score|score)"\s*:\s*"?(-?\d+(?:\.\d+)?)', re.IGNORECASE)
 
 
 def json_objects(text: str) -> list[dict[str, Any]]:

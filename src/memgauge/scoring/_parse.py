@@ -52,19 +52,20 @@ _DIGITS = re.compile(
     (?![0-9])
     (?:(?P<pct>\s?%)|\s+(?P<scale>thousand|million|billion|trillion)\b)?
     """,
-    re.X | re.I,
+    re.VERBOSE | re.IGNORECASE,
 )
 
 _UNITS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine".split())}
+    ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"])}
 _TEENS = {w: i + 10 for i, w in enumerate(
-    "ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split())}
+    ["ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+     "eighteen", "nineteen"])}
 _TENS = {w: (i + 2) * 10 for i, w in enumerate(
-    "twenty thirty forty fifty sixty seventy eighty ninety".split())}
+    ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"])}
 _NUMBER_WORDS = set(_UNITS) | set(_TEENS) | set(_TENS)
 # A bare "one" after these is a pronoun ("no one", "the one I liked"), not the number 1.
 _PRONOUN_ONE = frozenset(
-    "no any every some the this that which each another other".split())
+    ["no", "any", "every", "some", "the", "this", "that", "which", "each", "another", "other"])
 _WORD = re.compile(r"[A-Za-z]+")
 _GAP = re.compile(r"\s*-?\s*")  # what may sit between two words of one number
 
@@ -203,15 +204,18 @@ _FAMILIES = {
     "¥": frozenset({"JPY", "CNY"}),
     "kr": frozenset({"DKK", "SEK", "NOK", "ISK"}),
 }
-ISO_CODES = frozenset(
-    """USD EUR GBP JPY CNY RMB INR KRW IRR CAD AUD NZD CHF DKK SEK NOK ISK PLN CZK HUF RUB TRY
-    BRL MXN ZAR SGD HKD TWD THB VND IDR MYR PHP AED SAR ILS EGP NGN KES PKR BDT LKR NPR ARS CLP
-    COP PEN UAH RON BGN QAR KWD OMR BHD JOD MAD""".split()
-)
+ISO_CODES = frozenset({
+    "USD", "EUR", "GBP", "JPY", "CNY", "RMB", "INR", "KRW", "IRR", "CAD", "AUD", "NZD", "CHF",
+    "DKK", "SEK", "NOK", "ISK", "PLN", "CZK", "HUF", "RUB", "TRY", "BRL", "MXN", "ZAR", "SGD",
+    "HKD", "TWD", "THB", "VND", "IDR", "MYR", "PHP", "AED", "SAR", "ILS", "EGP", "NGN", "KES",
+    "PKR", "BDT", "LKR", "NPR", "ARS", "CLP", "COP", "PEN", "UAH", "RON", "BGN", "QAR", "KWD",
+    "OMR", "BHD", "JOD", "MAD",
+})
 # Codes count in capitals ("TRY 50"); in lower case only these common ones do, since many
 # codes are also words or names ("try", "pen", "cop", "ron", "php").
 _LOWERCASE_OK = frozenset(
-    "usd eur gbp jpy cny rmb inr krw irr cad aud nzd chf dkk sek nok hkd sgd".split())
+    ["usd", "eur", "gbp", "jpy", "cny", "rmb", "inr", "krw", "irr", "cad", "aud", "nzd", "chf",
+     "dkk", "sek", "nok", "hkd", "sgd"])
 
 _SYMBOLS = {
     "US$": "USD", "C$": "CAD", "CA$": "CAD", "A$": "AUD", "AU$": "AUD", "NZ$": "NZD",
@@ -258,7 +262,7 @@ _SUFFIX = re.compile(
     rf"\s*(?:(?P<word>{_alternation(list(_WORDS))})(?![A-Za-z])"
     rf"|(?P<lsym>{_LSYM})(?![A-Za-z])|(?P<sym>{_SYM})"
     rf"|(?P<code>[A-Za-z]{{3}})(?![A-Za-z]))",
-    re.I,
+    re.IGNORECASE,
 )
 _SYMBOL_BY_LOWER = {k.lower(): v for k, v in _SYMBOLS.items()}
 
@@ -328,9 +332,9 @@ _DAY = r"(?P<day>[0-9]{1,2})(?![0-9])(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>[0-9]{4})(?![0-9])"
 _DATE_PATTERNS = (
     # March 5, 2024 / Mar 5 2024 / March 5th, 2024 / Mar. 5, 2024
-    re.compile(rf"(?<![a-z]){_MON}\s*{_DAY},?\s+{_YEAR}", re.I),
+    re.compile(rf"(?<![a-z]){_MON}\s*{_DAY},?\s+{_YEAR}", re.IGNORECASE),
     # 5 March 2024 / 5th of March, 2024 / 5 Mar, 2024
-    re.compile(rf"(?<![0-9]){_DAY}\s+(?:of\s+)?{_MON},?\s+{_YEAR}", re.I),
+    re.compile(rf"(?<![0-9]){_DAY}\s+(?:of\s+)?{_MON},?\s+{_YEAR}", re.IGNORECASE),
     # 2024-03-05 / 2024/03/05 / 2024.03.05 (one separator kind throughout)
     re.compile(r"(?<![0-9])(?P<year>[0-9]{4})(?P<sep>[-/.])(?P<m>[0-9]{1,2})(?P=sep)"
                r"(?P<d>[0-9]{1,2})(?![0-9])"),
@@ -368,8 +372,8 @@ def find_dates(text: str) -> list[Hit]:
 
 
 _MONTH_DAY_PATTERNS = (
-    re.compile(rf"(?<![a-z]){_MON}\s*{_DAY}", re.I),  # March 5, Mar. 5th
-    re.compile(rf"(?<![0-9]){_DAY}\s+(?:of\s+)?{_MON}", re.I),  # 5 March, 5th of March
+    re.compile(rf"(?<![a-z]){_MON}\s*{_DAY}", re.IGNORECASE),  # March 5, Mar. 5th
+    re.compile(rf"(?<![0-9]){_DAY}\s+(?:of\s+)?{_MON}", re.IGNORECASE),  # 5 March, 5th of March
 )
 
 
@@ -421,7 +425,7 @@ def find_choices(text: str, letters: str = "AB") -> list[Hit]:
         # "(B)", "[a]"
         re.compile(rf"[(\[]\s*({anycase})\s*[)\]]"),
         # "Option B", "choice (a)", "letter B"
-        re.compile(rf"\b{_LABEL_WORDS}\s*[:\-]?\s*[(\[]?({anycase}){end}", re.I),
+        re.compile(rf"\b{_LABEL_WORDS}\s*[:\-]?\s*[(\[]?({anycase}){end}", re.IGNORECASE),
         # "The answer is A", "answer: b." - a lowercase letter only when punctuation follows,
         # so "the answer is a longer trip" is not choice A
         re.compile(
@@ -456,9 +460,9 @@ _YES_NO = re.compile(
     r"(?P<no>(?:\bnot|n't)\s+(?:correct|true)\b|\bincorrect\b|\bnope\b|\bnah\b"
     r"|(?:^[\W_]*|\banswer\s+is\s+)no\b|\bno(?=\s*(?:[.,!;:)\]]|$)))"
     r"|(?P<yes>\b(?:yes|yeah|yep|yup|correct)\b)",
-    re.I,
+    re.IGNORECASE,
 )
-_WHOLE_TRUE_FALSE = re.compile(r"[\W_]*(true|false)[\W_]*", re.I)
+_WHOLE_TRUE_FALSE = re.compile(r"[\W_]*(true|false)[\W_]*", re.IGNORECASE)
 
 
 def parse_yes_no(text: str) -> list[str]:
@@ -480,8 +484,9 @@ def parse_yes_no(text: str) -> list[str]:
 
 _BR_ITEM = r"[(\[]\s*[0-9]+\s*[)\]]"
 _ARROW_SEP = r"\s*(?:->|→|⟶|=>|>|,|;)\s*(?:(?:and|then)\s+)?|\s+(?:and|then)\s+"
-_BR_RUN = re.compile(rf"{_BR_ITEM}(?:(?:{_ARROW_SEP}|\s*){_BR_ITEM})+", re.I)
-_PLAIN_RUN = re.compile(rf"(?<![\w.])[0-9]+(?:(?:{_ARROW_SEP})[0-9]+)+(?!\w|\.[0-9])", re.I)
+_BR_RUN = re.compile(rf"{_BR_ITEM}(?:(?:{_ARROW_SEP}|\s*){_BR_ITEM})+", re.IGNORECASE)
+_PLAIN_RUN = re.compile(rf"(?<![\w.])[0-9]+(?:(?:{_ARROW_SEP})[0-9]+)+(?!\w|\.[0-9])",
+                        re.IGNORECASE)
 
 
 def parse_order(text: str) -> list[tuple[int, ...]]:

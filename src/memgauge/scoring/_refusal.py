@@ -31,32 +31,33 @@ REFUSAL_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         # "There is not enough information", "I don't have enough context"
         rf"(?:\bnot|n't)(?: have)? enough {_INFO}\b",
         # "I don't have any information about", "the history does not contain the details"
-        rf"\b(?:do|does|did){_NOT} (?:have|contain|include|provide|give)"
-        rf"(?: (?:any|enough|sufficient|the|that|this|specific|relevant|such))* {_INFO}\b",
-        r"\blacks?(?: (?:any|the|enough|sufficient|specific|relevant))*"
-        r" (?:information|details|context|data)\b",
+        (rf"\b(?:do|does|did){_NOT} (?:have|contain|include|provide|give)"
+         rf"(?: (?:any|enough|sufficient|the|that|this|specific|relevant|such))* {_INFO}\b"),
+        (r"\blacks?(?: (?:any|the|enough|sufficient|specific|relevant))*"
+         r" (?:information|details|context|data)\b"),
         # "No information available", "there is no mention of"
-        r"\bno (?:(?:relevant|specific|such|further|additional|available) )?"
-        r"(?:information|info|details|data|records?|mention)\b",
+        (r"\bno (?:(?:relevant|specific|such|further|additional|available) )?"
+         r"(?:information|info|details|data|records?|mention)\b"),
         # "I don't know", "I do not recall", "I can't remember"
         r"\bi (?:do not|don't|dont|cannot|can't|can not) (?:know|recall|remember)\b",
         # "I cannot determine", "we are unable to tell"
-        r"\b(?:i|we) (?:cannot|can't|can not|could not|couldn't|am unable to|'m unable to"
-        r"|are unable to|am not able to|'m not able to|are not able to)"
-        r" (?:determine|tell|answer|say|find|know|infer|confirm|recall|identify|verify|be sure)\b",
+        (r"\b(?:i|we) (?:cannot|can't|can not|could not|couldn't|am unable to|'m unable to"
+         r"|are unable to|am not able to|'m not able to|are not able to)"
+         r" (?:determine|tell|answer|say|find|know|infer|confirm|recall|identify|verify"
+         r"|be sure)\b"),
         # "It cannot be determined", "this can't be answered"
-        r"\b(?:cannot|can't|can not|could not|couldn't) be (?:determined|answered|inferred|known"
-        r"|confirmed|verified|identified|established)\b",
+        (r"\b(?:cannot|can't|can not|could not|couldn't) be (?:determined|answered|inferred|known"
+         r"|confirmed|verified|identified|established)\b"),
         # "Unable to determine", "it is not possible to tell", "no way to know"
-        r"\b(?:not possible|impossible|unable|no way) to"
-        r" (?:determine|tell|know|say|answer|infer)\b",
+        (r"\b(?:not possible|impossible|unable|no way) to"
+         r" (?:determine|tell|know|say|answer|infer)\b"),
         # "The conversation does not mention ...", "the history doesn't specify"
-        r"\b(?:conversations?|chats?|context|history|dialog(?:ue)?s?|sessions?|transcripts?"
-        r"|records?|memory|memories|messages?|information|text|user|it) (?:does|do|did)"
-        rf"{_NOT} (?:mention|specify|say|state|include|contain|provide|indicate|reveal|tell)\b",
+        (r"\b(?:conversations?|chats?|context|history|dialog(?:ue)?s?|sessions?|transcripts?"
+         r"|records?|memory|memories|messages?|information|text|user|it) (?:does|do|did)"
+         rf"{_NOT} (?:mention|specify|say|state|include|contain|provide|indicate|reveal|tell)\b"),
         # "not mentioned", "isn't specified", "never stated"
-        r"(?:\bnot|n't|\bnever)(?: been)?(?: (?:explicitly|specifically|directly|clearly))? "
-        r"(?:mentioned|specified|stated|discussed|disclosed|indicated)\b",
+        (r"(?:\bnot|n't|\bnever)(?: been)?(?: (?:explicitly|specifically|directly|clearly))? "
+         r"(?:mentioned|specified|stated|discussed|disclosed|indicated)\b"),
         # "not clear from the conversation"
         r"\b(?:not clear|unclear) from (?:the|this|our|my|your)\b",
         # "unanswerable", "not answerable"

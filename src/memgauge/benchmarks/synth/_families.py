@@ -199,7 +199,7 @@ def plan_msr_arithmetic(rng: random.Random, when: When) -> QuestionPlan:
     currency = rng.choice(W.CURRENCIES)
     k = rng.randint(3, 5)
     days = when.days(rng, k)
-    sessions, total, totals = [], Decimal("0"), []
+    sessions, total, totals = [], Decimal(0), []
     for d in days:
         facts = W.receipt_facts(rng, store, str(when.day(d)), currency)
         total += Decimal(facts["total"])

@@ -53,7 +53,7 @@ class SynthBenchmark:
             for index, raw in iter_json_items(reader):
                 try:
                     ep = Episode.model_validate(raw)
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - any failure is bad input at this line
                     raise InputError(f"not a valid episode ({exc})", file=str(self.path),
                                      item=f"line {index + 1}") from None
                 if keep is not None:

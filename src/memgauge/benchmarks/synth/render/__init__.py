@@ -124,5 +124,17 @@ def near_duplicate(kind: str, facts: dict[str, Any], level: str,
     return out
 
 
-__all__ = ["KINDS", "PALETTE", "CLOSE_COLOURS", "EXAMPLES", "NEAR_DUPLICATE_LEVELS", "render",
-           "render_png", "describe", "near_duplicate", "validate", "seed_for", "canonical_json"]
+__all__ = [
+    "CLOSE_COLOURS",
+    "EXAMPLES",
+    "KINDS",
+    "NEAR_DUPLICATE_LEVELS",
+    "PALETTE",
+    "canonical_json",
+    "describe",
+    "near_duplicate",
+    "render",
+    "render_png",
+    "seed_for",
+    "validate",
+]

@@ -116,7 +116,7 @@ def ink_for(rgb: Sequence[int]) -> RGB:
 
 def mix(a: Sequence[int], b: Sequence[int], t: float) -> RGB:
     """Blend: t=0 -> a, t=1 -> b."""
-    return tuple(int(round(a[i] + (b[i] - a[i]) * t)) for i in range(3))  # type: ignore[return-value]
+    return tuple(round(a[i] + (b[i] - a[i]) * t) for i in range(3))  # type: ignore[return-value]
 
 
 def shade(rgb: Sequence[int], f: float) -> RGB:
@@ -234,7 +234,7 @@ class Frame:
     @classmethod
     def canvas(cls, size: tuple[int, int], ss: int = 1, mode: str = "RGBA",
                fill: Sequence[int] | None = None, rot: float = 0.0,
-               shift: tuple[float, float] = (0.0, 0.0)) -> "Frame":
+               shift: tuple[float, float] = (0.0, 0.0)) -> Frame:
         W, H = size[0] * ss, size[1] * ss
         s = min(size[0] / BASE_W, size[1] / BASE_H) * ss
         if mode == "RGBA":
@@ -244,7 +244,7 @@ class Frame:
         return cls(img, s, (W - BASE_W * s) / 2 + shift[0] * s, (H - BASE_H * s) / 2 + shift[1] * s,
                    rot=rot)
 
-    def sub(self, img: Image.Image) -> "Frame":
+    def sub(self, img: Image.Image) -> Frame:
         """The same mapping on another surface (e.g. a mask)."""
         return Frame(img, self.s, self.ox, self.oy, self.rot, self.pivot)
 
@@ -298,9 +298,9 @@ class Frame:
             self.polygon(rrect_points(x0, y0, x1, y1, radius), fill=fill, outline=outline,
                          width=width)
             return
-        kw = dict(fill=rgba(fill) if fill is not None else None,
-                  outline=rgba(outline) if outline is not None else None,
-                  width=self.lw(width) if outline is not None else 0)
+        kw = {"fill": rgba(fill) if fill is not None else None,
+              "outline": rgba(outline) if outline is not None else None,
+              "width": self.lw(width) if outline is not None else 0}
         b = self.box(x0, y0, x1, y1)
         if radius > 0:
             self.draw.rounded_rectangle(b, radius=max(1, round(radius * self.s)), **kw)
@@ -321,8 +321,8 @@ class Frame:
         """An anti-aliased ellipse (drawn on a small supersampled patch, then composited)."""
         X, Y = self.p(cx, cy)
         RX, RY = (rx + width) * self.s, (ry + width) * self.s
-        ix0, iy0 = int(math.floor(X - RX)) - 1, int(math.floor(Y - RY)) - 1
-        ix1, iy1 = int(math.ceil(X + RX)) + 1, int(math.ceil(Y + RY)) + 1
+        ix0, iy0 = math.floor(X - RX) - 1, math.floor(Y - RY) - 1
+        ix1, iy1 = math.ceil(X + RX) + 1, math.ceil(Y + RY) + 1
         patch = Image.new("RGBA", ((ix1 - ix0) * k, (iy1 - iy0) * k), (0, 0, 0, 0))
         d = ImageDraw.Draw(patch)
         d.ellipse([(X - rx * self.s - ix0) * k, (Y - ry * self.s - iy0) * k,
@@ -392,7 +392,7 @@ class Presentation:
         return self.variant == 0
 
     @classmethod
-    def make(cls, kind: str, facts: dict[str, Any], variant: int) -> "Presentation":
+    def make(cls, kind: str, facts: dict[str, Any], variant: int) -> Presentation:
         seed = seed_for(kind, facts, variant)
         rng = random.Random(seed)
         pres = cls(variant=variant, rng=rng, seed=seed)
@@ -433,7 +433,7 @@ def _rotate_content(fg: Image.Image, angle: float, dx: float, dy: float) -> tupl
     rot = part.rotate(angle, resample=Image.Resampling.BILINEAR, expand=True)
     px = x0 - (rot.width - part.width) / 2 + dx
     py = y0 - (rot.height - part.height) / 2 + dy
-    return rot, (int(round(px)), int(round(py)))
+    return rot, (round(px), round(py))
 
 
 def photo_of(fr: Frame, pres: Presentation, size: tuple[int, int],

@@ -17,6 +17,8 @@ from ._base import (
     Frame,
     KindSpec,
     Presentation,
+    _fail,
+    alternative_name,
     change_chars,
     check_colour,
     check_currency,
@@ -27,12 +29,12 @@ from ._base import (
     check_time,
     close_colour,
     far_colour,
-    photo_of,
     heart_points,
     ink_for,
     mix,
     money_display,
     other_choice,
+    photo_of,
     register,
     regular_polygon,
     replaced,
@@ -40,8 +42,6 @@ from ._base import (
     shade,
     stable_index,
     star_points,
-    _fail,
-    alternative_name,
 )
 
 INK = (34, 34, 38)
@@ -136,7 +136,7 @@ def _receipt_lines(f):
 
 def _draw_receipt(f: dict[str, Any], size, pres: Presentation):
     fr = Frame.canvas(size)
-    pname, paper, accent, logo = receipt_theme(f["store"])
+    _pname, paper, accent, logo = receipt_theme(f["store"])
     acc = PALETTE[accent]
     lines = _receipt_lines(f)
     n = len(lines)

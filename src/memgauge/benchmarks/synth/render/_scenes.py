@@ -20,19 +20,19 @@ from ._base import (
     close_colour,
     ellipse_points,
     far_colour,
-    post,
-    rrect_points,
     fmt_list,
     heart_points,
     luminance,
     mark_points,
     mix,
     other_choice,
+    post,
     register,
     regular_polygon,
     replaced,
     require,
     rgba,
+    rrect_points,
     shade,
     star_points,
 )
@@ -206,8 +206,8 @@ ENTITY_WORDS = {
     "mug": ("a mug with a handle; its inside is a darker shade", "mug", "front of the mug", "handle"),
     "cat": ("a sitting cat with pointed ears, whiskers, a curled tail and a dark collar",
             "fur", "chest", "collar"),
-    "dog": ("a sitting dog with floppy ears (a darker shade of its fur), a snout with a black nose and pink tongue, a tail "
-            "and a dark collar", "fur", "chest", "collar"),
+    "dog": (("a sitting dog with floppy ears (a darker shade of its fur), a snout with a black nose and pink tongue, a tail "
+             "and a dark collar"), "fur", "chest", "collar"),
     "plant": ("a potted plant with green leaves", "pot", "pot", "pot rim"),
     "bottle": ("a bottle with a dark grey cap", "bottle", "middle of the bottle", "neck"),
     "sneaker": ("a sneaker seen from the side, with a white sole and laces", "upper",
@@ -252,45 +252,45 @@ def _entity_parts(kind: str, body):
     light = mix(body, (255, 255, 255), 0.4)
     eye = (250, 250, 240)
     if kind == "mug":
-        return dict(
-            behind=[],
-            body=[("ring", 146, 122, 27, 33, 13), ("rrect", 44, 58, 146, 188, 14)],
-            front=[("ell", 95, 62, 48, 8, 0, dark)],
-            mark=(95, 120, 19), tag=(168, 140))
+        return {
+            "behind": [],
+            "body": [("ring", 146, 122, 27, 33, 13), ("rrect", 44, 58, 146, 188, 14)],
+            "front": [("ell", 95, 62, 48, 8, 0, dark)],
+            "mark": (95, 120, 19), "tag": (168, 140)}
     if kind == "cat":
         tail = _curve((134, 178), (186, 170), (170, 112))
-        return dict(
-            behind=[],
-            body=[("stroke", tail, 12), ("ell", 100, 142, 46, 48), ("ell", 86, 186, 13, 6),
-                  ("ell", 114, 186, 13, 6),
-                  ("poly", [(70, 70), (70, 28), (98, 52)]), ("poly", [(130, 70), (130, 28), (102, 52)]),
-                  ("ell", 100, 80, 34, 30)],
-            front=[("poly", [(74, 60), (74, 38), (90, 52)], (236, 150, 170)),
-                   ("poly", [(126, 60), (126, 38), (110, 52)], (236, 150, 170)),
-                   ("ell", 87, 76, 6, 7, 0, eye), ("ell", 113, 76, 6, 7, 0, eye),
-                   ("ell", 87, 77, 2.2, 5, 0, (20, 20, 20)), ("ell", 113, 77, 2.2, 5, 0, (20, 20, 20)),
-                   ("poly", [(95, 88), (105, 88), (100, 94)], (232, 112, 138)),
-                   ("stroke", [(60, 90), (84, 93)], 1, (60, 60, 60)),
-                   ("stroke", [(60, 98), (84, 96)], 1, (60, 60, 60)),
-                   ("stroke", [(140, 90), (116, 93)], 1, (60, 60, 60)),
-                   ("stroke", [(140, 98), (116, 96)], 1, (60, 60, 60)),
-                   ("rrect", 72, 104, 128, 112, 4, COLLAR)],
-            mark=(100, 160, 15), tag=(100, 112))
+        return {
+            "behind": [],
+            "body": [("stroke", tail, 12), ("ell", 100, 142, 46, 48), ("ell", 86, 186, 13, 6),
+                     ("ell", 114, 186, 13, 6),
+                     ("poly", [(70, 70), (70, 28), (98, 52)]), ("poly", [(130, 70), (130, 28), (102, 52)]),
+                     ("ell", 100, 80, 34, 30)],
+            "front": [("poly", [(74, 60), (74, 38), (90, 52)], (236, 150, 170)),
+                      ("poly", [(126, 60), (126, 38), (110, 52)], (236, 150, 170)),
+                      ("ell", 87, 76, 6, 7, 0, eye), ("ell", 113, 76, 6, 7, 0, eye),
+                      ("ell", 87, 77, 2.2, 5, 0, (20, 20, 20)), ("ell", 113, 77, 2.2, 5, 0, (20, 20, 20)),
+                      ("poly", [(95, 88), (105, 88), (100, 94)], (232, 112, 138)),
+                      ("stroke", [(60, 90), (84, 93)], 1, (60, 60, 60)),
+                      ("stroke", [(60, 98), (84, 96)], 1, (60, 60, 60)),
+                      ("stroke", [(140, 90), (116, 93)], 1, (60, 60, 60)),
+                      ("stroke", [(140, 98), (116, 96)], 1, (60, 60, 60)),
+                      ("rrect", 72, 104, 128, 112, 4, COLLAR)],
+            "mark": (100, 160, 15), "tag": (100, 112)}
     if kind == "dog":
         tail = _curve((138, 176), (172, 168), (176, 130))
-        return dict(
-            behind=[],
-            body=[("stroke", tail, 11), ("ell", 100, 144, 46, 46), ("ell", 84, 186, 14, 6),
-                  ("ell", 116, 186, 14, 6), ("ell", 100, 78, 33, 31)],
-            front=[("ell", 67, 84, 11, 26, 18, dark), ("ell", 133, 84, 11, 26, -18, dark),
-                   ("ell", 100, 96, 18, 13, 0, light),
-                   ("ell", 100, 90, 7, 5, 0, (20, 20, 20)),
-                   ("ell", 100, 106, 5, 6, 0, (232, 108, 128)),
-                   ("ell", 87, 72, 4.5, 4.5, 0, (20, 20, 20)), ("ell", 113, 72, 4.5, 4.5, 0, (20, 20, 20)),
-                   ("ell", 88.5, 70.5, 1.3, 1.3, 0, (255, 255, 255)),
-                   ("ell", 114.5, 70.5, 1.3, 1.3, 0, (255, 255, 255)),
-                   ("rrect", 70, 108, 130, 116, 4, COLLAR)],
-            mark=(100, 162, 15), tag=(100, 116))
+        return {
+            "behind": [],
+            "body": [("stroke", tail, 11), ("ell", 100, 144, 46, 46), ("ell", 84, 186, 14, 6),
+                     ("ell", 116, 186, 14, 6), ("ell", 100, 78, 33, 31)],
+            "front": [("ell", 67, 84, 11, 26, 18, dark), ("ell", 133, 84, 11, 26, -18, dark),
+                      ("ell", 100, 96, 18, 13, 0, light),
+                      ("ell", 100, 90, 7, 5, 0, (20, 20, 20)),
+                      ("ell", 100, 106, 5, 6, 0, (232, 108, 128)),
+                      ("ell", 87, 72, 4.5, 4.5, 0, (20, 20, 20)), ("ell", 113, 72, 4.5, 4.5, 0, (20, 20, 20)),
+                      ("ell", 88.5, 70.5, 1.3, 1.3, 0, (255, 255, 255)),
+                      ("ell", 114.5, 70.5, 1.3, 1.3, 0, (255, 255, 255)),
+                      ("rrect", 70, 108, 130, 116, 4, COLLAR)],
+            "mark": (100, 162, 15), "tag": (100, 116)}
     if kind == "plant":
         leaves = []
         for cx, cy, rx, ry, rot in ((100, 50, 12, 34, 0), (72, 64, 11, 30, -38),
@@ -298,45 +298,46 @@ def _entity_parts(kind: str, body):
                                     (144, 92, 10, 24, 68), (86, 40, 9, 24, -14),
                                     (114, 40, 9, 24, 14)):
             leaves.append(("ell", cx, cy, rx, ry, rot, LEAF))
-        return dict(
-            behind=[("stroke", [(100, 112), (100, 30)], 3, (40, 110, 50)), *leaves],
-            body=[("poly", [(58, 120), (142, 120), (130, 188), (70, 188)]),
-                  ("rrect", 50, 108, 150, 126, 4)],
-            front=[("ell", 100, 110, 44, 3, 0, (74, 52, 36))],
-            mark=(100, 156, 17), tag=(146, 124))
+        return {
+            "behind": [("stroke", [(100, 112), (100, 30)], 3, (40, 110, 50)), *leaves],
+            "body": [("poly", [(58, 120), (142, 120), (130, 188), (70, 188)]),
+                     ("rrect", 50, 108, 150, 126, 4)],
+            "front": [("ell", 100, 110, 44, 3, 0, (74, 52, 36))],
+            "mark": (100, 156, 17), "tag": (146, 124)}
     if kind == "bottle":
-        return dict(
-            behind=[],
-            body=[("rrect", 84, 38, 116, 84, 4), ("ell", 100, 88, 38, 24),
-                  ("rrect", 62, 84, 138, 188, 16)],
-            front=[("rrect", 81, 24, 119, 44, 4, FIXTURE)],
-            mark=(100, 132, 18), tag=(116, 60))
+        return {
+            "behind": [],
+            "body": [("rrect", 84, 38, 116, 84, 4), ("ell", 100, 88, 38, 24),
+                     ("rrect", 62, 84, 138, 188, 16)],
+            "front": [("rrect", 81, 24, 119, 44, 4, FIXTURE)],
+            "mark": (100, 132, 18), "tag": (116, 60)}
     if kind == "sneaker":
         upper = [(26, 172), (27, 120), (38, 92), (60, 84), (82, 90), (98, 110), (130, 122),
                  (162, 132), (183, 148), (190, 172)]
         lace = light if luminance(body) < 0.5 else dark
         laces = [("stroke", [(96 + 10 * i, 104 + 5 * i), (106 + 10 * i, 116 + 4 * i)], 2.6, lace)
                  for i in range(4)]
-        return dict(
-            behind=[],
-            body=[("poly", upper)],
-            front=[("rrect", 16, 166, 196, 189, 9, SOLE), ("ell", 60, 90, 21, 6, -6, dark),
-                   *laces],
-            mark=(124, 150, 14), tag=(30, 110, -1))
+        return {
+            "behind": [],
+            "body": [("poly", upper)],
+            "front": [("rrect", 16, 166, 196, 189, 9, SOLE), ("ell", 60, 90, 21, 6, -6, dark),
+                      *laces],
+            "mark": (124, 150, 14), "tag": (30, 110, -1)}
     if kind == "backpack":
-        return dict(
-            behind=[("rrect", 38, 72, 54, 172, 6, FIXTURE), ("rrect", 146, 72, 162, 172, 6, FIXTURE)],
-            body=[("ring", 100, 48, 17, 14, 6), ("rrect", 52, 52, 148, 188, 26)],
-            front=[("rrect", 66, 116, 134, 178, 12, None, dark),
-                   ("stroke", [(72, 128), (128, 128)], 2, dark)],
-            mark=(100, 152, 15), tag=(114, 42))
+        return {
+            "behind": [("rrect", 38, 72, 54, 172, 6, FIXTURE), ("rrect", 146, 72, 162, 172, 6, FIXTURE)],
+            "body": [("ring", 100, 48, 17, 14, 6), ("rrect", 52, 52, 148, 188, 26)],
+            "front": [("rrect", 66, 116, 134, 178, 12, None, dark),
+                      ("stroke", [(72, 128), (128, 128)], 2, dark)],
+            "mark": (100, 152, 15), "tag": (114, 42)}
     if kind == "lamp":
-        return dict(
-            behind=[("rrect", 95, 100, 105, 180, 2, FIXTURE), ("ell", 100, 183, 42, 8, 0, FIXTURE),
-                    ("stroke", [(132, 108), (132, 136)], 1.5, (150, 150, 150))],
-            body=[("poly", [(68, 36), (132, 36), (160, 110), (40, 110)])],
-            front=[],
-            mark=(100, 76, 17), tag=(132, 136))
+        return {
+            "behind": [("rrect", 95, 100, 105, 180, 2, FIXTURE),
+                       ("ell", 100, 183, 42, 8, 0, FIXTURE),
+                       ("stroke", [(132, 108), (132, 136)], 1.5, (150, 150, 150))],
+            "body": [("poly", [(68, 36), (132, 36), (160, 110), (40, 110)])],
+            "front": [],
+            "mark": (100, 76, 17), "tag": (132, 136)}
     raise ValueError(kind)
 
 

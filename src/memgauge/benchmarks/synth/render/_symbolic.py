@@ -6,8 +6,8 @@ import copy
 import math
 
 from ._base import (
-    TIME_RE,
     PALETTE,
+    TIME_RE,
     Frame,
     KindSpec,
     _fail,
@@ -19,11 +19,11 @@ from ._base import (
     close_colour,
     desk_colour,
     far_colour,
-    photo_of,
-    post,
     ink_for,
     mix,
     other_choice,
+    photo_of,
+    post,
     register,
     replaced,
     require,
