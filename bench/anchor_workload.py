@@ -15,6 +15,11 @@ construction: its offered limit is 4 / 0.2 s = 20 items/s.
 
     .venv/bin/python bench/anchor_workload.py                     # c = 4, 32, 64
     .venv/bin/python bench/anchor_workload.py --concurrency 32 --repeats 3
+    .venv/bin/python bench/anchor_workload.py --concurrency 32,64 --with-reference 4,32
+
+``--with-reference`` also times the reference's documented request path on this machine, in
+the same minutes (bench/reference_proxy.py, at those batch sizes): the anchor figures come from
+another machine, so each run is also compared with the proxy's best items/s measured here.
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ def main() -> None:
     C.add_common_args(p, "anchor_workload")
     p.add_argument("--concurrency", default="4,32,64", help="comma list")
     C.add_extra_arg(p)
+    p.add_argument("--with-reference", default="",
+                   help="batch sizes (comma list) at which to time reference_proxy.py here too")
     a = p.parse_args()
     C.require_tools()
     work = a.work.resolve()
@@ -107,6 +114,15 @@ def main() -> None:
             C.note_failure(row, m)
             rows.append(row)
 
+    import reference_proxy
+
+    proxy = [reference_proxy.measure_proxy(wl, work, a.latency_ms, int(bs), a.wait_quiet,
+                                           tag=f"{a.name}_proxy_bs{bs}")
+             for bs in a.with_reference.split(",") if bs.strip()]
+    proxy_best = max((r["items_per_s"] or 0 for r in proxy if r["rc"] == 0), default=None)
+    for r in rows:
+        r["x_reference_here"] = (round(r["items_per_s_wall"] / proxy_best, 2)
+                                 if proxy_best else None)
     summary = {}
     for conc in levels:
         rs = [r for r in rows if r["concurrency"] == conc]
@@ -122,6 +138,8 @@ def main() -> None:
         "reference": REFERENCE,
         "target_items_per_s": target,
         "runs": rows,
+        "reference_here": proxy,
+        "reference_here_best_items_per_s": proxy_best,
         "summary": summary,
         "command_line": C.shell_quote([sys.executable, *sys.argv]),
     }
@@ -129,7 +147,8 @@ def main() -> None:
     cols = [("concurrency", "conc."), ("run", "run"), ("ok", "ok"), ("errors", "err."),
             ("wall_s", "wall s"), ("items_per_s_wall", "items/s (wall)"),
             ("pct_offered", "% of offered"), ("reference_items_per_s", "ref items/s"),
-            ("x_reference", "× ref"), ("max_rss_mb", "peak RSS MB"),
+            ("x_reference", "× ref"), ("x_reference_here", "× ref here"),
+            ("max_rss_mb", "peak RSS MB"),
             ("reference_rss_mb", "ref RSS MB"), ("harness_cpu_ms_per_item", "CPU ms/item"),
             ("cpu_pct", "CPU %"), ("stub_requests", "stub req."),
             ("stub_max_inflight", "max in-flight"), ("stub_inline_images", "inline images"),
@@ -142,6 +161,16 @@ def main() -> None:
              (f"Target: >= {TARGET_X:g}x the reference's {REF_BEST} items/s = "
               f"{target:.1f} items/s, with a lower peak RSS than the reference at the same "
               "batch size (bs 32's 591 MB for c=64, which the reference did not run).")]
+    if proxy:
+        lines += ["", ("The reference's request path on this machine, same minutes "
+                       "(bench/reference_proxy.py; × ref here = items/s over its best here):"), "",
+                  C.md_table(proxy, [("batch_size", "batch size"), ("items", "items"),
+                                     ("wall_s", "wall s"), ("items_per_s", "items/s (wall)"),
+                                     ("max_rss_mb", "peak RSS MB"),
+                                     ("harness_cpu_ms_per_item", "CPU ms/item"),
+                                     ("stub_inline_images", "inline images"),
+                                     ("stub_mb_in", "MB sent"), ("stub_cpu_s", "stub CPU s"),
+                                     ("other_load_pct", "other load %")]), ""]
     for r in rows:
         lines.append(
             f"- c={r['concurrency']} run {r['run']}: {r['items_per_s_wall']} items/s "
