@@ -66,6 +66,19 @@ def test_run_report_merge_with_replay(tmp_path):
     assert "## Error labels" in rep.output and "4 wrong answers" in rep.output
 
 
+def test_report_names_the_tier_read_off_the_file_name(tmp_path):
+    data = write_memlens(tmp_path, 2).rename(tmp_path / "dataset_64k.json")
+    preds = tmp_path / "preds.json"
+    preds.write_text(json.dumps([{"question_id": f"q{i:03d}", "prediction": "red"}
+                                 for i in range(2)]))
+    r = runner.invoke(app, ["run", "--bench", "memlens", "--data", str(data), "--image-dir",
+                            str(tmp_path), "--model", f"replay:{preds}", "--out",
+                            str(tmp_path / "r")])
+    assert r.exit_code == 0, r.output
+    rep = runner.invoke(app, ["report", str(tmp_path / "r")])
+    assert rep.exit_code == 0 and "- **tier:** 64k" in rep.output
+
+
 def test_bad_input_is_a_clear_error(tmp_path):
     data = tmp_path / "d.json"
     data.write_text(json.dumps([{"question_id": "x1", "question": "?", "answer": "a",

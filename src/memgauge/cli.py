@@ -246,7 +246,7 @@ def _report_meta(run_dir: str, manifest: dict) -> dict:
     bench = manifest.get("benchmark") or {}
     return {"model": ident.get("model"), "benchmark": ident.get("bench"),
             "system": ident.get("system"), "context_mode": ident.get("context_mode"),
-            "tier": ident.get("tier"),
+            "tier": ident.get("tier") or bench.get("tier"),  # given, else read off the file name
             "inputs": {Path(k).name: v[:16] for k, v in (bench.get("inputs") or {}).items()},
             "token_counter": manifest.get("token_counter"),
             "config_hash": manifest.get("config_hash"), "memgauge": manifest.get("memgauge_version"),
