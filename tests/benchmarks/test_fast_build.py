@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import pickle
 from pathlib import Path
 
 import pytest
@@ -75,12 +76,24 @@ def test_loader_objects_equal_model_construct_and_validated(data: Path) -> None:
     assert [t.turn_id for t in turns] == ["S1:1", "S1:2", "S1:3"]
     assert eps[0].sessions[1].turns[0].turn_id == "S2:1"
     assert turns[2].text == "" and turns[1].meta == {}
-    # every turn owns its mutable parts: nothing is shared between turns
+    # no turn can change another: each owns its mutable parts; the fields set (all fields)
+    # is shared but refuses changes, and copies of it are the copier's own
     a, b = turns[0], turns[1]
-    assert a.model_fields_set is not b.model_fields_set
     assert a.meta is not b.meta and a.images is not b.images
     b.speaker = "bob"  # ordinary assignment still works
     assert b.speaker == "bob" and a.speaker is None
+    assert a.model_fields_set == b.model_fields_set == set(M.TURN_FIELDS)
+    with pytest.raises(TypeError, match="shared"):
+        b.model_fields_set.discard("speaker")
+    with pytest.raises(TypeError, match="shared"):
+        b.model_fields_set.add("not_a_field")
+    c = b.model_copy(update={"text": "changed"})
+    c.model_fields_set.discard("speaker")  # a plain set of its own
+    assert c.text == "changed" and c.model_fields_set == set(M.TURN_FIELDS) - {"speaker"}
+    assert a.model_fields_set == set(M.TURN_FIELDS)
+    assert b.model_dump(exclude_unset=True) == b.model_dump()
+    again = pickle.loads(pickle.dumps(b))
+    assert again == b and type(again.model_fields_set) is set
     # the same image entry resolves to the same ImageRef (as ImageResolver's memo did)
     assert eps[0].sessions[0].turns[0].images[0] is eps[1].sessions[1].turns[0].images[0]
 

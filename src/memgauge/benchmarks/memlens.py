@@ -72,6 +72,42 @@ _TIER_RE = re.compile(r"(?<![0-9a-z])(\d+k)(?![a-z])")
 # Fast construction of the numerous objects. Equivalent to ``Model.model_construct`` with every
 # field given (the schema models have no aliases, private attributes or post-init hooks), at a
 # third of the cost: the 256K tier builds ~380,000 turns.
+#
+# The objects of one class share one ``__pydantic_fields_set__`` (a copy per turn cost ~0.2 s
+# on the 256K tier, in allocation and freeing): every field is set, so the one change pydantic
+# makes in place, adding an assigned field's name, changes nothing, and any other change is
+# refused, so that no object can change another's (see _AllFieldsSet).
+
+
+class _AllFieldsSet(set):
+    """The fields set shared by the loader-built objects of one class (all fields set).
+
+    Adding a name already in it is what pydantic does on assignment: allowed, a no-op. Any
+    change that would make it differ raises. Copies (``model_copy`` copies before updating)
+    and pickles are plain sets."""
+
+    __slots__ = ()
+
+    def add(self, name: Any) -> None:
+        if name not in self:
+            self._refuse()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("this fields set is shared by every loaded object of its class; "
+                        "copy it before changing it")
+
+    discard = remove = pop = clear = update = _refuse
+    intersection_update = difference_update = symmetric_difference_update = _refuse
+    __ior__ = __iand__ = __isub__ = __ixor__ = _refuse
+
+    def __copy__(self) -> set[Any]:
+        return set(self)
+
+    def __deepcopy__(self, memo: Any) -> set[Any]:
+        return set(self)
+
+    def __reduce__(self) -> Any:
+        return (set, (list(self),))
 
 def _fast_builder(cls: type, fields: tuple[str, ...]) -> Callable[[dict[str, Any]], Any]:
     """A constructor taking a dict with exactly ``fields``. Falls back to ``model_construct``
@@ -87,12 +123,12 @@ def _fast_builder(cls: type, fields: tuple[str, ...]) -> Callable[[dict[str, Any
     if not plain:  # pragma: no cover - guards a future schema change
         return lambda values: cls.model_construct(**values)  # type: ignore[attr-defined]
     new, set_dict, set_fields, set_extra, set_private = _parts(cls)
-    fieldset = frozenset(fields)
+    fieldset = _AllFieldsSet(fields)  # shared by every object built here
 
     def build(values: dict[str, Any]) -> Any:
         obj = new(cls)
         set_dict(obj, values)
-        set_fields(obj, set(fieldset))
+        set_fields(obj, fieldset)
         set_extra(obj, None)
         set_private(obj, None)
         return obj
@@ -121,7 +157,7 @@ build_image = _fast_builder(ImageRef, ("source", "path", "url", "sha256", "width
                                        "captions", "missing", "meta"))
 # parse_turns inlines build_turn when the shortcut applies.
 _TURN_PARTS = _parts(Turn) if getattr(build_turn, "fast", False) else None
-_TURN_FIELD_SET = set(TURN_FIELDS)  # copied for each turn, never handed out
+_TURN_FIELD_SET = _AllFieldsSet(TURN_FIELDS)  # shared by every turn
 
 
 def _tname(value: Any) -> str:
@@ -181,7 +217,6 @@ def parse_turns(turns: Any, sess_no: int, field: str, ctx: ItemContext,
     fast = _TURN_PARTS is not None
     new, set_dict, set_fields, set_extra, set_private = _TURN_PARTS or (None,) * 5
     fieldset = _TURN_FIELD_SET
-    copy_fields = fieldset.copy
     for turn_id, turn in zip(_turn_ids(sess_no, len(turns)), turns):
         if type(turn) is not dict:
             raise ctx.error(f"expected a turn object, got {_tname(turn)}", f"{field}[{len(out)}]")
@@ -216,7 +251,7 @@ def parse_turns(turns: Any, sess_no: int, field: str, ctx: ItemContext,
         if fast:
             obj = new(Turn)
             set_dict(obj, values)
-            set_fields(obj, copy_fields())
+            set_fields(obj, fieldset)
             set_extra(obj, None)
             set_private(obj, None)
         else:  # pragma: no cover - the schema changed; model_construct fills new defaults
