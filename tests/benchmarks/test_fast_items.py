@@ -3,13 +3,32 @@ anything unusual to ijson (same errors, same item numbers)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import ijson
 import pytest
 
-from memgauge.benchmarks._base import HashingReader, RawItem, _FastArray, iter_json_items
+from memgauge.benchmarks import _base
+from memgauge.benchmarks._base import (
+    HashingReader,
+    RawItem,
+    _FastArray,
+    file_sha256,
+    iter_json_items,
+)
 from memgauge.errors import InputError
+
+
+@pytest.fixture(autouse=True, params=["mapped", "read"])
+def mode(request, monkeypatch):
+    """Every test here runs twice: with the file mapped (where the platform allows it) and
+    read in chunks (the fallback)."""
+    if request.param == "read":
+        monkeypatch.setattr(_base, "_map_file", lambda fd: None)
+    elif not _base._CAN_MAP:
+        pytest.skip("no mmap.madvise here: the read path is the only one")
+    return request.param
 
 
 def _items(path):
@@ -122,6 +141,51 @@ def test_items_larger_than_a_chunk(tmp_path, monkeypatch):
         p = tmp_path / f"{layout}.json"
         p.write_text(LAYOUTS[layout](items))
         assert _items(p) == _ijson(p)
+
+
+def test_an_item_far_larger_than_the_first_is_left_to_ijson(tmp_path, monkeypatch, mode):
+    # The end of an item is looked for within max(MIN_AHEAD, 4x the largest item so far);
+    # past that the fast path hands the rest of the file to ijson, which reads it as before.
+    monkeypatch.setattr(_FastArray, "MIN_AHEAD", 400)
+    monkeypatch.setattr(_FastArray, "CHUNK", 100)
+    items = [_item(0), _item(1), _item(2, "z" * 5000), _item(3)]
+    for layout in ("lines", "default"):
+        p = tmp_path / f"{layout}.json"
+        p.write_text(LAYOUTS[layout](items))
+        reader = HashingReader(p)
+        fast = _FastArray(reader)
+        got = []
+        for index, item in fast:
+            got.append((index, item))
+        assert [i for i, _ in got] == [0, 1]  # the fast path stopped before the large item
+        rest = list(enumerate(ijson.items(fast.rest(), "item", use_float=True), 2))
+        reader.close()
+        assert got + rest == _ijson(p)
+        assert _items(p) == _ijson(p)
+
+
+def test_mapped_pages_are_dropped_behind_the_parser_and_the_hash_starts(tmp_path, monkeypatch,
+                                                                       mode):
+    monkeypatch.setattr(_FastArray, "DROP_EVERY", 1)
+    items = [_item(i, "w" * 3000) for i in range(20)]
+    p = tmp_path / "d.json"
+    p.write_text(LAYOUTS["lines"](items))
+    reader = HashingReader(p, start_after=10_000)
+    fast = _FastArray(reader)
+    got = list(fast)
+    assert got == _ijson(p)
+    if mode == "mapped":
+        assert fast.mm is not None and fast._dropped > 40_000  # pages behind were unmapped
+    assert reader._digest is not None  # started on the way, as reading would have
+    assert reader.hexdigest() == hashlib.sha256(p.read_bytes()).hexdigest()
+    reader.close()
+
+
+@pytest.mark.parametrize("size", [0, 1, (8 << 20) + 12345])
+def test_file_sha256_is_the_sha256_of_the_bytes(tmp_path, size):
+    p = tmp_path / "f.bin"
+    p.write_bytes(bytes(range(256)) * (size // 256) + b"x" * (size % 256))
+    assert file_sha256(p) == hashlib.sha256(p.read_bytes()).hexdigest()
 
 
 # -- a worker's pass: items of other parts may stay unparsed ---------------------------------

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -85,6 +87,18 @@ class HashingReader:
     def peek(self, n: int) -> bytes:
         return self._f.peek(n)
 
+    def fileno(self) -> int:
+        return self._f.fileno()
+
+    def seek(self, pos: int) -> None:
+        self._f.seek(pos)
+
+    def passed(self, pos: int) -> None:
+        """A parser reading a mapping of the file (not ``read``) has got to ``pos``: the
+        background hash starts as it would have after reading that far."""
+        if self._digest is None and _background_hashing and pos >= self._start_after:
+            self._start()
+
     def hexdigest(self) -> str:
         """The file's sha256 (waits for the background hash if it is still running)."""
         return self._start().result()
@@ -120,15 +134,56 @@ def set_background_hashing(enabled: bool) -> None:
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
-    # Large reads into one buffer: each read and update releases the GIL, and every time
-    # this thread takes it back it can stall a parser running on the main thread.
+    # Hashed from a mapping of the file where possible: reading copied the 786 MB tier out of
+    # the page cache first (~0.3 s of CPU here). Each update releases the GIL; large pieces,
+    # because every time this thread takes the GIL back it can stall a parser on the main
+    # thread. Pages already hashed are dropped from the process, so RSS stays one piece.
     h = hashlib.sha256()
-    buf = bytearray(8 << 20)
-    view = memoryview(buf)
+    step = 8 << 20
     with open(path, "rb", buffering=0) as f:
+        mm = _map_file(f.fileno())
+        if mm is not None:
+            try:
+                whole = memoryview(mm)
+                for start in range(0, len(mm), step):
+                    with whole[start:start + step] as piece:
+                        h.update(piece)
+                    _drop_pages(mm, start, min(len(mm), start + step))
+                whole.release()
+            finally:
+                mm.close()
+            return h.hexdigest()
+        buf = bytearray(step)
+        view = memoryview(buf)
         while n := f.readinto(buf):
             h.update(view[:n])
     return h.hexdigest()
+
+
+_CAN_MAP = hasattr(mmap, "MADV_DONTNEED") and hasattr(mmap.mmap, "madvise")
+_PAGE = mmap.PAGESIZE
+
+
+def _map_file(fd: int) -> mmap.mmap | None:
+    """A read-only mapping of a whole regular file, or None where one is not to be used (an
+    empty or special file, or no ``madvise`` to keep RSS bounded)."""
+    if not _CAN_MAP:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not st.st_size or not stat.S_ISREG(st.st_mode):
+            return None
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+
+
+def _drop_pages(mm: mmap.mmap, start: int, stop: int) -> None:
+    """Unmap the pages of ``[start, stop)`` from the process (they stay in the page cache and
+    come back on access): a mapping read front to back counts in RSS only as a window."""
+    start -= start % _PAGE
+    if stop > start:
+        mm.madvise(mmap.MADV_DONTNEED, start, stop - start)
 
 
 def iter_json_items(reader: HashingReader, skip: Callable[[int], bool] | None = None,
@@ -232,6 +287,7 @@ class _FastArray:
     CHUNK = 2 << 20
     MAX_MISSES = 4  # failed candidates in one item before handing over
     MIN_AHEAD = 32 << 20  # look this far (or 4x the largest item so far) for an item's end
+    DROP_EVERY = 16 << 20  # mapped mode: unmap what lies behind the parser this often
 
     def __init__(self, reader: HashingReader, skip: Callable[[int], bool] | None = None) -> None:
         self.reader = reader
@@ -241,10 +297,44 @@ class _FastArray:
         self.eof = False
         self.largest = 0
         self._nl = -1  # where the separator's newline is, when searching by newline
+        # Mapped mode: ``buf`` is the whole file, mapped (no copy out of the page cache;
+        # ~0.5 s on the 786 MB tier here), ``eof`` is set and ``pos`` is a file offset.
+        self.mm: mmap.mmap | None = None
+        self._dropped = 0  # pages before this offset are unmapped from the process
+        self._win = self.CHUNK  # mapped mode: how far _first looks
 
     def rest(self) -> _Chain:
+        if self.mm is not None:  # ijson reads on from the file itself
+            self.reader.seek(self.pos)
+            self.buf, self.mm = b"", None
+            return _Chain(b"[", self.reader)
         head, self.buf, self.pos = b"[" + self.buf[self.pos:], b"", 0
         return _Chain(head, self.reader)
+
+    def _map(self) -> bool:
+        mm = _map_file(self.reader.fileno())
+        if mm is None:
+            return False
+        self.buf = self.mm = mm
+        self.eof = True
+        return True
+
+    def _advance(self) -> None:
+        """Mapped mode, after each item: start the input's hash once past its threshold, and
+        unmap what lies well behind the parser."""
+        self.reader.passed(self.pos)
+        if self.pos - self._dropped >= self.DROP_EVERY:
+            _drop_pages(self.mm, self._dropped, self.pos)  # type: ignore[arg-type]
+            self._dropped = self.pos - self.pos % _PAGE
+
+    def _grow(self, seen: int) -> bool:
+        """Look further for the first item's end: read on, or (mapped) widen the window."""
+        if self.mm is None:
+            return self._more(seen)
+        if self.pos + self._win >= len(self.buf):
+            return False
+        self._win *= 2
+        return True
 
     def _more(self, at_least: int = 0) -> bool:
         """Append to the buffer (dropping what lies before ``pos``); False at EOF."""
@@ -270,8 +360,9 @@ class _FastArray:
 
         self._loads = orjson.loads
         self._error = orjson.JSONDecodeError
-        self._more()
-        self.pos = self.buf.index(b"[") + 1
+        if not self._map():
+            self._more()
+        self.pos = self.buf.find(b"[") + 1  # the caller saw "[" first
         sep: bytes | None = None
         index = 0
         while True:
@@ -300,7 +391,7 @@ class _FastArray:
                 # One item per line (json.dump's usual layout): find candidates by newline
                 # (memchr speed) rather than by the whole separator.
                 if sep is not None and b"\n" in sep and \
-                        self.buf.count(b"\n", self.pos, self.pos + end) <= 2:
+                        self.buf[self.pos:self.pos + end].count(b"\n") <= 2:
                     self._nl = sep.index(b"\n")
             if type(item) is dict and _has_big_float(item):  # an integer orjson made a float
                 item = _ijson_one(self.buf[self.pos:self.pos + end])
@@ -309,25 +400,28 @@ class _FastArray:
             self.pos += end
             if sep is not None:
                 # past the separator's comma, to the next "{"
-                i = self.buf.find(b",", self.pos)
-                if 0 <= i < self.pos + len(sep):
+                i = self.buf.find(b",", self.pos, self.pos + len(sep))
+                if i >= 0:
                     self.pos = i + 1
+            if self.mm is not None:
+                self._advance()
 
     def _first(self) -> tuple[Any, int] | None:
         """The first item and its exact end, via json.raw_decode on decoded text."""
         decoder = json.JSONDecoder()
         while True:
-            raw = self.buf[self.pos:]
+            raw = self.buf[self.pos:] if self.mm is None else \
+                self.buf[self.pos:self.pos + self._win]
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                if exc.start < len(raw) - 4 or not self._more(len(raw)):
+                if exc.start < len(raw) - 4 or not self._grow(len(raw)):
                     return None  # invalid UTF-8: let ijson say so
                 continue
             try:
                 _, end_char = decoder.raw_decode(text)
             except json.JSONDecodeError:
-                if len(raw) > self.MIN_AHEAD or not self._more(len(raw)):
+                if len(raw) > self.MIN_AHEAD or not self._grow(len(raw)):
                     return None
                 continue
             end = end_char if text.isascii() else len(text[:end_char].encode("utf-8"))
@@ -354,18 +448,28 @@ class _FastArray:
         (``_next``), by every worker alike, so all of them agree on where items begin. An
         item that does not parse between the bounds found stops the run loudly."""
         nl = self._nl
-        while True:
+        if self.mm is not None:  # mapped: search as far as the buffer would have held
             buf, pos = self.buf, self.pos
-            i = buf.find(b"\n", pos)
-            if i >= 0:
-                break
-            if len(buf) - pos > max(self.MIN_AHEAD, 4 * self.largest):
-                return None  # as _next does: ijson reads on (every worker stops here)
-            if not self._more():  # EOF
+            limit = pos + max(self.MIN_AHEAD, 4 * self.largest, self.CHUNK)
+            i = buf.find(b"\n", pos, limit)
+            if i < 0:
+                if limit < len(buf):
+                    return None  # as _next does: ijson reads on (every worker stops here)
                 end = _last_item_end(buf, pos)
                 return None if end is None else self._whole(end, index, parse)
+        else:
+            while True:
+                buf, pos = self.buf, self.pos
+                i = buf.find(b"\n", pos)
+                if i >= 0:
+                    break
+                if len(buf) - pos > max(self.MIN_AHEAD, 4 * self.largest):
+                    return None  # as _next does: ijson reads on (every worker stops here)
+                if not self._more():  # EOF
+                    end = _last_item_end(buf, pos)
+                    return None if end is None else self._whole(end, index, parse)
         k = i - nl
-        if k <= pos or not buf.startswith(sep, k):
+        if k <= pos or buf[k:k + len(sep)] != sep:
             return self._next(sep)  # a line break inside the item
         return self._whole(k + 1 - pos, index, parse)
 
@@ -388,15 +492,19 @@ class _FastArray:
         loads, error = self._loads, self._error
         misses = 0
         frm = 1  # where to search on, relative to pos
+        n_sep = len(sep)
+        mapped = self.mm is not None
         while True:
             buf, pos = self.buf, self.pos
             nl = self._nl
+            # mapped: search as far as the buffer would have held before giving up
+            limit = pos + max(self.MIN_AHEAD, 4 * self.largest, self.CHUNK) if mapped else len(buf)
             if nl < 0:
-                k = buf.find(sep, pos + frm)
+                k = buf.find(sep, pos + frm, limit)
             else:
-                i = buf.find(b"\n", pos + frm + nl)
-                while i >= 0 and not buf.startswith(sep, i - nl):
-                    i = buf.find(b"\n", i + 1)
+                i = buf.find(b"\n", pos + frm + nl, limit)
+                while i >= 0 and buf[i - nl:i - nl + n_sep] != sep:
+                    i = buf.find(b"\n", i + 1, limit)
                 k = i if i < 0 else i - nl
             if k >= 0:
                 end = k + 1 - pos
@@ -409,10 +517,13 @@ class _FastArray:
                     frm = end
                     continue
                 return item, end
-            frm = max(1, len(buf) - pos - len(sep))
-            if len(buf) - pos > max(self.MIN_AHEAD, 4 * self.largest):
+            frm = max(1, len(buf) - pos - n_sep)
+            if mapped:
+                if limit < len(buf):
+                    return None
+            elif len(buf) - pos > max(self.MIN_AHEAD, 4 * self.largest):
                 return None
-            if not self._more():  # EOF
+            if mapped or not self._more():  # EOF
                 end = _last_item_end(buf, pos)
                 if end is None:
                     return None
@@ -423,11 +534,12 @@ class _FastArray:
                 return (item, end) if type(item) is dict else None
 
 
-def _last_item_end(buf: bytes, pos: int) -> int | None:
+def _last_item_end(buf: bytes | mmap.mmap, pos: int) -> int | None:
     """At the end of the file: where the last item (from ``pos``) ends, just before the
     closing ``]``; None if the file does not end with one (ijson will say why)."""
-    tail = buf.rstrip(_WS)
-    return len(tail[:-1].rstrip(_WS)) - pos if tail.endswith(b"]") else None
+    base = pos if type(buf) is bytes else max(pos, len(buf) - (64 << 10))  # mapped: the tail
+    tail = buf[base:].rstrip(_WS)
+    return base + len(tail[:-1].rstrip(_WS)) - pos if tail.endswith(b"]") else None
 
 
 _BIG = float(1 << 63)
