@@ -528,6 +528,31 @@ def write_markdown(work: Path, name: str, lines: list[str], result_json: Path) -
     return md
 
 
+def run_columns(m: Any, st: dict, n: int) -> dict[str, Any]:
+    """The columns every measured run against the stub reports: the harness's CPU, what the
+    stub saw, and the machine's load. ``m`` is a :class:`Measured`, ``st`` the stub's final
+    stats, ``n`` the items answered."""
+    cpu = (m.user_s or 0) + (m.sys_s or 0)
+    stub_cpu = st.get("cpu_user_s", 0) + st.get("cpu_sys_s", 0)
+    host = m.extra.get("host_cpu")
+    return {
+        "max_rss_mb": round(m.max_rss_mb, 1) if m.max_rss_mb else None,
+        "harness_cpu_s": round(cpu, 2),
+        "harness_cpu_ms_per_item": round(1000 * cpu / max(1, n), 1),
+        "cpu_pct": m.cpu_pct,
+        "stub_requests": st.get("requests"),
+        "stub_by_status": st.get("by_status"),
+        "stub_max_inflight": st.get("max_inflight"),
+        "stub_inline_images": st.get("inline_images"),
+        "stub_mb_in": round(st.get("mb_in", 0), 1),
+        "stub_window_s": st.get("active_window_s"),
+        "stub_cpu_s": round(stub_cpu, 2),
+        "host_cpu": host,
+        "other_load_pct": foreign_load_pct(host, m.wall_s, cpu + stub_cpu),
+        "host_steal_pct": (host or {}).get("steal_pct"),
+    }
+
+
 def note_failure(row: dict, m: Any) -> None:
     """Keep a failed ``memgauge run``'s stderr tail in its result row, and say so."""
     if m.rc != 0:

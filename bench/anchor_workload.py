@@ -71,7 +71,6 @@ def main() -> None:
             st = s.final or {}
             rec = C.count_records(out)
             n = rec["ok"]
-            cpu = (m.user_s or 0) + (m.sys_s or 0)
             ref = REFERENCE.get(conc) or REFERENCE[32]
             offered = conc / (a.latency_ms / 1000.0)
             row = {
@@ -84,32 +83,17 @@ def main() -> None:
                 "pct_offered": round(100 * n / m.wall_s / offered, 1),
                 "x_reference": round(n / m.wall_s / ref["items_per_s_wall"], 2),
                 "reference_items_per_s": ref["items_per_s_wall"],
-                "max_rss_mb": round(m.max_rss_mb, 1) if m.max_rss_mb else None,
                 "reference_rss_mb": ref["max_rss_mb"],
                 "reference_row": f"bs {conc}" if conc in REFERENCE else "bs 32 (no bs 64 run)",
-                "harness_cpu_s": round(cpu, 2),
-                "harness_cpu_ms_per_item": round(1000 * cpu / max(1, n), 1),
-                "cpu_pct": m.cpu_pct,
-                "stub_requests": st.get("requests"),
-                "stub_by_status": st.get("by_status"),
-                "stub_max_inflight": st.get("max_inflight"),
-                "stub_inline_images": st.get("inline_images"),
-                "stub_mb_in": round(st.get("mb_in", 0), 1),
-                "stub_window_s": st.get("active_window_s"),
+                **C.run_columns(m, st, n),
                 # start-up before the first request plus the tail after the last reply
                 "outside_window_s": (round(m.wall_s - st["active_window_s"], 2)
                                      if st.get("active_window_s") else None),
-                "stub_cpu_s": round(st.get("cpu_user_s", 0) + st.get("cpu_sys_s", 0), 2),
                 "images_ok": st.get("inline_images") == EXPECTED_IMAGES,
                 "meets_throughput": n / m.wall_s >= target,
                 "meets_rss": (m.max_rss_mb or 1e9) < ref["max_rss_mb"],
-                "host_cpu": m.extra.get("host_cpu"),
                 "busy_before_pct": busy_before,
-                "other_load_pct": C.foreign_load_pct(
-                    m.extra.get("host_cpu"), m.wall_s,
-                    cpu + st.get("cpu_user_s", 0) + st.get("cpu_sys_s", 0)),
-            "host_steal_pct": (m.extra.get("host_cpu") or {}).get("steal_pct"),
-            "command": C.shell_quote(cmd),
+                "command": C.shell_quote(cmd),
             }
             C.note_failure(row, m)
             rows.append(row)

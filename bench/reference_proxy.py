@@ -369,30 +369,15 @@ def measure_proxy(wl: Any, work: Path, latency_ms: float, batch_size: int,
         m = C.measure(cmd)
     st = s.final or {}
     n = len(json.loads(out.read_text())["data"]) if out.is_file() else 0
-    cpu = (m.user_s or 0) + (m.sys_s or 0)
-    stub_cpu = st.get("cpu_user_s", 0) + st.get("cpu_sys_s", 0)
     reqs = st.get("requests") or 0
     row = {
         "batch_size": batch_size, "items": n, "rc": m.rc,
         "wall_s": round(m.wall_s, 2),
         "items_per_s": round(n / m.wall_s, 2) if m.wall_s else None,
         "offered_items_per_s": batch_size / (latency_ms / 1000.0) if latency_ms else None,
-        "max_rss_mb": round(m.max_rss_mb, 1) if m.max_rss_mb else None,
-        "harness_cpu_s": round(cpu, 2),
-        "harness_cpu_ms_per_item": round(1000 * cpu / max(1, n), 1),
-        "cpu_pct": m.cpu_pct,
-        "stub_requests": st.get("requests"),
-        "stub_by_status": st.get("by_status"),
-        "stub_max_inflight": st.get("max_inflight"),
-        "stub_inline_images": st.get("inline_images"),
-        "stub_mb_in": round(st.get("mb_in", 0), 1),
+        **C.run_columns(m, st, n),
         "stub_mb_per_request": round(st.get("mb_in", 0) / reqs, 3) if reqs else None,
-        "stub_window_s": st.get("active_window_s"),
-        "stub_cpu_s": round(stub_cpu, 2),
-        "host_cpu": m.extra.get("host_cpu"),
         "busy_before_pct": busy_before,
-        "other_load_pct": C.foreign_load_pct(m.extra.get("host_cpu"), m.wall_s, cpu + stub_cpu),
-        "host_steal_pct": (m.extra.get("host_cpu") or {}).get("steal_pct"),
         "command": C.shell_quote(cmd),
     }
     if m.rc != 0:
