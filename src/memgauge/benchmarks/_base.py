@@ -327,6 +327,11 @@ class _FastArray:
             _drop_pages(self.mm, self._dropped, self.pos)  # type: ignore[arg-type]
             self._dropped = self.pos - self.pos % _PAGE
 
+    def _limit(self) -> int:
+        """Mapped mode: how far to search for the end of the item at ``pos`` before handing
+        the rest to ijson (as far as the read path's buffer would have grown)."""
+        return self.pos + max(self.MIN_AHEAD, 4 * self.largest, self.CHUNK)
+
     def _grow(self, seen: int) -> bool:
         """Look further for the first item's end: read on, or (mapped) widen the window."""
         if self.mm is None:
@@ -448,9 +453,8 @@ class _FastArray:
         (``_next``), by every worker alike, so all of them agree on where items begin. An
         item that does not parse between the bounds found stops the run loudly."""
         nl = self._nl
-        if self.mm is not None:  # mapped: search as far as the buffer would have held
-            buf, pos = self.buf, self.pos
-            limit = pos + max(self.MIN_AHEAD, 4 * self.largest, self.CHUNK)
+        if self.mm is not None:
+            buf, pos, limit = self.buf, self.pos, self._limit()
             i = buf.find(b"\n", pos, limit)
             if i < 0:
                 if limit < len(buf):
@@ -497,8 +501,7 @@ class _FastArray:
         while True:
             buf, pos = self.buf, self.pos
             nl = self._nl
-            # mapped: search as far as the buffer would have held before giving up
-            limit = pos + max(self.MIN_AHEAD, 4 * self.largest, self.CHUNK) if mapped else len(buf)
+            limit = self._limit() if mapped else len(buf)
             if nl < 0:
                 k = buf.find(sep, pos + frm, limit)
             else:
