@@ -109,6 +109,7 @@ class _AllFieldsSet(set):
     def __reduce__(self) -> Any:
         return (set, (list(self),))
 
+
 def _fast_builder(cls: type, fields: tuple[str, ...]) -> Callable[[dict[str, Any]], Any]:
     """A constructor taking a dict with exactly ``fields``. Falls back to ``model_construct``
     (which fills defaults) if the model's fields or features ever differ from what this
