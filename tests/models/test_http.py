@@ -482,32 +482,20 @@ def test_connection_refused_names_host_and_port() -> None:
     asyncio.run(go())
 
 
-def test_close_mid_reply_on_fresh_connection_is_an_error() -> None:
+@pytest.mark.parametrize("head", [
+    b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789",
+    # Transfer-coding names are case-insensitive (RFC 9112 7); "Chunked" frames the body as
+    # surely as "chunked", so a close after the first chunk must not pass as a whole body.
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n5\r\nhello\r\n",
+], ids=["content-length", "capitalised-chunked"])
+def test_close_mid_reply_on_fresh_connection_is_an_error(head: bytes) -> None:
     async def truncated(conn: ServerConn) -> None:
         assert await conn.read_request() is not None
-        await conn.send(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n0123456789")
+        await conn.send(head)
         conn.close()
 
     async def go() -> None:
         async with RawServer(truncated) as srv:
-            client = HttpClient(srv.url, {}, 5)
-            with pytest.raises(HttpError):
-                await client.post([b"{}"])
-            await client.aclose()
-
-    asyncio.run(go())
-
-
-def test_close_mid_chunked_reply_with_capitalised_coding_is_an_error() -> None:
-    # Transfer-coding names are case-insensitive (RFC 9112 7); "Chunked" frames the body as
-    # surely as "chunked", so a close after the first chunk must not pass as a whole body.
-    async def truncated_chunked(conn: ServerConn) -> None:
-        assert await conn.read_request() is not None
-        await conn.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n5\r\nhello\r\n")
-        conn.close()
-
-    async def go() -> None:
-        async with RawServer(truncated_chunked) as srv:
             client = HttpClient(srv.url, {}, 5)
             try:
                 with pytest.raises(HttpError):  # not passed off as a whole reply
