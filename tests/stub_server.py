@@ -91,5 +91,11 @@ class StubServer:
 
 def question_of(body: dict[str, Any]) -> str:
     """The question text in a MemLens-layout request (the last message's last text block)."""
-    last = body["messages"][-1]["content"][-1]["text"]
-    return last.split("Question: ", 1)[1].strip()
+    return last_text(body).split("Question: ", 1)[1].strip()
+
+
+def last_text(body: dict[str, Any]) -> str:
+    """The last message's last text: its content when that is a string (text-only messages
+    are sent so), else its last text part."""
+    content = body["messages"][-1]["content"]
+    return content if isinstance(content, str) else content[-1]["text"]

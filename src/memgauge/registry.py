@@ -49,7 +49,8 @@ def model(name: str) -> Callable[[F], F]:
 
 
 # Built-ins imported only when asked for by name (or listed): keeps start-up light.
-_LAZY = {("benchmark", "synth"): "memgauge.benchmarks.synth"}
+_LAZY = {("benchmark", "synth"): "memgauge.benchmarks.synth",
+         ("model", "local"): "memgauge.models.local"}
 
 
 def _load_lazy(kind: str, name: str | None = None) -> None:

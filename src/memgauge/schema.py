@@ -138,6 +138,7 @@ class Usage(_Model):
     input_tokens: int | None = None
     output_tokens: int | None = None
     total_tokens: int | None = None
+    cached_tokens: int | None = None  # prompt tokens served from the server's prefix cache
 
 
 class ErrorInfo(_Model):

@@ -90,8 +90,18 @@ class TokenCounter:
     tokenizer: str = "o200k_base"
     image_formula: str = "openai-tiles"
     memo_size: int = 200_000
+    # tokenizer "model": the served model's own tokenizer (a local model's /tokenize)
+    count_fn: Callable[[str], int] | None = None
+    label: str | None = None  # what ``count_fn`` is, for the manifest
+    # Per chat message and for the reply's priming: OpenAI's convention unless the model's
+    # own chat template was measured (a local model).
+    message_overhead: int = MESSAGE_OVERHEAD
+    reply_priming: int = REPLY_PRIMING
 
     def __post_init__(self) -> None:
+        if self.tokenizer == "model" and self.count_fn is None:
+            raise ConfigError("--tokenizer model counts with the model's own tokenizer, which "
+                              "only a local: model provides; name a BPE (e.g. o200k_base)")
         if self.image_formula not in IMAGE_FORMULAS:
             raise ConfigError(f"unknown image token formula {self.image_formula!r}; "
                               f"known: {', '.join(IMAGE_FORMULAS)}")
@@ -99,16 +109,20 @@ class TokenCounter:
         self._memo: dict[str, int] = {}
 
     def describe(self) -> dict[str, Any]:
-        return {"text_tokenizer": self.tokenizer, "image_formula": self.image_formula,
-                "message_overhead": MESSAGE_OVERHEAD, "reply_priming": REPLY_PRIMING}
+        return {"text_tokenizer": self.label or self.tokenizer,
+                "image_formula": self.image_formula,
+                "message_overhead": self.message_overhead, "reply_priming": self.reply_priming}
 
     def text(self, text: str) -> int:
         if not text:
             return 0
         n = self._memo.get(text)
         if n is None:
-            enc = _encoding(self.tokenizer)
-            n = sum(len(enc.encode_ordinary(chunk)) for chunk in _chunks(text))
+            if self.count_fn is not None:
+                n = self.count_fn(text)
+            else:
+                enc = _encoding(self.tokenizer)
+                n = sum(len(enc.encode_ordinary(chunk)) for chunk in _chunks(text))
             if len(self._memo) >= self.memo_size:
                 self._memo.clear()
             self._memo[text] = n
@@ -124,9 +138,9 @@ class TokenCounter:
         to the (width, height) that will be sent (after the resize policy)."""
         from .models import ImagePart, TextPart
 
-        total = REPLY_PRIMING
+        total = self.reply_priming
         for msg in messages:
-            total += MESSAGE_OVERHEAD
+            total += self.message_overhead
             for part in msg.parts:
                 if isinstance(part, TextPart):
                     total += self.text(part.text)

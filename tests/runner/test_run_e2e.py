@@ -54,19 +54,19 @@ def test_exact_request_body_and_record(tmp_path):
     assert stub.requests == [{
         "model": "stub-vlm", "max_tokens": 512, "temperature": 0.0,
         "messages": [
-            {"role": "system", "content": [{"type": "text", "text": SYSTEM_PROMPT}]},
+            {"role": "system", "content": SYSTEM_PROMPT},  # text alone: a string
             {"role": "user", "content": [
                 {"type": "text", "text": "=== Session 1 (Date: 2024/02/01) ===\nLook at my mug "},
                 {"type": "image_url", "image_url": {"url": url(a)}},
                 {"type": "text", "text": " nice?"}]},
-            {"role": "assistant", "content": [{"type": "text", "text": "Lovely."}]},
+            {"role": "assistant", "content": "Lovely."},
             {"role": "user", "content": [
                 {"type": "text", "text": "=== Session 2 (Date: 2024/02/10) ==="},
                 {"type": "image_url", "image_url": {"url": url(b)}},
                 {"type": "text", "text": "Two pics"}]},
-            {"role": "user", "content": [{"type": "text", "text":
+            {"role": "user", "content":
                 "Directly output the answer with no extra output.\nQuestion Date: 2024/03/01\n"
-                "Question: What colour was the mug?\n"}]},
+                "Question: What colour was the mug?\n"},
         ]}]
     [rec] = _lines(tmp_path / "run")
     assert rec["question_id"] == "q1" and rec["status"] == "ok"

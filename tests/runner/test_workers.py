@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 from datasets import colour_answer, memlens_items, write_memlens
-from stub_server import StubServer, question_of
+from stub_server import StubServer, last_text, question_of
 
 from memgauge.benchmarks import BenchmarkOptions
 from memgauge.errors import InputError, MemgaugeError
@@ -370,7 +370,7 @@ def _conversation(c: int) -> dict:
 
 def _locomo_answer(body: dict) -> str:
     """Right about cats in even stories, wrong otherwise, so scores are mixed."""
-    text = body["messages"][-1]["content"][-1]["text"]
+    text = last_text(body)
     m = re.search(r"cat (\d+)\?", text)
     if m:
         c = int(m.group(1))
@@ -634,7 +634,7 @@ def test_workers_judge_their_answers_and_the_parent_judges_earlier_ones(tmp_path
     data = write_memlens(tmp_path, 8)
 
     def judge_answer(body):
-        p = body["messages"][-1]["content"][-1]["text"]
+        p = last_text(body)
         if "kind of mistake" in p:
             return '{"label": "grounding_failure", "reason": "wrong colour"}'
         pred = p.split("Student answer: ")[1].split("\n")[0]

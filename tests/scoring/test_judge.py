@@ -4,7 +4,7 @@ import asyncio
 import json
 
 import pytest
-from stub_server import StubServer
+from stub_server import StubServer, last_text
 
 from memgauge.cache import ResponseCache
 from memgauge.models import ModelSettings, create_model
@@ -126,7 +126,7 @@ def _write_run(run_dir):
 
 
 def _answer(body):
-    prompt = body["messages"][-1]["content"][-1]["text"]
+    prompt = last_text(body)
     if "q_garbage" in prompt:
         return "I am not sure how to grade this."
     if "q_flaky" in prompt and "Attempt 2" not in prompt:

@@ -9,7 +9,7 @@ import re
 
 import pytest
 from datasets import colour_answer, write_memlens
-from stub_server import StubServer
+from stub_server import StubServer, last_text
 
 from memgauge.analysis import error_breakdown, label_error
 from memgauge.cache import ResponseCache
@@ -78,7 +78,7 @@ def _judge(stub, tmp_path, run_dir, **options):
 
 
 def _prompt(body):
-    return body["messages"][-1]["content"][-1]["text"]
+    return last_text(body)
 
 
 def test_memeye_five_levels_end_to_end(tmp_path):

@@ -48,13 +48,13 @@ def test_rewrites_are_checked_and_facts_survive(tmp_path):
 
 
 def test_naturaliser_over_http_with_cached_replies(tmp_path):
-    from stub_server import StubServer
+    from stub_server import StubServer, last_text
 
     from memgauge.cache import ResponseCache
     from memgauge.models import ModelSettings, create_model
 
     def reply(body):  # echo the message back, lightly reworded
-        return "So, " + body["messages"][-1]["content"][-1]["text"]
+        return "So, " + last_text(body)
 
     with StubServer(answer=reply) as stub:
         def make():

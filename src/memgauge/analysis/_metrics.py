@@ -141,6 +141,9 @@ class Summary:
     n_resamples: int = 2000
     seed: int = 0
     ci_method: str = field(default="percentile bootstrap over questions")
+    # Summed over answered records with usage: input, cached (prompt tokens the server's
+    # prefix cache served), output; and how many answers carried usage.
+    tokens: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A plain, JSON-serialisable dict (non-finite numbers become ``None``)."""
@@ -158,6 +161,7 @@ class Summary:
             "coverage": self.coverage.to_dict(),
             "by_ability": {k: g.to_dict() for k, g in self.by_ability.items()},
             "by_subtype": {k: g.to_dict() for k, g in self.by_subtype.items()},
+            "tokens": dict(self.tokens),
             "bootstrap": {
                 "method": self.ci_method,
                 "confidence": self.confidence,
@@ -165,6 +169,20 @@ class Summary:
                 "seed": self.seed,
             },
         }
+
+
+def token_totals(records: Sequence[Record]) -> dict[str, int]:
+    """Token usage summed over records (the server's counts); empty when none has usage."""
+    totals = {"input": 0, "cached": 0, "output": 0, "answers": 0}
+    for rec in records:
+        u = rec.response.usage if rec.response else None
+        if u is None or (u.input_tokens is None and u.output_tokens is None):
+            continue
+        totals["answers"] += 1
+        totals["input"] += u.input_tokens or 0
+        totals["cached"] += u.cached_tokens or 0
+        totals["output"] += u.output_tokens or 0
+    return totals if totals["answers"] else {}
 
 
 def choose_primary(scorers: Sequence[str], primary: str | None = None) -> str | None:
@@ -331,6 +349,7 @@ def summarize(
         macro = mean(per_ability)
 
     return Summary(
+        tokens=token_totals(ok),
         n_records=len(all_records),
         n_ok=len(ok),
         n_errors=len(failed),

@@ -28,5 +28,9 @@ def create_model(spec: str, settings: ModelSettings | None = None) -> ChatModel:
     provider, sep, arg = spec.partition(":")
     if not sep:
         raise ConfigError(f"model spec {spec!r} must look like provider:name "
-                          "(e.g. openai:gpt-4o-mini or replay:predictions.json)")
-    return lookup("model", provider)(arg, settings or ModelSettings())
+                          "(e.g. openai:gpt-4o-mini, local:smollm2 or replay:predictions.json)")
+    settings = settings or ModelSettings()
+    if settings.model_options and provider in ("openai", "replay", "none"):
+        raise ConfigError(f"model options ({', '.join(settings.model_options)}) apply to "
+                          f"local: models; {provider}: takes none")
+    return lookup("model", provider)(arg, settings)

@@ -55,8 +55,10 @@ class ModelOutput:
 class ModelError(Exception):
     """A model call that failed for good (after retries, or not retryable)."""
 
-    def __init__(self, kind: str, message: str, *, retryable: bool = False, attempts: int = 1):
+    def __init__(self, kind: str, message: str, *, retryable: bool = False, attempts: int = 1,
+                 details: dict[str, Any] | None = None):
         self.kind, self.message, self.retryable, self.attempts = kind, message, retryable, attempts
+        self.details = details or {}  # e.g. input_tokens / context_tokens of an over-length prompt
         super().__init__(f"{kind}: {message}")
 
 

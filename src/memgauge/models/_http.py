@@ -232,12 +232,13 @@ class HttpClient:
         self._all.discard(conn)
         conn.close()
 
-    async def post(self, pieces: list[bytes | memoryview]) -> HttpResponse:
+    async def post(self, pieces: list[bytes | memoryview],
+                   timeout_s: float | None = None) -> HttpResponse:
         """Send ``pieces`` (one body, in order) and read the whole reply, within the
-        timeout (connecting included)."""
+        timeout (connecting included; ``timeout_s`` overrides the client's for this call)."""
         size = sum(map(len, pieces))
         head = self._head + b"%d\r\n\r\n" % size
-        async with asyncio.timeout(self.timeout_s):
+        async with asyncio.timeout(timeout_s or self.timeout_s):
             while self._idle:
                 conn = self._idle.pop()
                 if not conn.closed:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -31,7 +32,22 @@ from ._base import GenerateConfig, ImagePart, Message, ModelError, ModelOutput, 
 from ._http import HttpClient, HttpError
 
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too long",
-                  "max_model_len", "reduce the length", "exceeds")
+                  "max_model_len", "reduce the length", "exceeds", "context size")
+# What servers say when they get image parts but serve a text-only model (llama.cpp without
+# a projector, vLLM, SGLang, Ollama): no retry will change that.
+_NO_VISION_HINTS = ("image input is not supported", "does not support image",
+                    "not a multimodal model", "multimodal is not supported",
+                    "does not support vision", "vision is not supported")
+_NO_VISION_FIX = ("the model cannot read images: use --context-mode text or caption "
+                  "(or, for a local VLM GGUF, --model-option mmproj=FILE)")
+# "request (9047 tokens) exceeds the available context size (8192 tokens)" (llama.cpp);
+# "maximum context length is 8192 tokens. However, you requested 9047 tokens" (vLLM, OpenAI)
+_COUNTS = re.compile(r"(?:request \((\d+) tokens\).*?context size \((\d+) tokens\))|"
+                     r"(?:maximum context length is (\d+) tokens.*?(?:requested|resulted in|"
+                     r"have) (\d+) tokens)", re.IGNORECASE | re.DOTALL)
+_DETERMINISTIC_HINTS = ("validation error", "template", "jinja", "not supported",
+                        "unsupported", "invalid", "must be", "expected", "cannot be")
+ERROR_TEXT_LIMIT = 300  # characters of a server's error text kept in a record
 
 
 @dataclass
@@ -49,6 +65,7 @@ class ModelSettings:
     image_policy: ImagePolicy = field(default_factory=ImagePolicy)
     encoder: ImageEncoder | None = None
     cache: ResponseCache | None = None
+    model_options: dict[str, str] = field(default_factory=dict)  # provider-specific (local:)
 
 
 class OpenAICompatModel:
@@ -144,7 +161,14 @@ class OpenAICompatModel:
                     content.append({"type": "text", "text": part.text})
                     if keyed_form:
                         kparts.append(part.text)
-            wire.append({"role": msg.role, "content": content})
+            if all(c["type"] == "text" for c in content):
+                # Text alone goes as a plain string: servers differ on arrays of text parts
+                # (llama-cpp-python drops them or fails on a system array; some templates
+                # cannot render them), and a string is what every server accepts.
+                wire.append({"role": msg.role,
+                             "content": "\n".join(c["text"] for c in content)})
+            else:
+                wire.append({"role": msg.role, "content": content})
             if keyed_form:
                 keyed.append([msg.role, kparts])
         return wire, keyed, blobs
@@ -185,8 +209,8 @@ class OpenAICompatModel:
         body.update(config.extra_body)
         key = None
         if cache is not None:
-            key = cache_key({"v": 1, "model": self.name, "base_url": self.settings.base_url,
-                             "messages": keyed, "config": config.describe(),
+            key = cache_key({"v": 1, **self.cache_identity(), "messages": keyed,
+                             "config": config.describe(),
                              "image_policy": self.encoder.policy.describe()})
             hit = cache.get(key)
             if hit is not None:
@@ -194,37 +218,63 @@ class OpenAICompatModel:
                                    finish_reason=hit.get("finish_reason"), cached=True)
         payload = self._splice(orjson.dumps(body), blobs)
         del wire, body, blobs
-        out = await self._send(payload)
+        out = await self._send(payload, max_tokens=config.max_tokens)
         if cache is not None and key is not None:
             cache.put(key, {"text": out.text, "usage": out.usage.model_dump(),
                             "finish_reason": out.finish_reason})
         return out
 
-    async def _send(self, pieces: list[bytes | memoryview]) -> ModelOutput:
+    def cache_identity(self) -> dict[str, Any]:
+        """What names the model in cache keys (a local server overrides it: its port is new
+        every run, its model file is what matters)."""
+        return {"model": self.name, "base_url": self.settings.base_url}
+
+    def request_timeout(self, body_bytes: int, max_tokens: int) -> float:
+        """The timeout of one request (a local server scales it with the prompt)."""
+        return self.settings.timeout_s
+
+    def timeout_retryable(self) -> bool:
+        """Whether a timed-out request is sent again. A remote service may have dropped
+        it; a local server is still computing it, so resending would only pile up work."""
+        return True
+
+    def observe(self, reply: dict[str, Any]) -> None:
+        """Hook: each successful reply (a local server learns its speed from them)."""
+
+    async def _send(self, pieces: list[bytes | memoryview], max_tokens: int = 512) -> ModelOutput:
         s = self.settings
+        size = sum(map(len, pieces))
+        last_error: tuple[int, str] | None = None
         for attempt in range(1, s.max_attempts + 1):
             retry_after: float | None = None
+            details: dict[str, Any] = {}
+            timeout = self.request_timeout(size, max_tokens)
             try:
                 async with self._sem:
                     self.requests += 1
                     if self.first_send_at is None:
                         self.first_send_at = time.monotonic()
-                    resp = await self._http().post(pieces)
+                    resp = await self._http().post(pieces, timeout)
                 body, status = resp.body, resp.status
                 retry_after = _retry_after(resp.headers.get("retry-after"))
                 if status < 400:
-                    return _to_output(body, attempt)
-                msg = _error_message(body)
-                retryable = status in (408, 409, 429) or status >= 500
-                kind = f"http_{status}"
-                if status in (400, 413) and any(h in msg.lower() for h in _CONTEXT_HINTS):
-                    kind = "context_overflow"
+                    return _to_output(body, attempt, self.observe)
+                kind, msg, retryable, details = classify_error(status, body)
+                # A validation or template failure that repeats word for word is
+                # deterministic: sending it a third time changes nothing. (A bare "Internal
+                # Server Error" keeps its retries: overloads look like that too.)
+                if (retryable and status == 500 and last_error == (status, msg)
+                        and any(h in msg.lower() for h in _DETERMINISTIC_HINTS)):
+                    retryable = False
+                last_error = (status, msg)
             except TimeoutError:
-                kind, msg, retryable = "timeout", f"no reply within {s.timeout_s:g} s", True
+                kind, msg = "timeout", f"no reply within {timeout:g} s"
+                retryable = self.timeout_retryable()
             except HttpError as exc:
                 kind, msg, retryable = "connection", str(exc), True
             if not retryable or attempt == s.max_attempts:
-                raise ModelError(kind, msg, retryable=retryable, attempts=attempt)
+                raise ModelError(kind, msg, retryable=retryable, attempts=attempt,
+                                 details=details)
             self.retries += 1
             delay = random.uniform(0, min(s.retry_cap_s, s.retry_base_s * 2 ** (attempt - 1)))
             await asyncio.sleep(max(delay, retry_after or 0.0))
@@ -236,7 +286,7 @@ class OpenAICompatModel:
             self._client = None
 
 
-def _to_output(raw: bytes, attempt: int) -> ModelOutput:
+def _to_output(raw: bytes, attempt: int, observe: Any = None) -> ModelOutput:
     """Parse a chat-completions reply (orjson; the SDK's typed models cost ~1 ms a reply)."""
     try:
         resp = orjson.loads(raw)
@@ -246,21 +296,61 @@ def _to_output(raw: bytes, attempt: int) -> ModelOutput:
                          attempts=attempt) from None
     message = choice.get("message") or {}
     u = resp.get("usage") or {}
+    details = u.get("prompt_tokens_details") if isinstance(u, dict) else None
     usage = Usage(input_tokens=u.get("prompt_tokens"), output_tokens=u.get("completion_tokens"),
-                  total_tokens=u.get("total_tokens"))
+                  total_tokens=u.get("total_tokens"),
+                  cached_tokens=details.get("cached_tokens") if isinstance(details, dict)
+                  else None)
+    if observe is not None:
+        observe(resp)
     return ModelOutput(text=message.get("content") or "", usage=usage,
                        finish_reason=choice.get("finish_reason"), attempts=attempt)
 
 
-def _error_message(body: bytes) -> str:
+def classify_error(status: int, body: bytes) -> tuple[str, str, bool, dict[str, Any]]:
+    """(kind, message, retryable, details) of an HTTP error reply. Over-length prompts and
+    image parts sent to a text-only model get kinds of their own, with the counts."""
+    obj: Any = None
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return body[:500].decode("utf-8", "replace")
-    err = obj.get("error", obj) if isinstance(obj, dict) else obj
-    if isinstance(err, dict) and err.get("message"):
-        return str(err["message"])[:500]
-    return str(obj)[:500]
+        pass
+    err = obj.get("error", obj) if isinstance(obj, dict) else None
+    raw = (str(err["message"]) if isinstance(err, dict) and err.get("message")
+           else body[:4000].decode("utf-8", "replace") if obj is None else str(obj)[:4000])
+    low = raw.lower()
+    details: dict[str, Any] = {}
+    kind, retryable = f"http_{status}", status in (408, 409, 429) or status >= 500
+    etype = str(err.get("type") or "") if isinstance(err, dict) else ""
+    if etype == "exceed_context_size_error" or (
+            status in (400, 413) and any(h in low for h in _CONTEXT_HINTS)):
+        kind, retryable = "context_overflow", False
+        tokens = limit = None
+        if isinstance(err, dict) and isinstance(err.get("n_prompt_tokens"), int):
+            tokens, limit = err.get("n_prompt_tokens"), err.get("n_ctx")
+        else:
+            m = _COUNTS.search(raw)
+            if m and m.group(1):
+                tokens, limit = int(m.group(1)), int(m.group(2))
+            elif m:
+                tokens, limit = int(m.group(4)), int(m.group(3))
+        if tokens is not None:
+            details = {"input_tokens": tokens, "context_tokens": limit}
+            return (kind, (f"prompt has {tokens} tokens, over the server's context of {limit} "
+                    "(--max-context-tokens with --overflow drop-oldest, a larger context, or "
+                    "a smaller tier)"), False, details)
+    elif any(h in low for h in _NO_VISION_HINTS):
+        return "no_vision", f"{_NO_VISION_FIX} (server: {bounded(raw, 160)})", False, {}
+    return kind, bounded(raw), retryable, details
+
+
+def bounded(text: str, limit: int = ERROR_TEXT_LIMIT) -> str:
+    """An error text fit for a record: white space folded, the start kept (the cause comes
+    first), the rest counted."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    return f"{flat[:limit]}… ({len(flat) - limit} more characters)"
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -112,6 +112,12 @@ def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | N
         facts.append(("Errors", f"{summary.n_errors} ({kinds})"))
     else:
         facts.append(("Errors", "0"))
+    if summary.tokens:
+        t = summary.tokens
+        share = f" ({100 * t['cached'] / t['input']:.1f} %)" if t["input"] else ""
+        facts.append(("Tokens (server counts)",
+                      f"{t['input']:,} input, of which {t['cached']:,} from the server's prefix "
+                      f"cache{share}; {t['output']:,} output; over {t['answers']} answers"))
     if summary.primary is not None:
         head = summary.overall.get(summary.primary)
         facts.append(("Primary scorer", f"`{summary.primary}`"))

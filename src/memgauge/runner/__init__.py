@@ -1,8 +1,17 @@
 """Running evaluations: plan, execute, persist, resume, merge."""
 
-from ._execute import RunConfig, Runner, RunResult, in_shard, make_record, parse_shard, run
+from ._execute import (
+    RunConfig,
+    Runner,
+    RunResult,
+    RunStopped,
+    in_shard,
+    make_record,
+    parse_shard,
+    run,
+)
 from ._merge import merge_runs
 from ._store import load_manifest, read_records
 
-__all__ = ["RunConfig", "RunResult", "Runner", "in_shard", "load_manifest", "make_record",
+__all__ = ["RunConfig", "RunResult", "RunStopped", "Runner", "in_shard", "load_manifest", "make_record",
            "merge_runs", "parse_shard", "read_records", "run"]

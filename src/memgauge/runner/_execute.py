@@ -8,6 +8,7 @@ folder skips questions already done and retries those that failed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import time
 from collections.abc import Callable, Iterator
@@ -72,7 +73,7 @@ class RunConfig:
     image_max_side: int | None = 800
     image_format: str = "keep"
     image_mode: str = "inline"
-    tokenizer: str = "o200k_base"
+    tokenizer: str | None = None  # None: the model's own for local:, else o200k_base
     image_formula: str = "openai-tiles"
     timeout_s: float = 120.0
     max_attempts: int = 6
@@ -87,6 +88,9 @@ class RunConfig:
     judge_base_url: str | None = None
     judge_api_key_env: str = "OPENAI_API_KEY"
     judge_options: JudgeOptions = field(default_factory=JudgeOptions)
+    # --model-option / --judge-model-option (local: models: n_ctx, n_parallel, threads, ...)
+    model_options: dict[str, str] = field(default_factory=dict)
+    judge_model_options: dict[str, str] = field(default_factory=dict)
 
     # Fields that define what a run measures; a run folder refuses a different identity.
     IDENTITY = ("bench", "system", "system_options", "model", "base_url", "question_ids", "tier", "shard",
@@ -95,7 +99,34 @@ class RunConfig:
                 "image_format", "image_mode", "tokenizer", "image_formula")
 
     def identity(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.IDENTITY}
+        ident = {k: getattr(self, k) for k in self.IDENTITY}
+        if self.model_options:  # only when given: earlier run folders keep their hash
+            ident["model_options"] = dict(sorted(self.model_options.items()))
+        return ident
+
+    @property
+    def is_local(self) -> bool:
+        return self.model.startswith("local:")
+
+    def resolved(self) -> RunConfig:
+        """Defaults that depend on the model, settled before the folder's identity is checked:
+        a local model counts with its own tokenizer and is limited to its context (minus the
+        room its answer needs); anything else counts with o200k_base and has no limit."""
+        tokenizer = self.tokenizer or ("model" if self.is_local else "o200k_base")
+        limit = self.max_context_tokens
+        if self.is_local:
+            from ..models.local import context_tokens
+
+            n_ctx = context_tokens(self.model_options)
+            if limit is None:
+                limit = n_ctx - self.max_tokens
+                if limit < 64:
+                    raise ConfigError(f"--max-tokens {self.max_tokens} leaves no room for a "
+                                      f"prompt in the local model's context of {n_ctx} tokens")
+        elif self.model_options:
+            raise ConfigError("--model-option applies to local: models only "
+                              f"(the model is {self.model})")
+        return dataclasses.replace(self, tokenizer=tokenizer, max_context_tokens=limit)
 
 
 @dataclass
@@ -238,7 +269,7 @@ def _record_meta(episode: Episode, question: Question) -> dict[str, Any]:
 class Runner:
     def __init__(self, config: RunConfig,
                  on_progress: Callable[[RunResult, Record], None] | None = None) -> None:
-        self.config = config
+        self.config = config.resolved()
         self.on_progress = on_progress
         self.run_dir = Path(config.out)
 
@@ -281,9 +312,28 @@ class Runner:
                                  concurrency=c.concurrency, timeout_s=c.timeout_s,
                                  max_attempts=c.max_attempts, retry_base_s=c.retry_base_s,
                                  image_mode=c.image_mode, image_policy=policy,
-                                 encoder=ImageEncoder(policy), cache=cache)
+                                 encoder=ImageEncoder(policy), cache=cache,
+                                 model_options=dict(c.model_options))
         model = create_model(c.model, settings)
-        counter = TokenCounter(tokenizer=c.tokenizer, image_formula=c.image_formula)
+        try:
+            if c.tokenizer == "model":
+                if not hasattr(model, "count_text"):
+                    raise ConfigError(f"--tokenizer model needs a local: model ({c.model} "
+                                      "has no tokenizer of its own to ask)")
+                per_message, priming = model.template_overhead()
+                counter = TokenCounter(tokenizer="model", image_formula=c.image_formula,
+                                       count_fn=model.count_text, label=model.tokenizer_name,
+                                       message_overhead=per_message, reply_priming=priming)
+            else:
+                counter = TokenCounter(tokenizer=c.tokenizer or "o200k_base",
+                                       image_formula=c.image_formula)
+            return self._setup_rest(c, bench, policy, cache, model, counter)
+        except BaseException:
+            _close_now(model)  # a started local server must not outlive a failed setup
+            raise
+
+    def _setup_rest(self, c: RunConfig, bench: Any, policy: ImagePolicy,
+                    cache: ResponseCache | None, model: Any, counter: TokenCounter) -> Setup:
         ctx = SystemContext(model=model, generate=GenerateConfig(
             max_tokens=c.max_tokens, temperature=c.temperature, seed=c.seed), counter=counter,
             image_policy=policy, context_mode=c.context_mode, instruction=c.instruction,
@@ -367,9 +417,11 @@ class Runner:
                 result.errors += 1
             if self.on_progress:
                 self.on_progress(result, record)
+            breaker.check(record, result)
 
         missing: dict[str, list[str]] = {}  # per episode, computed once
         written: set[str] = set()  # question ids with a record from this invocation
+        breaker = _Breaker(c)
 
         async def do_episode(episode: Episode, todo: list[Question]) -> None:
             missing[episode.episode_id] = missing_images(episode)
@@ -391,6 +443,8 @@ class Runner:
                         await answer_one(system, episode, batch[0])
                     else:
                         await asyncio.gather(*(answer_one(system, episode, q) for q in batch))
+            except RunStopped:
+                raise
             except Exception as exc:  # noqa: BLE001 - its unanswered questions become errors
                 err = ErrorInfo(kind="system_error", message=f"{type(exc).__name__}: {exc}")
                 for q in todo:
@@ -466,12 +520,13 @@ class Runner:
         c = self.config
         if c.judge is None:
             return None
-        if not c.judge.startswith("openai:"):
-            raise ConfigError(f"--judge must look like openai:<name>, got {c.judge!r}")
+        if not c.judge.startswith(("openai:", "local:")):
+            raise ConfigError(f"--judge must look like openai:<name> or local:<name-or-path>, "
+                              f"got {c.judge!r}")
         settings = ModelSettings(base_url=c.judge_base_url, api_key_env=c.judge_api_key_env,
                                  concurrency=c.concurrency, timeout_s=c.timeout_s,
                                  max_attempts=c.max_attempts, retry_base_s=c.retry_base_s,
-                                 cache=cache)
+                                 cache=cache, model_options=dict(c.judge_model_options))
         return JudgePipeline(create_model(c.judge, settings), c.judge_options)
 
     async def _judge_earlier(self, judging: JudgePipeline, manifest: dict[str, Any]) -> None:
@@ -510,6 +565,50 @@ class Runner:
                 yield episode
 
 
+class RunStopped(ConfigError):
+    """The run cannot succeed as configured (seen from its first answers); stopped early.
+    What was answered is kept."""
+
+
+class _Breaker:
+    """Stops a run whose first answers show the configuration cannot work: image parts sent
+    to a model that cannot see (at once), or the first few prompts all over the length limit
+    (a tier that does not fit the model)."""
+
+    OVERFLOW_STREAK = 3
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.overflows = 0
+
+    def check(self, record: Record, result: RunResult) -> None:
+        err = record.response.error if record.response else None
+        if err is None:
+            return
+        if err.kind == "no_vision":
+            raise RunStopped(f"stopped after {result.done} question(s): {err.message}")
+        if err.kind == "context_overflow" and result.ok == 0:
+            self.overflows += 1
+            if self.overflows >= self.OVERFLOW_STREAK and self.config.overflow == "error":
+                c = self.config
+                what = f"tier {c.tier} " if c.tier else ""
+                raise RunStopped(
+                    f"stopped: the {what}prompts do not fit the model; the first "
+                    f"{self.overflows} were all over the limit ({err.message}; last prompt "
+                    f"{record.input_tokens} tokens, limit {c.max_context_tokens}, counted with "
+                    f"{c.tokenizer}). Use a smaller tier, --overflow drop-oldest, a retrieval "
+                    "system, or a larger context (--model-option n_ctx=N for local: models)")
+
+
+def _close_now(model: Any) -> None:
+    """Close a model outside the event loop (setup runs before it)."""
+    if hasattr(model, "aclose"):
+        import contextlib
+
+        with contextlib.suppress(Exception):
+            asyncio.run(model.aclose())
+
+
 def _scan_status(run_dir: Path) -> dict[str, int] | None:
     """The status counts from one cheap pass over records.jsonl (records this run wrote
     need no re-validation); None when the file needs compacting (a torn or repeated line),
@@ -545,5 +644,5 @@ def run(config: RunConfig, **kwargs: Any) -> RunResult:
     return asyncio.run(Runner(config, **kwargs).run())
 
 
-__all__ = ["RunConfig", "RunResult", "Runner", "asdict", "in_shard", "make_record",
+__all__ = ["RunConfig", "RunResult", "RunStopped", "Runner", "asdict", "in_shard", "make_record",
            "parse_shard", "run"]

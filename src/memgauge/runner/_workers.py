@@ -52,6 +52,9 @@ def workers_for(config: RunConfig) -> tuple[int, str | None]:
     if config.limit is not None:
         return 1, (f"--workers {n} ignored: --limit counts questions in file order, "
                    "so a limited run answers in one process")
+    if config.model.startswith("local:") or (config.judge or "").startswith("local:"):
+        return 1, (f"--workers {n} ignored: a local model is computed by its server's slots "
+                   "(--model-option n_parallel=N), not by more answering processes")
     if not hasattr(os, "fork"):
         return 1, f"--workers {n} ignored: this platform cannot fork"
     if config.concurrency < n:  # each worker needs a request slot of its own

@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import ConfigError, ContextOverflowError
 from ..models import ImagePart, Message, Part, TextPart
 from ..schema import ImageRef, Question, Session
-from ..tokens import REPLY_PRIMING, TokenCounter
+from ..tokens import TokenCounter
 
 SYSTEM_PROMPT = (
     "Provide answers based on the given conversation history. "
@@ -233,7 +233,7 @@ def build_prompt(sessions: Sequence[Session], question: Question, *, mode: str =
     tokens = None
     if counter is not None:
         size = image_size or (lambda p: (p.image.width, p.image.height))
-        costs = [counter.messages(msgs, size) - REPLY_PRIMING for msgs in per_session]
+        costs = [counter.messages(msgs, size) - counter.reply_priming for msgs in per_session]
         tokens = counter.messages([system, final], size) + sum(costs)
         if max_tokens is not None and tokens > max_tokens:
             if overflow == "error":

@@ -76,10 +76,11 @@ class Rag:
             out = await c.model.generate(prompt.messages, c.generate,
                                          question_id=question.question_id)
         except ContextOverflowError as exc:
-            return Response(retrieved=retrieved,
+            return Response(retrieved=retrieved, meta={"input_tokens": exc.tokens},
                             error=ErrorInfo(kind="context_overflow", message=str(exc)))
         except ModelError as exc:
             return Response(retrieved=retrieved, latency_s=time.perf_counter() - t0,
+                            meta={k: v for k, v in exc.details.items() if k == "input_tokens"},
                             error=ErrorInfo(kind=exc.kind, message=exc.message,
                                             retryable=exc.retryable, attempts=exc.attempts))
         return Response(text=clean_prediction(out.text, c.instruction), usage=out.usage,

@@ -27,7 +27,7 @@ from ...schema import (
     Session,
     Turn,
 )
-from ...tokens import REPLY_PRIMING, TokenCounter
+from ...tokens import TokenCounter
 from ._families import AR_FAMILY, FAMILIES, QuestionPlan, When, make_refusal
 from ._haystack import haystack_session
 from ._text import SessionPlan, chat_session
@@ -197,7 +197,7 @@ class Generator:
         from ...systems._context import session_messages  # (systems import models: no cycle)
 
         [msgs] = session_messages([session], mode="image")
-        return self.counter.messages(msgs, lambda p: (p.image.width, p.image.height)) - REPLY_PRIMING
+        return self.counter.messages(msgs, lambda p: (p.image.width, p.image.height)) - self.counter.reply_priming
 
     # -- planning ---------------------------------------------------------------------------
     def _top_up(self, sid: str, rng: random.Random, room: float) -> PoolEntry | None:
