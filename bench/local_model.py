@@ -95,20 +95,26 @@ def main() -> int:
     args = ap.parse_args()
     resolve(args.model)  # a clear error if it is not pulled
     model = LocalModel(args.model, ModelSettings(concurrency=1, cache=None))
-    try:
+
+    async def both() -> list[tuple[dict[str, float], dict[str, float]]]:
+        # interleave the two sides so drifts in machine speed hit both alike (the direct
+        # side blocks the loop, which has nothing else to do meanwhile)
         url = model.server.base_url
-        # interleave the two sides so drifts in machine speed hit both alike
-        rounds = []
+        out = []
         for r in range(2):
             d = direct(url, [prompt(f"d{r}-{i}", args.prompt_tokens)
                              for i in range(args.requests // 2)], args.max_tokens)
-            m = asyncio.run(through_memgauge(model, [prompt(f"m{r}-{i}", args.prompt_tokens)
-                                                     for i in range(args.requests // 2)],
-                                             args.max_tokens))
-            rounds.append((d, m))
-        asyncio.run(model.aclose())
+            m = await through_memgauge(model, [prompt(f"m{r}-{i}", args.prompt_tokens)
+                                               for i in range(args.requests // 2)],
+                                       args.max_tokens)
+            out.append((d, m))
+        await model.aclose()
+        return out
+
+    try:
+        rounds = asyncio.run(both())
     finally:
-        model.server.stop()
+        model.release()
 
     def pooled(side: int) -> dict[str, float]:
         parts = [r[side] for r in rounds]

@@ -606,7 +606,8 @@ def score(
         model = create_model(judge, ModelSettings(
             base_url=judge_base_url, api_key_env=api_key_env, concurrency=concurrency,
             cache=ResponseCache(),
-            model_options=_options(judge_model_option or [], "--judge-model-option")))
+            model_options=_options(judge_model_option or [], "--judge-model-option"),
+            options_flag="--judge-model-option"))
         counts = asyncio.run(_go(model))
     except MemgaugeError as exc:
         _fail(exc)

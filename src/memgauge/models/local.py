@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from ..registry import model
 from ._base import GenerateConfig, ImagePart, Message, ModelError, ModelOutput
 from ._llama_server import LlamaServer, LlamaServerOptions, Tokenizer
 from ._local_files import check_gguf, file_sha256_cached, resolve
-from .openai_compat import ModelSettings, OpenAICompatModel
+from .openai_compat import ModelSettings, OpenAICompatModel, classify_error
 
 DEFAULT_N_CTX = 8192
 # Timeouts: this many times the expected compute time (prefill + decode at the slowest rates
@@ -105,7 +106,7 @@ class LocalModel(OpenAICompatModel):
     """A GGUF model behind a llama.cpp server this process started."""
 
     def __init__(self, spec: str, settings: ModelSettings) -> None:
-        opts = parse_options(settings.model_options)
+        opts = parse_options(settings.model_options, settings.options_flag)
         path = resolve(spec)
         mmproj = Path(opts["mmproj"]).expanduser() if opts.get("mmproj") else None
         if mmproj is not None:
@@ -193,7 +194,9 @@ class LocalModel(OpenAICompatModel):
     def _measure(self) -> tuple[float, float]:
         """Prefill and decode tokens/s from one short request at start (about a second on
         a 135M model with two cores)."""
-        text = " ".join(f"Note {i}: the blue box holds {i % 9} keys." for i in range(40))
+        # ~13 tokens a sentence; a small context gets a shorter probe
+        n = max(2, min(40, self.server.n_ctx // 52))
+        text = " ".join(f"Note {i}: the blue box holds {i % 9} keys." for i in range(n))
         body = json.dumps({"model": self.name, "max_tokens": 16, "temperature": 0,
                            "messages": [{"role": "user", "content": text}]}).encode()
         req = urllib.request.Request(f"{self.server.base_url}/chat/completions", data=body,
@@ -202,6 +205,10 @@ class LocalModel(OpenAICompatModel):
         try:
             with urllib.request.urlopen(req, timeout=max(60.0, self.settings.timeout_s)) as r:
                 reply = json.loads(r.read())
+        except urllib.error.HTTPError as exc:
+            reason = classify_error(exc.code, exc.read())[1]
+            raise ConfigError(f"the local model {self.path.name} refused a first request "
+                              f"(HTTP {exc.code}): {reason}") from None
         except (OSError, ValueError) as exc:
             raise ConfigError(f"the local model {self.path.name} did not answer a first "
                               f"request: {exc}") from None
@@ -220,11 +227,15 @@ class LocalModel(OpenAICompatModel):
                              "for a VLM GGUF")
         return await super().generate(messages, config, question_id=question_id)
 
-    async def aclose(self) -> None:
-        await super().aclose()
+    def release(self) -> None:
+        """Let go of the server (stopped when its last user lets go)."""
         if not self._released:
             self._released = True
             _release(self.server)
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        self.release()
 
 
 @model("local")

@@ -66,6 +66,7 @@ class ModelSettings:
     encoder: ImageEncoder | None = None
     cache: ResponseCache | None = None
     model_options: dict[str, str] = field(default_factory=dict)  # provider-specific (local:)
+    options_flag: str = "--model-option"  # the flag that set them, named in their errors
 
 
 class OpenAICompatModel:

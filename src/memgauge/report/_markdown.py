@@ -116,8 +116,8 @@ def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | N
         t = summary.tokens
         share = f" ({100 * t['cached'] / t['input']:.1f} %)" if t["input"] else ""
         facts.append(("Tokens (server counts)",
-                      f"{t['input']:,} input, of which {t['cached']:,} from the server's prefix "
-                      f"cache{share}; {t['output']:,} output; over {t['answers']} answers"))
+                      (f"{t['input']:,} input, of which {t['cached']:,} from the server's prefix "
+                      f"cache{share}; {t['output']:,} output; over {t['answers']} answers")))
     if summary.primary is not None:
         head = summary.overall.get(summary.primary)
         facts.append(("Primary scorer", f"`{summary.primary}`"))

@@ -396,6 +396,8 @@ class Runner:
         async def answer_one(system: Any, episode: Episode, q: Question) -> None:
             t0 = time.perf_counter()
             async with sem:
+                if breaker.reason:  # the run is stopping: send nothing more (no record:
+                    return            # the question stays to do, a rerun answers it)
                 try:
                     response = await system.answer(q)
                 except Exception as exc:  # noqa: BLE001 - a system bug must not lose the item
@@ -404,6 +406,7 @@ class Runner:
             record = make_record(episode, q, response, scorers,
                                  {"answer_s": round(time.perf_counter() - t0, 4)},
                                  missing.get(episode.episode_id))
+            breaker.observe(record)  # before any await: the next question must see a stop
             if judging is not None:
                 t1 = time.perf_counter()
                 await judging.apply(record)
@@ -417,7 +420,8 @@ class Runner:
                 result.errors += 1
             if self.on_progress:
                 self.on_progress(result, record)
-            breaker.check(record, result)
+            if breaker.reason:
+                raise RunStopped(breaker.reason)
 
         missing: dict[str, list[str]] = {}  # per episode, computed once
         written: set[str] = set()  # question ids with a record from this invocation
@@ -458,6 +462,15 @@ class Runner:
                 missing.pop(episode.episode_id, None)
                 episodes_in_flight.release()
 
+        # Episode tasks only raise when the run must stop (RunStopped, or an interrupt);
+        # their exception is kept here as they finish, so the loop stops starting episodes.
+        stopped: list[BaseException] = []
+
+        def finished(task: asyncio.Task[None]) -> None:
+            tasks.discard(task)
+            if not task.cancelled() and task.exception() is not None and not stopped:
+                stopped.append(task.exception())  # type: ignore[arg-type]
+
         remaining = c.limit
         started = False
         try:
@@ -473,9 +486,11 @@ class Runner:
                 if not todo:
                     continue
                 await episodes_in_flight.acquire()
+                if stopped:  # an episode stopped the run: start nothing more
+                    raise stopped[0]
                 task = asyncio.create_task(do_episode(episode, todo))
                 tasks.add(task)
-                task.add_done_callback(tasks.discard)
+                task.add_done_callback(finished)
                 if not started:
                     # Get the first request on the wire before reading on (bounded wait).
                     started = True
@@ -489,6 +504,8 @@ class Runner:
                 await asyncio.sleep(0)  # let work start while the loader reads on
             if tasks:
                 await asyncio.gather(*tasks)
+            if stopped:
+                raise stopped[0]
         except BaseException:
             for t in tasks:
                 t.cancel()
@@ -526,7 +543,8 @@ class Runner:
         settings = ModelSettings(base_url=c.judge_base_url, api_key_env=c.judge_api_key_env,
                                  concurrency=c.concurrency, timeout_s=c.timeout_s,
                                  max_attempts=c.max_attempts, retry_base_s=c.retry_base_s,
-                                 cache=cache, model_options=dict(c.judge_model_options))
+                                 cache=cache, model_options=dict(c.judge_model_options),
+                                 options_flag="--judge-model-option")
         return JudgePipeline(create_model(c.judge, settings), c.judge_options)
 
     async def _judge_earlier(self, judging: JudgePipeline, manifest: dict[str, Any]) -> None:
@@ -580,19 +598,26 @@ class _Breaker:
     def __init__(self, config: RunConfig) -> None:
         self.config = config
         self.overflows = 0
+        self.answered = 0
+        self.reason: str | None = None  # set once the run must stop
+        self.seen = 0
 
-    def check(self, record: Record, result: RunResult) -> None:
+    def observe(self, record: Record) -> None:
+        self.seen += 1
         err = record.response.error if record.response else None
         if err is None:
+            self.answered += 1
+            return
+        if self.reason:
             return
         if err.kind == "no_vision":
-            raise RunStopped(f"stopped after {result.done} question(s): {err.message}")
-        if err.kind == "context_overflow" and result.ok == 0:
+            self.reason = f"stopped after {self.seen} question(s): {err.message}"
+        elif err.kind == "context_overflow" and self.answered == 0:
             self.overflows += 1
             if self.overflows >= self.OVERFLOW_STREAK and self.config.overflow == "error":
                 c = self.config
                 what = f"tier {c.tier} " if c.tier else ""
-                raise RunStopped(
+                self.reason = (
                     f"stopped: the {what}prompts do not fit the model; the first "
                     f"{self.overflows} were all over the limit ({err.message}; last prompt "
                     f"{record.input_tokens} tokens, limit {c.max_context_tokens}, counted with "
@@ -601,12 +626,11 @@ class _Breaker:
 
 
 def _close_now(model: Any) -> None:
-    """Close a model outside the event loop (setup runs before it)."""
-    if hasattr(model, "aclose"):
-        import contextlib
-
-        with contextlib.suppress(Exception):
-            asyncio.run(model.aclose())
+    """Release what a model holds without awaiting (setup runs inside the event loop, and
+    nothing has been sent yet): a local model's server."""
+    release = getattr(model, "release", None)
+    if release is not None:
+        release()
 
 
 def _scan_status(run_dir: Path) -> dict[str, int] | None:

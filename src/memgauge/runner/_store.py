@@ -155,17 +155,22 @@ class RecordWriter:
             batch = [(line, fut)]
             while not self._queue.empty():
                 batch.append(self._queue.get_nowait())
-            try:
-                await asyncio.to_thread(self._write_batch, [b for b, _ in batch])
-            except Exception as exc:  # noqa: BLE001 - disk full etc.: every waiter sees it
+            last = any(b is None for b, _ in batch)  # close() asked to finish
+            batch = [(b, f) for b, f in batch if b is not None]
+            if batch:
+                try:
+                    await asyncio.to_thread(self._write_batch, [b for b, _ in batch])
+                except Exception as exc:  # noqa: BLE001 - disk full etc.: every waiter sees it
+                    for _, f in batch:
+                        if not f.done():
+                            f.set_exception(exc)
+                    batch = []
+                self.written += len(batch)
                 for _, f in batch:
                     if not f.done():
-                        f.set_exception(exc)
-                continue
-            self.written += len(batch)
-            for _, f in batch:
-                if not f.done():
-                    f.set_result(None)
+                        f.set_result(None)
+            if last:
+                return
 
     async def write(self, record: Record) -> None:
         if self._task is None:
@@ -175,8 +180,14 @@ class RecordWriter:
         await fut
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        """Write every record handed over so far, then close. A record whose writer was
+        cancelled while waiting (a run stopping) is still written: it was answered."""
+        if self._task is not None and not self._task.done():
+            self._queue.put_nowait((None, None))  # type: ignore[arg-type]
+            try:
+                await asyncio.shield(self._task)
+            except asyncio.CancelledError:  # interrupted again: stop waiting
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._task
         self._f.close()
