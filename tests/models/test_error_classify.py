@@ -5,16 +5,13 @@ image parts sent to a text-only model, long texts, repeated 500s), what it puts 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import threading
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 import pytest
 from datasets import make_png, write_memlens
+from scripted_server import LLAMA_NO_VISION, LLAMA_OVERFLOW, ScriptedServer, completion
 from stub_server import StubServer
 
 from memgauge.media import ImageResolver
@@ -30,14 +27,6 @@ from memgauge.models import (
 from memgauge.models.openai_compat import ERROR_TEXT_LIMIT, bounded, classify_error
 from memgauge.runner import RunConfig, read_records, run
 
-LLAMA_OVERFLOW = {"error": {
-    "code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": 14550, "n_ctx": 8192,
-    "message": "request (14550 tokens) exceeds the available context size (8192 tokens), "
-               "try increasing it"}}
-LLAMA_NO_VISION = {"error": {
-    "code": 500, "type": "server_error",
-    "message": "image input is not supported - hint: if this is unexpected, you may need to "
-               "provide the mmproj"}}
 VLLM_OVERFLOW = {
     "object": "error", "type": "BadRequestError", "param": None, "code": 400,
     "message": "This model's maximum context length is 8192 tokens. However, you requested "
@@ -127,58 +116,6 @@ def test_bounded_folds_white_space_and_leaves_short_texts_alone():
     short = "y" * ERROR_TEXT_LIMIT
     assert bounded(short) == short
     assert bounded("z" * (ERROR_TEXT_LIMIT + 1)) == "z" * ERROR_TEXT_LIMIT + "… (1 more characters)"
-
-
-# -- a server whose replies are scripted one by one -----------------------------------------
-
-class ScriptedServer:
-    """Answers request i with ``replies[i]`` (status, JSON object), then with ``after``."""
-
-    def __init__(self, replies: list[tuple[int, dict[str, Any]]],
-                 after: Callable[[dict[str, Any]], tuple[int, dict[str, Any]]] | None = None,
-                 ) -> None:
-        self.replies = list(replies)
-        self.after = after or (lambda body: (200, completion("fine")))
-        self.requests: list[dict[str, Any]] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                server.requests.append(body)
-                status, obj = (server.replies.pop(0) if server.replies
-                               else server.after(body))
-                data = json.dumps(obj).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    self.wfile.write(data)
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> Self:
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-
-def completion(text: str, usage: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": text}}],
-            "usage": usage or {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}}
 
 
 def _model(url: str, **kw: Any) -> Any:

@@ -5,17 +5,16 @@ shared servers) with llama.cpp's server replaced by a stub (no model, no xllamac
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Self
+from typing import Any
 
 import pytest
 from datasets import make_png, write_memlens
+from scripted_server import LLAMA_NO_VISION, LLAMA_OVERFLOW, ScriptedServer
 from stub_server import StubServer
 from typer.testing import CliRunner
 
@@ -173,56 +172,10 @@ def test_tokenizer_model_needs_a_local_model(tmp_path):
 
 # -- stopping runs that cannot work (through an HTTP server that answers errors) ------------
 
-LLAMA_OVERFLOW = {"error": {
-    "code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": 14550, "n_ctx": 8192,
-    "message": "request (14550 tokens) exceeds the available context size (8192 tokens), "
-               "try increasing it"}}
-LLAMA_NO_VISION = {"error": {
-    "code": 500, "type": "server_error",
-    "message": "image input is not supported - hint: if this is unexpected, you may need to "
-               "provide the mmproj"}}
 OK = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
       "choices": [{"index": 0, "finish_reason": "stop",
                    "message": {"role": "assistant", "content": "red"}}],
       "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11}}
-
-
-class ErrorServer:
-    """Answers request i with ``replies[i]``, then ``after`` for every further request."""
-
-    def __init__(self, replies: list[tuple[int, dict]], after: tuple[int, dict]) -> None:
-        self.replies, self.after, self.requests = list(replies), after, []
-        srv = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                srv.requests.append(json.loads(self.rfile.read(
-                    int(self.headers.get("Content-Length", 0)))))
-                status, obj = srv.replies.pop(0) if srv.replies else srv.after
-                data = json.dumps(obj).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    self.wfile.write(data)
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> Self:
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
 
 def _stub_cfg(tmp_path: Path, data: Path, url: str, out: str = "run", **kw: Any) -> RunConfig:
@@ -239,7 +192,7 @@ def _lines(run_dir: Path) -> list[dict]:
 
 def test_run_stops_after_over_length_answers_and_keeps_them(tmp_path):
     data = write_memlens(tmp_path, 6)
-    with ErrorServer([], after=(400, LLAMA_OVERFLOW)) as srv, pytest.raises(RunStopped) as info:
+    with ScriptedServer([], after=(400, LLAMA_OVERFLOW)) as srv, pytest.raises(RunStopped) as info:
         run(_stub_cfg(tmp_path, data, srv.base_url))
     assert isinstance(info.value, ConfigError)  # exit status 2 on the command line
     msg = str(info.value)
@@ -270,14 +223,14 @@ def test_run_stops_on_prompts_over_our_own_limit_without_sending_anything(tmp_pa
 
 def test_a_run_with_an_ok_answer_first_is_not_stopped_by_later_overflows(tmp_path):
     data = write_memlens(tmp_path, 5)
-    with ErrorServer([(200, OK)], after=(400, LLAMA_OVERFLOW)) as srv:
+    with ScriptedServer([(200, OK)], after=(400, LLAMA_OVERFLOW)) as srv:
         result = run(_stub_cfg(tmp_path, data, srv.base_url))
     assert (result.ok, result.errors) == (1, 4) and len(srv.requests) == 5
 
 
 def test_overflow_policy_drop_oldest_is_never_stopped(tmp_path):
     data = write_memlens(tmp_path, 4)
-    with ErrorServer([], after=(400, LLAMA_OVERFLOW)) as srv:
+    with ScriptedServer([], after=(400, LLAMA_OVERFLOW)) as srv:
         result = run(_stub_cfg(tmp_path, data, srv.base_url, overflow="drop-oldest",
                                max_context_tokens=100_000))
     assert (result.ok, result.errors) == (0, 4)
@@ -285,7 +238,7 @@ def test_overflow_policy_drop_oldest_is_never_stopped(tmp_path):
 
 def test_run_stops_when_images_are_refused_by_a_text_only_model(tmp_path):
     data = write_memlens(tmp_path, 4)
-    with ErrorServer([], after=(500, LLAMA_NO_VISION)) as srv, \
+    with ScriptedServer([], after=(500, LLAMA_NO_VISION)) as srv, \
             pytest.raises(RunStopped) as info:
         run(_stub_cfg(tmp_path, data, srv.base_url, context_mode="image"))
     assert "--context-mode" in str(info.value) and "stopped after" in str(info.value)
@@ -298,13 +251,13 @@ def test_run_stops_when_images_are_refused_by_a_text_only_model(tmp_path):
 
 def test_answers_before_the_stop_are_kept_and_a_rerun_resumes(tmp_path):
     data = write_memlens(tmp_path, 4)
-    with ErrorServer([(200, OK)], after=(500, LLAMA_NO_VISION)) as srv:
+    with ScriptedServer([(200, OK)], after=(500, LLAMA_NO_VISION)) as srv:
         with pytest.raises(RunStopped):
             run(_stub_cfg(tmp_path, data, srv.base_url, context_mode="image"))
         recs = {r["question_id"]: r for r in _lines(tmp_path / "run")}
         assert recs["q000"]["status"] == "ok" and recs["q000"]["prediction"] == "red"
         assert recs["q001"]["response"]["error"]["kind"] == "no_vision"
-        srv.after = (200, OK)  # the server can see now; the same folder resumes
+        srv.after = lambda body: (200, OK)  # the server can see now; the folder resumes
         result = run(_stub_cfg(tmp_path, data, srv.base_url, context_mode="image"))
     assert (result.skipped, result.done, result.ok) == (1, 3, 3)
     assert len(read_records(tmp_path / "run")) == 4
@@ -312,7 +265,7 @@ def test_answers_before_the_stop_are_kept_and_a_rerun_resumes(tmp_path):
 
 def test_run_stopped_is_exit_2_on_the_command_line(tmp_path):
     data = write_memlens(tmp_path, 3)
-    with ErrorServer([], after=(500, LLAMA_NO_VISION)) as srv:
+    with ScriptedServer([], after=(500, LLAMA_NO_VISION)) as srv:
         r = CliRunner().invoke(app, [
             "run", "--bench", "memlens", "--data", str(data), "--image-dir", str(tmp_path),
             "--out", str(tmp_path / "r"), "--model", "openai:m", "--base-url", srv.base_url,
@@ -343,7 +296,7 @@ def test_the_stop_comes_at_once_and_sends_nothing_more(tmp_path, scenario):
     # one request at a time, so "nothing more" is exact (with more in flight, those already
     # sent finish and are recorded)
     kw["concurrency"] = 1
-    with ErrorServer(replies, after=after) as srv, pytest.raises(RunStopped):
+    with ScriptedServer(replies, after=after) as srv, pytest.raises(RunStopped):
         run(_stub_cfg(tmp_path, data, srv.base_url, **kw))
     assert len(srv.requests) == expect_requests
     assert len(_lines(tmp_path / "run")) == expect_records
