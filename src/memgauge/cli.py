@@ -332,6 +332,10 @@ def demo(
         "      --system full-context --model openai:<model-name> --base-url http://127.0.0.1:8000/v1 \\\n"
         f"      --out runs/my-model-{tier_list[-1]}\n"
         f"  memgauge report runs/my-model-{tier_list[-1]}\n"
+        "Or a local GGUF model through llama.cpp (no server to run yourself):\n"
+        f"  memgauge run --bench synth --data {bench} --tier {tier_list[0]} --system full-context \\\n"
+        "      --context-mode caption --model local:smollm2 --out runs/smollm2 "
+        "(or local:/path/to/model.gguf)\n"
         f"The same data in MemLens format: {bench / 'memlens'} (image dir: {bench})",
         highlight=False, soft_wrap=True)
 

@@ -288,24 +288,68 @@ class OpenAICompatModel:
 
 
 def _to_output(raw: bytes, attempt: int, observe: Any = None) -> ModelOutput:
-    """Parse a chat-completions reply (orjson; the SDK's typed models cost ~1 ms a reply)."""
+    """Parse a chat-completions reply (orjson; the SDK's typed models cost ~1 ms a reply).
+
+    Only a reply that carries an answer becomes one: a missing, null, empty or non-text
+    ``content`` is a :class:`ModelError` naming the field (never an empty answer scored
+    0, never cached). A malformed ``usage`` is dropped, the answer kept.
+    """
     try:
         resp = orjson.loads(raw)
-        choice = resp["choices"][0]
-    except (orjson.JSONDecodeError, KeyError, IndexError, TypeError):
-        raise ModelError("bad_response", f"not a chat completion: {raw[:200]!r}",
+    except orjson.JSONDecodeError:
+        raise ModelError("bad_response", f"not JSON: {bounded(raw[:200].decode('utf-8', 'replace'))}",
                          attempts=attempt) from None
-    message = choice.get("message") or {}
-    u = resp.get("usage") or {}
-    details = u.get("prompt_tokens_details") if isinstance(u, dict) else None
-    usage = Usage(input_tokens=u.get("prompt_tokens"), output_tokens=u.get("completion_tokens"),
-                  total_tokens=u.get("total_tokens"),
-                  cached_tokens=details.get("cached_tokens") if isinstance(details, dict)
-                  else None)
+    choices = resp.get("choices") if isinstance(resp, dict) else None
+    if not isinstance(choices, list) or not choices:
+        raise ModelError("bad_response", "the reply has no `choices` (not a chat completion): "
+                         f"{bounded(raw[:200].decode('utf-8', 'replace'))}", attempts=attempt)
+    choice = choices[0]
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(message, dict):
+        raise ModelError("bad_response", "`choices[0].message` is "
+                         f"{type(message).__name__}, not an object", attempts=attempt)
+    text = _content_text(message.get("content"))
+    if text is None:
+        raise ModelError("bad_response", "`choices[0].message.content` is "
+                         f"{type(message.get('content')).__name__}, not text", attempts=attempt)
+    if not text.strip():
+        reason = choice.get("finish_reason")
+        raise ModelError("empty_completion", "the model returned no text (`content` "
+                         f"{'null' if message.get('content') is None else 'empty'}, "
+                         f"finish_reason {reason!r})", attempts=attempt)
+    usage = _usage(resp.get("usage"))
     if observe is not None:
         observe(resp)
-    return ModelOutput(text=message.get("content") or "", usage=usage,
-                       finish_reason=choice.get("finish_reason"), attempts=attempt)
+    return ModelOutput(text=text, usage=usage, finish_reason=choice.get("finish_reason"),
+                       attempts=attempt)
+
+
+def _content_text(content: Any) -> str | None:
+    """The text of ``message.content``: a string, or a list of text parts joined; None for
+    anything else. ``None`` content is "" (an empty completion)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(
+            isinstance(p, dict) and p.get("type") in ("text", "output_text")
+            and isinstance(p.get("text"), str) for p in content):
+        return "".join(p["text"] for p in content)
+    return None
+
+
+def _usage(u: Any) -> Usage:
+    """Token counts the server reported; a field that is not a whole number is left out."""
+    if not isinstance(u, dict):
+        return Usage()
+
+    def count(obj: Any, key: str) -> int | None:
+        v = obj.get(key) if isinstance(obj, dict) else None
+        return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+    return Usage(input_tokens=count(u, "prompt_tokens"), output_tokens=count(u, "completion_tokens"),
+                 total_tokens=count(u, "total_tokens"),
+                 cached_tokens=count(u.get("prompt_tokens_details"), "cached_tokens"))
 
 
 def classify_error(status: int, body: bytes) -> tuple[str, str, bool, dict[str, Any]]:
