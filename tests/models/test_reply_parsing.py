@@ -105,3 +105,35 @@ def test_a_null_completion_is_recorded_as_an_error_never_scored(tmp_path):
         assert bad.scores == {} and bad.prediction is None
         again = run(config)  # the rerun retries exactly the error
     assert (again.skipped, again.done, again.ok) == (2, 1, 1)
+
+
+@pytest.mark.parametrize(("body", "judged"), [
+    ({"choices": [None]}, False), ({"choices": [{"message": "yes"}]}, False),
+    (_reply(None), False), (_reply(3), False),
+    (_reply('{"score": 1}', usage={"prompt_tokens": "many"}), True),  # bad usage only
+])
+def test_malformed_judge_replies_are_judge_errors_and_the_answers_stay(tmp_path, body, judged):
+    from typer.testing import CliRunner
+
+    from memgauge.cli import app
+
+    data = write_memlens(tmp_path, 2)
+    run_dir = tmp_path / "run"
+    with ScriptedServer([], after=(200, _reply("red"))) as model_srv:
+        run(RunConfig(bench="memlens", data=str(data), image_dir=str(data.parent),
+                      out=str(run_dir), model="openai:m", base_url=model_srv.base_url,
+                      progress=False, context_mode="text", cache=False))
+    before = read_records(run_dir)
+    with ScriptedServer([], after=(200, body)) as judge_srv:
+        res = CliRunner().invoke(app, ["score", str(run_dir), "--judge", "openai:j",
+                                       "--judge-base-url", judge_srv.base_url,
+                                       "--no-label-errors"])
+    assert res.exit_code == 0, res.output
+    after = read_records(run_dir)
+    for qid, rec in after.items():
+        assert rec.status == "ok" and rec.prediction == before[qid].prediction == "red"
+        assert rec.scores["rule"] == before[qid].scores["rule"]
+        if judged:  # the judgement stands
+            assert rec.scores["judge"] == 1.0
+        else:
+            assert "judge" not in rec.scores and rec.meta["judge_error"]["scorer"] == "judge"
