@@ -7,9 +7,11 @@ command makes no new model calls for work already done.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
+import sys
 import threading
 import time
 from pathlib import Path
@@ -47,6 +49,7 @@ class ResponseCache:
         self._db.commit()
         self.hits = 0
         self.misses = 0
+        self.write_error: str | None = None  # set at the first failed write
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
@@ -58,10 +61,23 @@ class ResponseCache:
         return orjson.loads(row[0])
 
     def put(self, key: str, value: dict[str, Any], kind: str = "chat") -> None:
+        """Store a reply. A cache that cannot be written (a full disk, a read-only folder)
+        never costs an answer: the first failure is reported once on stderr, and the run
+        goes on without storing more."""
+        if self.write_error is not None:
+            return
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
-                             (key, kind, orjson.dumps(value), time.time()))
-            self._db.commit()
+            try:
+                self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
+                                 (key, kind, orjson.dumps(value), time.time()))
+                self._db.commit()
+            except (sqlite3.Error, OSError) as exc:
+                self.write_error = f"{type(exc).__name__}: {exc}"
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.rollback()
+                print(f"warning: the response cache {self.path} cannot be written "
+                      f"({self.write_error}); going on without storing replies",
+                      file=sys.stderr, flush=True)
 
     def close(self) -> None:
         with self._lock:

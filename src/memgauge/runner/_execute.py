@@ -181,6 +181,8 @@ class Setup:
             return None
         out = {"enabled": True, "hits_this_invocation": self.cache.hits,
                "misses_this_invocation": self.cache.misses}
+        if self.cache.write_error:
+            out["write_error"] = self.cache.write_error
         self.cache.close()
         return out
 
