@@ -34,6 +34,7 @@ from ..scoring import (
 from ..systems import SystemContext
 from ..tokens import TokenCounter
 from ._gc import quiet_gc, restore_gc
+from ._lock import RunLock
 from ._manifest import build_manifest, config_hash, package_versions
 from ._store import (
     RecordWriter,
@@ -293,6 +294,19 @@ class Runner:
         """Before answering (once per invocation, in the parent when there are workers):
         check the folder's identity, compact records.jsonl, note what is done."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = RunLock.acquire(self.run_dir)
+        try:
+            return self._prepare()
+        except BaseException:
+            self.unlock()
+            raise
+
+    def unlock(self) -> None:
+        lock, self._lock = getattr(self, "_lock", None), None
+        if lock is not None:
+            lock.release()
+
+    def _prepare(self) -> Prepared:
         prior_manifest = self._check_identity()
         prior = read_records(self.run_dir)
         records_path = self.run_dir / "records.jsonl"
@@ -356,6 +370,12 @@ class Runner:
 
     async def run(self) -> RunResult:
         prep = self.prepare()
+        try:
+            return await self._run(prep)
+        finally:
+            self.unlock()
+
+    async def _run(self, prep: Prepared) -> RunResult:
         s = self.setup()
         manifest = self.initial_manifest(s, prep)
         result = RunResult(run_dir=self.run_dir, skipped=len(prep.done_ok))
@@ -565,7 +585,10 @@ class Runner:
 
         n, why = workers_for(self.config)
         if n > 1:
-            result = run_with_workers(self, n)
+            try:
+                result = run_with_workers(self, n)
+            finally:
+                self.unlock()
         else:
             result = asyncio.run(self.run())
         if why:
