@@ -426,6 +426,8 @@ def generate_synth(
              "checked to survive. Off by default.")] = None,
     naturalize_base_url: Annotated[str | None, typer.Option(
         help="Endpoint for --naturalize")] = None,
+    overwrite: Annotated[bool, typer.Option(
+        help="Replace a benchmark already in --out (cleared first)")] = False,
 ) -> None:
     """Procedural multimodal memory benchmark: rendered evidence, computed answers."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -444,7 +446,7 @@ def generate_synth(
         config = SynthConfig(out=out_dir, seed=seed, tiers=tier_list, questions=questions,
                              text_tokens_per_image=text_tokens_per_image,
                              families=families.split(",") if families else None,
-                             naturalizer=naturalizer)
+                             naturalizer=naturalizer, overwrite=overwrite)
         progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                             MofNCompleteColumn(), TimeElapsedColumn(), console=err.get(),
                             disable=not err.is_terminal)

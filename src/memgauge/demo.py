@@ -58,7 +58,8 @@ def run_demo(config: DemoConfig, say: Callable[[str], None]) -> Path:
     bench_dir = root / "benchmark"
     say(f"1/5 generating {config.questions} questions at tiers {', '.join(config.tiers)}")
     manifest = generate(SynthConfig(out=str(bench_dir), seed=config.seed,
-                                    tiers=list(config.tiers), questions=config.questions))
+                                    tiers=list(config.tiers), questions=config.questions,
+                                    overwrite=True))  # a rerun regenerates the same bytes
     say("2/5 validating (oracles, visual necessity, indistinguishability, duplicates, retrieval)")
     gates = validate(bench_dir, progress=lambda m: say(f"    {m}"))
     say("3/5 running the offline baselines")

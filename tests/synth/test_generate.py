@@ -146,3 +146,28 @@ def test_runner_counts_the_same_tokens_the_generator_targeted(bench, tmp_path):
     for r in records.values():
         assert r.input_tokens == tokens[r.episode_id]
     assert sent_images > 0
+
+
+def test_a_non_empty_folder_is_refused_unless_overwrite_which_clears_it(tmp_path):
+    """An earlier benchmark's tiers and images must not survive under a new manifest
+    (issue 11: `generate synth` into a non-empty folder)."""
+    import pytest
+
+    from memgauge.errors import ConfigError
+
+    out = tmp_path / "b"
+    generate(SynthConfig(out=str(out), seed=1, tiers=["8k", "32k"], questions=3))
+    with pytest.raises(ConfigError, match="not empty; use --overwrite"):
+        generate(SynthConfig(out=str(out), seed=2, tiers=["8k"], questions=3))
+    stale = out / "images" / "stale.png"
+    stale.parent.mkdir(exist_ok=True)
+    stale.write_bytes(b"x")
+    m = generate(SynthConfig(out=str(out), seed=2, tiers=["8k"], questions=3, overwrite=True))
+    assert not (out / "tiers" / "32k").exists() and not stale.exists()
+    assert list(m["tiers"]) == ["8k"]
+    other = tmp_path / "notours"
+    other.mkdir()
+    (other / "thesis.tex").write_text("keep me")
+    with pytest.raises(ConfigError, match="other than a generated benchmark"):
+        generate(SynthConfig(out=str(other), tiers=["8k"], questions=3, overwrite=True))
+    assert (other / "thesis.tex").read_text() == "keep me"

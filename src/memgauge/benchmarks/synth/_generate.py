@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime, timedelta
@@ -63,10 +64,12 @@ class SynthConfig:
     image_formula: str = "openai-tiles"
     families: list[str] | None = None  # default: all, round-robin
     naturalizer: Any = None  # a ChatModel that rewrites prose (off by default)
+    overwrite: bool = False  # clear an earlier benchmark in ``out`` first (else refuse)
 
     def describe(self) -> dict[str, Any]:
         # Not asdict(): it would deep-copy the naturaliser model (locks, sessions).
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "out"}
+        d = {f.name: getattr(self, f.name) for f in fields(self)
+             if f.name not in ("out", "overwrite")}
         d["tiers"] = list(self.tiers)
         d["families"] = list(self.families) if self.families else None
         d["naturalizer"] = self.naturalizer.describe() if self.naturalizer else None
@@ -358,11 +361,39 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
+def _clear_or_refuse(root: Path, overwrite: bool) -> None:
+    """A benchmark is written into an empty folder: an earlier one would leave stale tiers
+    and images behind (and change nothing in the new manifest's digest to say so)."""
+    if not root.exists():
+        return
+    if not root.is_dir():
+        raise ConfigError(f"--out {root} is a file, not a folder")
+    if not any(root.iterdir()):
+        return
+    if not overwrite:
+        raise ConfigError(f"--out {root} is not empty; use --overwrite to replace the "
+                          "benchmark there, or another folder")
+    try:
+        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+        ours = isinstance(manifest, dict) and "generator_version" in manifest
+    except (OSError, ValueError):
+        ours = False
+    if not ours:
+        raise ConfigError(f"--out {root} holds something other than a generated benchmark "
+                          "(no memgauge manifest.json); --overwrite only replaces a benchmark")
+    for child in root.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
 def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = None,
              ) -> dict[str, Any]:
     """Write a benchmark to ``config.out``; returns its manifest (also written as
     ``manifest.json``). Same config and generator version => byte-identical files."""
-    gen = Generator(config)
+    _clear_or_refuse(Path(config.out), config.overwrite)
+    gen = Generator(config)  # (it makes the image folder)
     root = gen.root
     root.mkdir(parents=True, exist_ok=True)
     plans = list(gen.plans())
