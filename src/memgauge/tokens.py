@@ -68,6 +68,11 @@ def _encoding(name: str) -> Any:
         raise ConfigError(f"unknown text tokenizer {name!r}: {exc}") from None
 
 
+def check_tokenizer(name: str) -> None:
+    """A ConfigError naming ``name`` if no BPE of that name can be loaded."""
+    _encoding(name)
+
+
 def _chunks(text: str, size: int = 400_000) -> list[str]:
     """Split very long text at whitespace: the backend refuses a million characters."""
     if len(text) <= size:

@@ -105,6 +105,37 @@ class RunConfig:
             ident["model_options"] = dict(sorted(self.model_options.items()))
         return ident
 
+    def check(self) -> None:
+        """Every option's value, before anything is read or sent: a mistake here must not
+        become one error per question."""
+        from ..systems._context import CONTEXT_MODES, INSTRUCTIONS
+
+        choices = {"--context-mode": (self.context_mode, CONTEXT_MODES),
+                   "--instruction": (self.instruction, tuple(INSTRUCTIONS)),
+                   "--overflow": (self.overflow, ("error", "drop-oldest")),
+                   "--image-format": (self.image_format, ("keep", "png", "jpeg")),
+                   "--image-mode": (self.image_mode, ("inline", "url"))}
+        for flag, (value, allowed) in choices.items():
+            if value not in allowed:
+                raise ConfigError(f"{flag} {value!r}: use one of {', '.join(allowed)}")
+        at_least = {"--concurrency": (self.concurrency, 1), "--workers": (self.workers, 1),
+                    "--limit": (self.limit, 1), "--max-tokens": (self.max_tokens, 1),
+                    "--max-attempts": (self.max_attempts, 1),
+                    "--max-context-tokens": (self.max_context_tokens, 1),
+                    "--image-max-side": (self.image_max_side, 1)}
+        for flag, (value, low) in at_least.items():
+            if value is not None and value < low:
+                raise ConfigError(f"{flag} {value}: must be at least {low}")
+        if not self.timeout_s > 0:
+            raise ConfigError(f"--timeout {self.timeout_s:g}: must be more than 0 seconds")
+        if not self.temperature >= 0:
+            raise ConfigError(f"--temperature {self.temperature:g}: must be 0 or more")
+        if self.tokenizer not in (None, "model") and (self.count_tokens
+                                                        or self.max_context_tokens):
+            from ..tokens import check_tokenizer
+
+            check_tokenizer(self.tokenizer)
+
     @property
     def is_local(self) -> bool:
         return self.model.startswith("local:")
@@ -113,6 +144,7 @@ class RunConfig:
         """Defaults that depend on the model, settled before the folder's identity is checked:
         a local model counts with its own tokenizer and is limited to its context (minus the
         room its answer needs); anything else counts with o200k_base and has no limit."""
+        self.check()
         tokenizer = self.tokenizer or ("model" if self.is_local else "o200k_base")
         limit = self.max_context_tokens
         if self.is_local:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import ConfigError
 from ..media import ImagePolicy
 from ..models import ChatModel, GenerateConfig
 from ..schema import Episode, Question, Response, Session
@@ -63,3 +64,21 @@ class SystemContext:
         if self.max_context_tokens is not None:
             self.count_tokens = True
     options: dict[str, Any] = field(default_factory=dict)
+
+    def typed_options(self, system: str, schema: dict[str, type]) -> dict[str, Any]:
+        """The ``--system-option`` values this system takes, converted to ``schema``'s
+        types; an unknown key or a value of the wrong type is a ConfigError naming it
+        (a typo must not be silently ignored)."""
+        out: dict[str, Any] = {}
+        for key, value in self.options.items():
+            kind = schema.get(key)
+            if kind is None:
+                known = ", ".join(sorted(schema)) or "none"
+                raise ConfigError(f"--system-option {key}: {system} has no such option "
+                                  f"(its options: {known})")
+            try:
+                out[key] = kind(value)
+            except (TypeError, ValueError):
+                raise ConfigError(f"--system-option {key}={value!r}: {system} needs "
+                                  f"{'a whole number' if kind is int else kind.__name__}") from None
+        return out

@@ -82,6 +82,8 @@ def full_context(ctx: SystemContext) -> SystemFactory:
 
         raise ConfigError(f"unknown context mode {ctx.context_mode!r}")
 
+    ctx.typed_options("full-context", {})
+
     def make() -> MemorySystem:
         return FullContext(ctx)
 

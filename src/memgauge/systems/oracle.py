@@ -75,6 +75,8 @@ class Oracle:
 @system("oracle")
 def oracle(ctx: SystemContext) -> SystemFactory:
     """Answers from the gold evidence's facts, image content included (expects 100 %)."""
+    ctx.typed_options("oracle", {})
+
     def make() -> MemorySystem:
         return Oracle(with_images=True)
 
@@ -84,6 +86,8 @@ def oracle(ctx: SystemContext) -> SystemFactory:
 @system("oracle-text")
 def oracle_text(ctx: SystemContext) -> SystemFactory:
     """The oracle with image content withheld (visual-necessity check)."""
+    ctx.typed_options("oracle-text", {})
+
     def make() -> MemorySystem:
         return Oracle(with_images=False)
 

@@ -30,8 +30,11 @@ class Rag:
         self.ctx = ctx
         self.retriever = retriever
         self.name = f"rag-{retriever}"
-        self.top_k = int(ctx.options.get("top_k", 5))
-        self.reader = str(ctx.options.get("reader", "model"))
+        opts = ctx.typed_options(self.name, {"top_k": int, "reader": str})
+        self.top_k = opts.get("top_k", 5)
+        if self.top_k < 1:
+            raise ConfigError(f"--system-option top_k={self.top_k}: must be at least 1")
+        self.reader = opts.get("reader", "model")
         if self.reader not in ("model", "oracle"):
             raise ConfigError(f"unknown reader {self.reader!r}; use model or oracle")
         self.modality = "text" if self.reader == "model" and ctx.context_mode != "image" else "image"

@@ -1,0 +1,48 @@
+"""Configuration mistakes are caught before the first request, as one clear error (exit 2),
+not as one error per question with exit 0 (issue 11, "Fail fast on mistakes")."""
+
+from __future__ import annotations
+
+import pytest
+from datasets import write_memlens
+from stub_server import StubServer
+from typer.testing import CliRunner
+
+from memgauge.cli import app
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    (["--image-format", "webp"], "--image-format 'webp': use one of keep, png, jpeg"),
+    (["--instruction", "shout"], "--instruction 'shout': use one of direct"),
+    (["--overflow", "truncate"], "--overflow 'truncate': use one of error, drop-oldest"),
+    (["--context-mode", "pixels"], "--context-mode 'pixels'"),
+    (["--image-mode", "base64"], "--image-mode 'base64'"),
+    (["--concurrency", "0"], "--concurrency 0: must be at least 1"),
+    (["--limit", "-1"], "--limit -1: must be at least 1"),
+    (["--limit", "0"], "--limit 0: must be at least 1"),
+    (["--timeout", "0"], "--timeout 0: must be more than 0 seconds"),
+    (["--max-tokens", "0"], "--max-tokens 0: must be at least 1"),
+    (["--max-attempts", "0"], "--max-attempts 0: must be at least 1"),
+    (["--image-max-side", "-5"], "--image-max-side -5: must be at least 1"),
+    (["--temperature", "-0.5"], "--temperature -0.5: must be 0 or more"),
+    (["--max-context-tokens", "0"], "--max-context-tokens 0: must be at least 1"),
+    (["--tokenizer", "o300k_nope", "--count-tokens"], "unknown text tokenizer 'o300k_nope'"),
+    (["--system-option", "topk=3", "--system", "rag-bm25"],
+     "--system-option topk: rag-bm25 has no such option (its options: reader, top_k)"),
+    (["--system-option", "top_k=three", "--system", "rag-bm25"],
+     "--system-option top_k='three': rag-bm25 needs a whole number"),
+    (["--system-option", "top_k=0", "--system", "rag-bm25"], "top_k=0: must be at least 1"),
+    (["--system-option", "top_k=5"], "--system-option top_k: full-context has no such option"),
+])
+def test_a_bad_option_stops_before_any_request(tmp_path, extra, says):
+    data = write_memlens(tmp_path, 3)
+    with StubServer() as stub:
+        res = CliRunner().invoke(app, [
+            "run", "--bench", "memlens", "--data", str(data), "--image-dir", str(data.parent),
+            "--model", "openai:m", "--base-url", stub.base_url, "--out", str(tmp_path / "r"),
+            *extra])
+    assert res.exit_code == 2, res.output
+    assert says in " ".join(res.output.split()), res.output
+    assert "Traceback" not in res.output
+    assert stub.requests == []
+    assert not (tmp_path / "r" / "records.jsonl").exists()
