@@ -174,9 +174,15 @@ def test_scorers_with_different_coverage():
         rec("q2", IE, {"rule": 0.0}),
         rec("q3", TR, {"rule": 1.0, "judge": 0.0}),
     ]
-    s = summarize(records)
+    # A judge that scored 2 of 3 answered questions is not silently the headline
+    # (issue 11, item 9): the rule scorer, which scored all 3, is, and the summary says why.
+    auto = summarize(records)
+    assert auto.primary == "rule" and auto.primary_covers == 3
+    assert "judge scored 2 of 3" in auto.primary_note
+    assert auto.micro_accuracy == pytest.approx(2 / 3)
+    s = summarize(records, primary="judge")  # asked for: it is the headline, with its n
     assert s.scorers == ("judge", "rule")
-    assert s.primary == "judge"
+    assert s.primary == "judge" and s.primary_covers == 2 and s.primary_note is None
     assert (s.overall["judge"].n, s.overall["judge"].accuracy) == (2, 0.5)
     assert s.overall["rule"].n == 3
     assert s.overall["rule"].accuracy == pytest.approx(2 / 3)

@@ -129,3 +129,16 @@ def test_json_is_strict_with_missing_values():
     assert data["summary"]["micro_accuracy"] is None
     md = render_markdown(s, title="t")
     assert "No scored records." in md
+
+
+def test_the_headline_says_how_many_questions_its_scorer_covers_and_why_not_the_judge():
+    """A judge that failed on most items is not silently the headline (issue 11, item 9)."""
+    ab = "information_extraction"
+    recs = [rec(f"q{i}", ab, {"rule": 1.0, **({"judge": 0.0} if i < 5 else {})})
+            for i in range(20)]
+    text = render_markdown(summarize(recs), title="t")
+    assert "**Primary scorer:** `rule` (scores 20 of 20 answered questions)" in text
+    assert "judge scored 5 of 20 answered questions" in text
+    assert "**Accuracy (micro):** 100.0%" in text
+    asked = render_markdown(summarize(recs, primary="judge"), title="t")
+    assert "`judge` (scores 5 of 20 answered questions)" in asked

@@ -145,11 +145,16 @@ def test_question_rows(tables):
     assert rows[("A", "q4")].tier == "8k" and rows[("A", "q4")].evidence_depth == 0.95
 
 
-def test_primary_prefers_a_judge_and_missing_scorer_shows_no_accuracy():
+def test_primary_prefers_a_judge_that_scored_everything_and_missing_scorer_shows_no_accuracy():
     runs = three_runs()
     judged = [r.model_copy(update={"scores": {**r.scores, "judge": 1.0 - r.scores["rule"]}})
               if "rule" in r.scores else r for r in runs[0].records]
-    t = build_tables([RunData("A", runs[0].manifest, judged), runs[1]])
+    both = [RunData("A", runs[0].manifest, judged), runs[1]]
+    # run B has no judge: the judge does not score every answered question, so it is not
+    # the headline unless asked for (issue 11, item 9); the rule scorer covers both runs
+    assert build_tables(both).primary == "rule"
+    assert build_tables([both[0]]).primary == "judge"  # it covers all of run A
+    t = build_tables(both, primary="judge")
     assert t.primary == "judge" and t.scorers == ["judge", "rule"]
     a, b = t.runs
     assert a.accuracy == pytest.approx(2 / 5)
@@ -261,7 +266,7 @@ def test_question_rows_say_why_a_judged_run_left_an_answer_unscored():
         "meta": {**first.meta, "judge_error": {"kind": "timeout", "message": "judge slow"}}})
     judged = [failed] + [r.model_copy(update={"scores": {**r.scores, "judge": 1.0}})
                          for r in runs[0].records[1:] if r.status == "ok"]
-    t = build_tables([RunData("A", runs[0].manifest, judged)])
+    t = build_tables([RunData("A", runs[0].manifest, judged)], primary="judge")
     row = next(q for q in t.questions if q.question_id == failed.question_id)
     assert t.primary == "judge"
     assert (row.correct, row.error_kind, row.error_message) == ("unscored", "judge timeout",

@@ -144,6 +144,8 @@ class Summary:
     # Summed over answered records with usage: input, cached (prompt tokens the server's
     # prefix cache served), output; and how many answers carried usage.
     tokens: dict[str, int] = field(default_factory=dict)
+    primary_covers: int = 0  # answered records carrying the primary score
+    primary_note: str | None = None  # why the headline is not a judge the records carry
 
     def to_dict(self) -> dict[str, Any]:
         """A plain, JSON-serialisable dict (non-finite numbers become ``None``)."""
@@ -162,6 +164,8 @@ class Summary:
             "by_ability": {k: g.to_dict() for k, g in self.by_ability.items()},
             "by_subtype": {k: g.to_dict() for k, g in self.by_subtype.items()},
             "tokens": dict(self.tokens),
+            "primary_covers": self.primary_covers,
+            "primary_note": self.primary_note,
             "bootstrap": {
                 "method": self.ci_method,
                 "confidence": self.confidence,
@@ -185,12 +189,20 @@ def token_totals(records: Sequence[Record]) -> dict[str, int]:
     return totals if totals["answers"] else {}
 
 
-def choose_primary(scorers: Sequence[str], primary: str | None = None) -> str | None:
+def choose_primary(scorers: Sequence[str], primary: str | None = None, *,
+                   covered: dict[str, int] | None = None, n_ok: int | None = None) -> str | None:
     """The headline scorer: ``primary`` if given, else the first (sorted) name containing
     "judge", else "rule", else a name containing "rule", else the first name; ``None`` when
     there are no scorers. A given ``primary`` absent from non-empty ``scorers`` is an error.
+
+    With ``covered`` (score name -> answered records carrying it) and ``n_ok``, a judge that
+    did not score every answered question is passed over: a headline over the few it could
+    judge would silently be another number (see :func:`primary_note`).
     """
     names = sorted(scorers)
+    if primary is None and covered is not None and n_ok is not None:
+        names = [n for n in names if "judge" not in n.lower() or covered.get(n, 0) >= n_ok] \
+            or names
     if primary is not None:
         if names and primary not in names:
             raise ValueError(
@@ -209,6 +221,26 @@ def choose_primary(scorers: Sequence[str], primary: str | None = None) -> str | 
         if candidates:
             return candidates[0]
     return None  # pragma: no cover - unreachable
+
+
+def primary_note(scorers: Sequence[str], chosen: str | None, covered: dict[str, int],
+                 n_ok: int) -> str | None:
+    """Why the headline is not a judge that the records carry, or None."""
+    skipped = [n for n in sorted(scorers) if "judge" in n.lower() and n != chosen
+               and covered.get(n, 0) < n_ok]
+    if not skipped or chosen is None or "judge" in chosen.lower():
+        return None
+    parts = ", ".join(f"{n} scored {covered.get(n, 0)} of {n_ok}" for n in skipped)
+    return (f"not the judge: {parts} answered questions (the rest are judge errors), so the "
+            f"headline is `{chosen}`, which scored all of them; --primary chooses another")
+
+
+def coverage_counts(records: Iterable[Record]) -> dict[str, int]:
+    """Score name -> how many of ``records`` carry it."""
+    counts: Counter[str] = Counter()
+    for r in records:
+        counts.update(r.scores.keys())
+    return dict(counts)
 
 
 def _ability_key(ability: Ability | str) -> str:
@@ -306,7 +338,8 @@ def summarize(
     error_kinds = dict(sorted(kind_counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     scorers = tuple(sorted({name for r in ok for name in r.scores}))
-    chosen = choose_primary(scorers, primary)
+    covered = coverage_counts(ok)
+    chosen = choose_primary(scorers, primary, covered=covered, n_ok=len(ok))
     kw = {"seed": seed, "n_resamples": n_resamples, "confidence": confidence}
 
     overall = _scorer_stats(ok, scorers, **kw)
@@ -350,6 +383,8 @@ def summarize(
 
     return Summary(
         tokens=token_totals(ok),
+        primary_covers=covered.get(chosen, 0) if chosen else 0,
+        primary_note=primary_note(scorers, chosen, covered, len(ok)),
         n_records=len(all_records),
         n_ok=len(ok),
         n_errors=len(failed),

@@ -20,7 +20,7 @@ from typing import Any
 
 from memgauge.analysis._errors import error_breakdown
 from memgauge.analysis._json import json_safe
-from memgauge.analysis._metrics import Summary, choose_primary, summarize
+from memgauge.analysis._metrics import Summary, choose_primary, coverage_counts, summarize
 from memgauge.analysis._paired import clustered_se, spearman
 from memgauge.analysis._stats import mean
 from memgauge.errors import ConfigError, MemgaugeError
@@ -481,10 +481,11 @@ def _question_rows(run: RunData, tier: str, primary: str | None,
 
 
 def _pick_primary(runs: Sequence[RunData], primary: str | None) -> tuple[list[str], str | None]:
-    scorers = sorted({name for run in runs for r in run.records if r.status == "ok"
-                      for name in r.scores})
+    ok = [r for run in runs for r in run.records if r.status == "ok"]
+    scorers = sorted({name for r in ok for name in r.scores})
     try:
-        return scorers, choose_primary(scorers, primary)
+        return scorers, choose_primary(scorers, primary, covered=coverage_counts(ok),
+                                       n_ok=len(ok))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
 

@@ -120,7 +120,10 @@ def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | N
                       f"cache{share}; {t['output']:,} output; over {t['answers']} answers")))
     if summary.primary is not None:
         head = summary.overall.get(summary.primary)
-        facts.append(("Primary scorer", f"`{summary.primary}`"))
+        facts.append(("Primary scorer", (f"`{summary.primary}` (scores "
+                      f"{summary.primary_covers} of {summary.n_ok} answered questions)")))
+        if summary.primary_note:
+            facts.append(("Why this scorer", summary.primary_note))
         if head is not None:
             facts.append(("Accuracy (micro)",
                           f"{_pct(summary.micro_accuracy)} {_ci(head.ci_low, head.ci_high)}"))
