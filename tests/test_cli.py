@@ -127,3 +127,31 @@ def test_demo_runs_a_real_local_model(tmp_path):
     assert manifest["model"]["provider"] == "local" and manifest["model"]["slots"] == 1
     page = (out / "report.html").read_text()
     assert "full-context-smollm2" in page or "local:smollm2" in page
+
+
+def test_scores_outside_0_1_are_refused_by_every_reader_naming_the_line(tmp_path):
+    """A run folder with a score of 5.0 must not report 500 % (issue 11, item 8)."""
+    from importlib import resources
+
+    fixture = resources.files("memgauge") / "data" / "memlens_mini"
+    run_dir = tmp_path / "r"
+    res = runner.invoke(app, ["run", "--bench", "memlens", "--data",
+                              str(fixture / "dataset.json"), "--image-dir", str(fixture),
+                              "--model", f"replay:{fixture / 'predictions.json'}",
+                              "--out", str(run_dir)])
+    assert res.exit_code == 0, res.output
+    path = run_dir / "records.jsonl"
+    lines = path.read_text().splitlines()
+    bad = json.loads(lines[1])
+    bad["scores"]["rule"] = 5.0
+    lines[1] = json.dumps(bad)
+    path.write_text("\n".join(lines) + "\n")
+    for args in (["report", str(run_dir)], ["compare", str(run_dir), str(run_dir)],
+                 ["audit", str(run_dir)], ["merge", str(run_dir), "--out", str(tmp_path / "m")],
+                 ["score", str(run_dir), "--judge", "openai:j",
+                  "--judge-base-url", "http://127.0.0.1:9/v1"]):
+        out = runner.invoke(app, args)
+        text = " ".join(out.output.split())
+        assert out.exit_code == 2, (args, out.output)
+        assert "line 2" in text and "score 'rule' is 5.0, outside [0, 1]" in text, text
+        assert "Traceback" not in out.output

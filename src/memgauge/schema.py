@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class Ability(StrEnum):
@@ -197,6 +197,15 @@ class Record(_Model):
     missing_images: list[str] = Field(default_factory=list)
     timings: dict[str, float] = Field(default_factory=dict)
     meta: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("scores")
+    @classmethod
+    def _scores_in_range(cls, scores: dict[str, float]) -> dict[str, float]:
+        # Every score is a value in [0, 1]: a report that averages 5.0 shows 500 %.
+        for name, value in scores.items():
+            if not (-1e-9 <= value <= 1 + 1e-9):  # NaN fails too
+                raise ValueError(f"score {name!r} is {value}, outside [0, 1]")
+        return scores
 
     def evidence_recall(self) -> float | None:
         """Share of the question's evidence sessions among what the system retrieved; None

@@ -77,10 +77,23 @@ def read_records(run_dir: str | os.PathLike[str]) -> dict[str, Record]:
         try:
             rec = Record.model_validate(obj)
         except Exception as exc:  # noqa: BLE001 - any failure is bad input at this line
-            raise InputError(f"not a valid record ({exc})", file=str(path),
+            raise InputError(f"not a valid record ({_why(exc)})", file=str(path),
                              item=f"line {n}") from None
         out[rec.question_id] = rec
     return out
+
+
+def _why(exc: Exception) -> str:
+    """A validation failure in a line: the fields and what is wrong with them."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc)
+    parts = []
+    for e in errors()[:3]:
+        where = ".".join(str(x) for x in e.get("loc", ())) or "record"
+        parts.append(f"{where}: {e.get('msg', '?')}")
+    more = len(errors()) - len(parts)
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
 def load_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
