@@ -53,10 +53,13 @@ def test_run_report_merge_with_replay(tmp_path):
                                  for i in range(5)]))  # q005 has no prediction: an error
     base = ["run", "--bench", "memlens", "--data", str(data), "--image-dir", str(tmp_path),
             "--model", f"replay:{preds}"]
+    statuses = []
     for shard in ("0/2", "1/2"):
         r = runner.invoke(app, [*base, "--out", str(tmp_path / shard.replace("/", "of")),
                                 "--shard", shard])
-        assert r.exit_code == 0, r.output
+        statuses.append(r.exit_code)
+    # the shard holding q005 exits 3 (some questions failed), naming the cause; the other 0
+    assert sorted(statuses) == [0, 3], statuses
     m = runner.invoke(app, ["merge", str(tmp_path / "0of2"), str(tmp_path / "1of2"),
                             "--out", str(tmp_path / "all")])
     assert m.exit_code == 0, m.output

@@ -38,9 +38,17 @@ err = _LazyConsole(stderr=True)
 out = _LazyConsole()
 
 
+# Exit statuses (README, "Exit status"): 0 every question answered; 2 a configuration or
+# input error (nothing, or only what was done before the stop, was answered); 3 some
+# questions failed and are recorded as errors (rerun to retry them); 130 interrupted.
+EXIT_CONFIG = 2
+EXIT_SOME_FAILED = 3
+EXIT_INTERRUPTED = 130
+
+
 def _fail(exc: Exception) -> None:
     err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
+    raise typer.Exit(EXIT_CONFIG)
 
 
 @app.command()
@@ -134,6 +142,13 @@ def run(
         _execute(config)
     except MemgaugeError as exc:
         _fail(exc)
+    except KeyboardInterrupt:
+        from .runner._store import count_lines
+
+        done = count_lines(out_dir) if Path(out_dir).is_dir() else 0
+        _say(f"interrupted: {done} questions recorded in {out_dir}; rerun the same command "
+             "to resume")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
 def _options(pairs: list[str], flag: str = "--system-option") -> dict[str, str]:
@@ -185,6 +200,30 @@ def _execute(config) -> None:  # type: ignore[no-untyped-def]
     if result.errors:
         _say(f"{result.errors} questions failed; they are reported apart. "
              "Rerun the same command to retry them.", style="yellow")
+        causes = _top_causes(result.run_dir)
+        if causes:
+            _say("top causes: " + "; ".join(causes), style="yellow")
+        raise typer.Exit(EXIT_SOME_FAILED)
+
+
+def _top_causes(run_dir: Path, n: int = 3) -> list[str]:
+    """The most frequent error kinds among the run's failed questions, with one message."""
+    from collections import Counter
+
+    from .runner import read_records
+
+    try:
+        records = read_records(run_dir)
+    except MemgaugeError:
+        return []
+    kinds: Counter[str] = Counter()
+    example: dict[str, str] = {}
+    for rec in records.values():
+        err = rec.response.error if rec.status == "error" else None
+        if err is not None:
+            kinds[err.kind] += 1
+            example.setdefault(err.kind, err.message)
+    return [f"{kind} ×{count} ({example[kind][:120]})" for kind, count in kinds.most_common(n)]
 
 
 def _say(text: str, style: str | None = None) -> None:

@@ -46,3 +46,43 @@ def test_a_bad_option_stops_before_any_request(tmp_path, extra, says):
     assert "Traceback" not in res.output
     assert stub.requests == []
     assert not (tmp_path / "r" / "records.jsonl").exists()
+
+
+def test_exit_status_3_when_some_questions_failed_naming_the_top_causes(tmp_path):
+    data = write_memlens(tmp_path, 4)
+    with StubServer() as stub:
+        stub.plan = [400]  # the first question's request is refused for good
+        res = CliRunner().invoke(app, [
+            "run", "--bench", "memlens", "--data", str(data), "--image-dir", str(data.parent),
+            "--model", "openai:m", "--base-url", stub.base_url, "--out", str(tmp_path / "r"),
+            "--concurrency", "1", "--no-cache"])
+        assert res.exit_code == 3, res.output
+        assert "1 questions failed" in res.output and "top causes: http_400 ×1" in res.output
+        again = CliRunner().invoke(app, [  # the rerun retries the error: all answered, 0
+            "run", "--bench", "memlens", "--data", str(data), "--image-dir", str(data.parent),
+            "--model", "openai:m", "--base-url", stub.base_url, "--out", str(tmp_path / "r"),
+            "--concurrency", "1", "--no-cache"])
+    assert again.exit_code == 0, again.output
+
+
+def test_ctrl_c_says_how_many_are_done_and_how_to_resume(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    data = write_memlens(tmp_path, 40)
+    with StubServer(latency_s=0.3) as stub:
+        cmd = [sys.executable, "-m", "memgauge.cli", "run", "--bench", "memlens",
+               "--data", str(data), "--image-dir", str(data.parent), "--model", "openai:m",
+               "--base-url", stub.base_url, "--out", str(tmp_path / "r"), "--concurrency", "1",
+               "--no-cache"]
+        proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while len(stub.requests) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "interrupted:" in err and "rerun the same command to resume" in err
+    assert "Traceback" not in err
