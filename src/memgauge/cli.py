@@ -312,7 +312,10 @@ def _judges_fact(judges: dict) -> str:
         who = f"{model.get('provider', '?')}:{model.get('model', '?')}" \
             if isinstance(model, dict) else str(model)
         versions = ", ".join(f"{k} {v}" for k, v in sorted((j.get("prompt_versions") or {}).items()))
-        parts.append(f"{name} = {who} at {model.get('base_url') if isinstance(model, dict) else '?'}"
+        where = model.get("base_url") if isinstance(model, dict) else None
+        if isinstance(model, dict) and model.get("provider") == "local":
+            where = f"llama.cpp, sha256 {str(model.get('sha256'))[:16]}"
+        parts.append(f"{name} = {who}{f' at {where}' if where else ''}"
                      f" (rubric {j.get('rubric')}, mode {j.get('mode')}, prompts {versions}; "
                      f"{j.get('judged', 0)} judged, {j.get('failures', 0)} judge failures)")
     return "; ".join(parts)
@@ -409,7 +412,7 @@ def models_list() -> None:
     from .models._llama_server import engine_version
     from .models._local_files import CATALOGUE, catalogue_path, models_dir
 
-    print(f"models dir: {models_dir()}  (MEMGAUGE_MODELS_DIR)")
+    print(f"models dir: {models_dir()}  (set MEMGAUGE_MODELS_DIR to keep them elsewhere)")
     engine = engine_version()
     print(f"engine: {'xllamacpp ' + engine if engine else 'not installed (pip install memgauge[local])'}")
     for m in CATALOGUE.values():
@@ -657,6 +660,27 @@ def score(
     except MemgaugeError as exc:
         _fail(exc)
     print(", ".join(f"{k.replace('_', '-')} {v}" for k, v in counts.items()))
+    if counts.get("failures"):
+        why = _judge_failure_causes(run_dir)
+        if why:
+            _say("judge failures (recorded apart, never scored as 0; rerun to retry): "
+                 + "; ".join(why), style="yellow")
+
+
+def _judge_failure_causes(run_dir: str, n: int = 3) -> list[str]:
+    from collections import Counter
+
+    from .runner import read_records
+
+    kinds: Counter[str] = Counter()
+    example: dict[str, str] = {}
+    for rec in read_records(run_dir).values():
+        err = rec.meta.get("judge_error")
+        if isinstance(err, dict):
+            kind = str(err.get("kind", "?"))
+            kinds[kind] += 1
+            example.setdefault(kind, " ".join(str(err.get("message", "")).split())[:140])
+    return [f"{k} ×{c} ({example[k]})" for k, c in kinds.most_common(n)]
 
 
 def main() -> None:

@@ -246,7 +246,7 @@ def test_prompts_over_the_servers_context_stop_the_run(tmp_path, started):
     with pytest.raises(RunStopped) as info:
         run(cfg)
     msg = str(info.value)
-    assert "all over the limit" in msg and "over the server's context of 1024" in msg
+    assert "all over the limit" in msg and "by the server's count; its context is 1024" in msg
     recs = _records(tmp_path / "r")
     assert len(recs) >= 3
     for rec in recs:

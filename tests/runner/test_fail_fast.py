@@ -86,3 +86,33 @@ def test_ctrl_c_says_how_many_are_done_and_how_to_resume(tmp_path):
     assert proc.returncode == 130, err
     assert "interrupted:" in err and "rerun the same command to resume" in err
     assert "Traceback" not in err
+
+
+def test_a_rerun_whose_input_changed_is_refused_naming_the_file(tmp_path):
+    """Two datasets must never be mixed in one run folder (issue 11, honest resume)."""
+    import json
+
+    from memgauge.errors import ConfigError
+    from memgauge.runner import RunConfig, run
+
+    data = write_memlens(tmp_path, 3)
+    config = RunConfig(bench="memlens", data=str(data), image_dir=str(data.parent),
+                       out=str(tmp_path / "r"), model="openai:m", progress=False,
+                       context_mode="text", cache=False)
+    with StubServer() as stub:
+        config.base_url = stub.base_url
+        run(config)
+        assert run(config).skipped == 3  # the same input resumes
+        original = data.read_text()
+        items = json.loads(original)
+        items[0]["question"] = "A different question?"
+        data.write_text(json.dumps(items))
+        before = len(stub.requests)
+        with pytest.raises(ConfigError, match=r"the input changed; use a new --out"):
+            run(config)
+        data.write_text(original)  # the same data again, but another file named instead
+        other = tmp_path / "other.json"
+        other.write_text(json.dumps(items[:1]))
+        with pytest.raises(ConfigError, match=r"not .*other.json"):
+            run(RunConfig(**{**config.__dict__, "data": str(other)}))
+        assert len(stub.requests) == before

@@ -216,6 +216,9 @@ def test_cli_score(tmp_path):
                                        "--judge-base-url", stub.base_url])
     assert res.exit_code == 0, res.output
     assert "judged 3" in res.output and "failures 1" in res.output
+    # the failure's cause is named, not only counted
+    assert "judge failures (recorded apart, never scored as 0" in res.output
+    assert "unparseable_reply ×1" in res.output
     bad = CliRunner().invoke(app, ["score", str(run_dir), "--judge", "openai:j",
                                    "--mode", "lenient"])
     assert bad.exit_code == 2

@@ -35,6 +35,7 @@ from typing import Any
 from ..errors import ConfigError
 
 START_TIMEOUT_S = 120.0  # loading a multi-GB GGUF from a slow disk takes a while
+STOP_GRACE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -198,7 +199,9 @@ def _terminate(proc: subprocess.Popen[bytes]) -> None:
         if proc.stdin is not None:
             proc.stdin.close()  # the child's cue to stop the server and exit
     try:
-        proc.wait(timeout=10)
+        # An idle server exits at once; one still computing an answer (a run interrupted)
+        # would finish that batch first: nothing of it is wanted, so it is not waited for.
+        proc.wait(timeout=STOP_GRACE_S)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()

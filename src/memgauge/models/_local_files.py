@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..benchmarks._base import file_sha256
 from ..cache import default_cache_dir
 from ..errors import ConfigError
 
@@ -106,14 +107,6 @@ def check_gguf(path: Path, what: str = "model") -> None:
     if magic != GGUF_MAGIC:
         raise ConfigError(f"{what} file {path} is not a GGUF file (it starts with {magic!r}, "
                           "not b'GGUF')")
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def file_sha256_cached(path: Path) -> str:

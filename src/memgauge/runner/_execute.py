@@ -338,8 +338,34 @@ class Runner:
         if lock is not None:
             lock.release()
 
+    def _check_inputs(self, prior: dict[str, Any] | None) -> None:
+        """A folder's records belong to the data they were answered from: a rerun whose input
+        file changed (a regenerated benchmark, another data file) would mix two datasets in
+        one run, so it is refused, naming the file and both digests."""
+        from ..benchmarks._base import file_sha256
+
+        inputs = ((prior or {}).get("benchmark") or {}).get("inputs") or {}
+        if not isinstance(inputs, dict) or not inputs:
+            return
+        for path, digest in inputs.items():
+            if not isinstance(digest, str) or not Path(path).is_file():
+                continue
+            now = file_sha256(path)
+            if now != digest:
+                raise ConfigError(f"{self.run_dir} was answered from {path} with sha256 "
+                                  f"{digest[:16]}…, which is now {now[:16]}…: the input "
+                                  "changed; use a new --out folder for the new data")
+        data = Path(self.config.data)
+        if data.is_file() and str(data) not in inputs and str(data.resolve()) not in inputs:
+            now = file_sha256(data)
+            if now not in inputs.values():
+                raise ConfigError(f"{self.run_dir} was answered from "
+                                  f"{', '.join(sorted(inputs))}, not {data} (sha256 "
+                                  f"{now[:16]}…); use a new --out folder for other data")
+
     def _prepare(self) -> Prepared:
         prior_manifest = self._check_identity()
+        self._check_inputs(prior_manifest)
         prior = read_records(self.run_dir)
         records_path = self.run_dir / "records.jsonl"
         if prior or (records_path.exists() and records_path.stat().st_size):
@@ -659,6 +685,19 @@ class _Breaker:
         self.reason: str | None = None  # set once the run must stop
         self.seen = 0
 
+    def _limit_text(self) -> str:
+        c = self.config
+        if c.max_context_tokens is None:
+            return "the server's context is smaller"
+        text = f"limit {c.max_context_tokens}"
+        if c.is_local:
+            from ..models.local import context_tokens
+
+            n_ctx = context_tokens(c.model_options)
+            if c.max_context_tokens == n_ctx - c.max_tokens:
+                text += f" (n_ctx {n_ctx} minus --max-tokens {c.max_tokens} for the answer)"
+        return text
+
     def observe(self, record: Record) -> None:
         self.seen += 1
         err = record.response.error if record.response else None
@@ -674,12 +713,18 @@ class _Breaker:
             if self.overflows >= self.OVERFLOW_STREAK and self.config.overflow == "error":
                 c = self.config
                 what = f"tier {c.tier} " if c.tier else ""
+                if "server's context of" in err.message:  # the server counted and refused
+                    ctx = err.message.split("server's context of", 1)[1].split()[0]
+                    last = (f"{record.input_tokens} tokens by the server's count; its context "
+                            f"is {ctx}")
+                else:
+                    last = (f"{record.input_tokens} tokens counted with {c.tokenizer}; "
+                            f"{self._limit_text()}")
                 self.reason = (
                     f"stopped: the {what}prompts do not fit the model; the first "
-                    f"{self.overflows} were all over the limit ({err.message}; last prompt "
-                    f"{record.input_tokens} tokens, limit {c.max_context_tokens}, counted with "
-                    f"{c.tokenizer}). Use a smaller tier, --overflow drop-oldest, a retrieval "
-                    "system, or a larger context (--model-option n_ctx=N for local: models)")
+                    f"{self.overflows} were all over the limit (the last: {last}). Use a "
+                    "smaller tier, --overflow drop-oldest, a retrieval system, or a larger "
+                    "context (--model-option n_ctx=N for local: models)")
 
 
 def _close_now(model: Any) -> None:
