@@ -12,7 +12,23 @@ import typer
 from .errors import MemgaugeError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="Build, run, score and explain evaluations of long-term multimodal memory.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        print(f"memgauge {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the version and exit")] = False,
+) -> None:
+    """Build, run, score and explain evaluations of long-term multimodal memory."""
 
 
 class _LazyConsole:
@@ -86,6 +102,10 @@ def run(
         help="Count every prompt's cross-modal tokens (always on with --max-context-tokens)")] = False,
     max_tokens: Annotated[int, typer.Option(help="Generation limit")] = 512,
     temperature: Annotated[float, typer.Option()] = 0.0,
+    top_p: Annotated[float | None, typer.Option(help="Nucleus sampling (sent when given)")] = None,
+    extra_body: Annotated[str | None, typer.Option(
+        help="JSON object merged into every request body, e.g. "
+             "'{\"chat_template_kwargs\": {\"enable_thinking\": false}}' on vLLM")] = None,
     seed: Annotated[int | None, typer.Option(help="Sampling seed sent to the model")] = None,
     image_max_side: Annotated[int, typer.Option(help="Resize images above this side; 0 = never")] = 800,
     image_format: Annotated[str, typer.Option(help="keep | png | jpeg")] = "keep",
@@ -131,7 +151,8 @@ def run(
             instruction=instruction, label_images=label_images,
             max_context_tokens=max_context_tokens, overflow=overflow, count_tokens=count_tokens,
             max_tokens=max_tokens,
-            temperature=temperature, seed=seed, image_max_side=image_max_side or None,
+            temperature=temperature, top_p=top_p, extra_body=_json_object(extra_body),
+            seed=seed, image_max_side=image_max_side or None,
             image_format=image_format, image_mode=image_mode, tokenizer=tokenizer,
             image_formula=image_formula, timeout_s=timeout, max_attempts=max_attempts,
             cache=not no_cache, cache_path=cache_path, argv=sys.argv[1:],
@@ -149,6 +170,20 @@ def run(
         _say(f"interrupted: {done} questions recorded in {out_dir}; rerun the same command "
              "to resume")
         raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def _json_object(text: str | None, flag: str = "--extra-body") -> dict[str, Any]:
+    import json
+
+    if not text:
+        return {}
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        raise MemgaugeError(f"{flag} is not valid JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise MemgaugeError(f"{flag} must be a JSON object ({{...}}), got {type(obj).__name__}")
+    return obj
 
 
 def _options(pairs: list[str], flag: str = "--system-option") -> dict[str, str]:
@@ -625,6 +660,7 @@ def score(
     api_key_env: Annotated[str, typer.Option(
         help="Env var holding the judge's API key")] = "OPENAI_API_KEY",
     concurrency: Annotated[int, typer.Option(help="Judge calls in flight")] = 8,
+    timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds")] = 120.0,
 ) -> None:
     """Add LLM-judge scores to a finished run; a rerun only judges what is missing."""
     import asyncio
@@ -649,11 +685,13 @@ def score(
                                 f"local:<name-or-path>, got {judge!r}")
         if concurrency < 1:
             raise MemgaugeError("--concurrency must be at least 1")
+        if not timeout > 0:
+            raise MemgaugeError(f"--timeout {timeout:g}: must be more than 0 seconds")
         if not (Path(run_dir) / "manifest.json").exists():
             raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
         model = create_model(judge, ModelSettings(
             base_url=judge_base_url, api_key_env=api_key_env, concurrency=concurrency,
-            cache=ResponseCache(),
+            timeout_s=timeout, cache=ResponseCache(),
             model_options=_options(judge_model_option or [], "--judge-model-option"),
             options_flag="--judge-model-option"))
         counts = asyncio.run(_go(model))

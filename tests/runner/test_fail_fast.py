@@ -116,3 +116,30 @@ def test_a_rerun_whose_input_changed_is_refused_naming_the_file(tmp_path):
         with pytest.raises(ConfigError, match=r"not .*other.json"):
             run(RunConfig(**{**config.__dict__, "data": str(other)}))
         assert len(stub.requests) == before
+
+
+def test_version_short_help_top_p_and_extra_body(tmp_path):
+    from memgauge import __version__
+
+    assert CliRunner().invoke(app, ["--version"]).output.strip() == f"memgauge {__version__}"
+    short = CliRunner().invoke(app, ["run", "-h"])
+    assert short.exit_code == 0 and "--extra-body" in short.output
+    data = write_memlens(tmp_path, 1)
+    base = ["run", "--bench", "memlens", "--data", str(data), "--image-dir", str(data.parent),
+            "--model", "openai:m", "--no-cache"]
+    with StubServer() as stub:
+        ok = CliRunner().invoke(app, [*base, "--base-url", stub.base_url,
+                                      "--out", str(tmp_path / "a"), "--top-p", "0.9",
+                                      "--extra-body", '{"chat_template_kwargs": '
+                                                      '{"enable_thinking": false}}'])
+        assert ok.exit_code == 0, ok.output
+        [body] = stub.requests
+        assert body["top_p"] == 0.9
+        assert body["chat_template_kwargs"] == {"enable_thinking": False}
+        for extra, says in ((["--extra-body", "{nope"], "--extra-body is not valid JSON"),
+                            (["--extra-body", "[1]"], "must be a JSON object"),
+                            (["--top-p", "1.5"], "--top-p 1.5: must be in (0, 1]")):
+            bad = CliRunner().invoke(app, [*base, "--base-url", stub.base_url,
+                                           "--out", str(tmp_path / "b"), *extra])
+            assert bad.exit_code == 2 and says in bad.output, bad.output
+        assert len(stub.requests) == 1

@@ -70,6 +70,8 @@ class RunConfig:
     count_tokens: bool = False
     max_tokens: int = 512
     temperature: float = 0.0
+    top_p: float | None = None
+    extra_body: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
     image_max_side: int | None = 800
     image_format: str = "keep"
@@ -101,6 +103,9 @@ class RunConfig:
 
     def identity(self) -> dict[str, Any]:
         ident = {k: getattr(self, k) for k in self.IDENTITY}
+        for key in ("top_p", "extra_body"):  # only when given: earlier folders keep their hash
+            if getattr(self, key):
+                ident[key] = getattr(self, key)
         if self.model_options:  # only when given: earlier run folders keep their hash
             ident["model_options"] = dict(sorted(self.model_options.items()))
         return ident
@@ -128,6 +133,8 @@ class RunConfig:
                 raise ConfigError(f"{flag} {value}: must be at least {low}")
         if not self.timeout_s > 0:
             raise ConfigError(f"--timeout {self.timeout_s:g}: must be more than 0 seconds")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise ConfigError(f"--top-p {self.top_p:g}: must be in (0, 1]")
         if not self.temperature >= 0:
             raise ConfigError(f"--temperature {self.temperature:g}: must be 0 or more")
         if self.tokenizer not in (None, "model") and (self.count_tokens
@@ -409,7 +416,8 @@ class Runner:
     def _setup_rest(self, c: RunConfig, bench: Any, policy: ImagePolicy,
                     cache: ResponseCache | None, model: Any, counter: TokenCounter) -> Setup:
         ctx = SystemContext(model=model, generate=GenerateConfig(
-            max_tokens=c.max_tokens, temperature=c.temperature, seed=c.seed), counter=counter,
+            max_tokens=c.max_tokens, temperature=c.temperature, top_p=c.top_p, seed=c.seed,
+            extra_body=dict(c.extra_body)), counter=counter,
             image_policy=policy, context_mode=c.context_mode, instruction=c.instruction,
             label_images=c.label_images, max_context_tokens=c.max_context_tokens,
             overflow=c.overflow, count_tokens=c.count_tokens, options=dict(c.system_options))
