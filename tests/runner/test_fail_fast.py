@@ -130,8 +130,8 @@ def test_version_short_help_top_p_and_extra_body(tmp_path):
     with StubServer() as stub:
         ok = CliRunner().invoke(app, [*base, "--base-url", stub.base_url,
                                       "--out", str(tmp_path / "a"), "--top-p", "0.9",
-                                      "--extra-body", '{"chat_template_kwargs": '
-                                                      '{"enable_thinking": false}}'])
+                                      "--extra-body", ('{"chat_template_kwargs": '
+                                                      '{"enable_thinking": false}}')])
         assert ok.exit_code == 0, ok.output
         [body] = stub.requests
         assert body["top_p"] == 0.9
