@@ -721,10 +721,10 @@ class _Breaker:
             if self.overflows >= self.OVERFLOW_STREAK and self.config.overflow == "error":
                 c = self.config
                 what = f"tier {c.tier} " if c.tier else ""
-                if "server's context of" in err.message:  # the server counted and refused
-                    ctx = err.message.split("server's context of", 1)[1].split()[0]
+                server_ctx = record.response.meta.get("context_tokens")
+                if server_ctx:  # the server counted and refused
                     last = (f"{record.input_tokens} tokens by the server's count; its context "
-                            f"is {ctx}")
+                            f"is {server_ctx}")
                 else:
                     last = (f"{record.input_tokens} tokens counted with {c.tokenizer}; "
                             f"{self._limit_text()}")

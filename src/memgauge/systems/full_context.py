@@ -60,8 +60,9 @@ class FullContext:
             out = await c.model.generate(prompt.messages, c.generate,
                                          question_id=question.question_id)
         except ModelError as exc:
-            if "input_tokens" in exc.details:  # the server's own count of an over-length prompt
-                meta["input_tokens"] = exc.details["input_tokens"]
+            # the server's own counts of an over-length prompt
+            meta.update({k: v for k, v in exc.details.items()
+                         if k in ("input_tokens", "context_tokens")})
             return Response(error=ErrorInfo(kind=exc.kind, message=exc.message,
                                             retryable=exc.retryable, attempts=exc.attempts),
                             latency_s=time.perf_counter() - t0, meta=meta)

@@ -83,7 +83,8 @@ class Rag:
                             error=ErrorInfo(kind="context_overflow", message=str(exc)))
         except ModelError as exc:
             return Response(retrieved=retrieved, latency_s=time.perf_counter() - t0,
-                            meta={k: v for k, v in exc.details.items() if k == "input_tokens"},
+                            meta={k: v for k, v in exc.details.items()
+                                  if k in ("input_tokens", "context_tokens")},
                             error=ErrorInfo(kind=exc.kind, message=exc.message,
                                             retryable=exc.retryable, attempts=exc.attempts))
         return Response(text=clean_prediction(out.text, c.instruction), usage=out.usage,
