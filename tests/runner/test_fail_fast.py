@@ -143,3 +143,33 @@ def test_version_short_help_top_p_and_extra_body(tmp_path):
                                            "--out", str(tmp_path / "b"), *extra])
             assert bad.exit_code == 2 and says in bad.output, bad.output
         assert len(stub.requests) == 1
+
+
+@pytest.mark.parametrize(("content", "ids", "says"), [
+    ("[]", None, "holds no questions: nothing to run"),
+    ('{"foo": 1}', None, None),  # the loader's own error, naming the file
+    (None, "[]", "the list of question ids is empty"),
+    (None, "", "the list of question ids is empty"),
+    (None, "missing", "no such file"),
+    (None, "dir", "not a file"),
+    (None, '["nope"]', "are not in the data: nope"),
+])
+def test_empty_inputs_and_id_lists_are_errors_not_empty_successes(tmp_path, content, ids, says):
+    data = write_memlens(tmp_path, 2)
+    if content is not None:
+        data.write_text(content)
+    args = ["run", "--bench", "memlens", "--data", str(data), "--image-dir", str(data.parent),
+            "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1",  # never reached
+            "--out", str(tmp_path / "r")]
+    if ids is not None:
+        path = tmp_path / "ids.json"
+        if ids == "dir":
+            path.mkdir()
+        elif ids != "missing":
+            path.write_text(ids)
+        args += ["--question-ids", str(path)]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output and "error:" in res.output
+    if says:
+        assert says in " ".join(res.output.split()), res.output

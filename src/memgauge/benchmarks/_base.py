@@ -609,9 +609,24 @@ def _load_line(orjson: Any, line: bytes, path: str, index: int) -> Any:
 def read_id_list(path: str) -> set[str]:
     """Read a question-id list: a JSON list, a JSON object with a list under a key such as
     ``question_ids``, or one id per line."""
+
+    if not Path(path).is_file():
+        raise InputError("no such file" if not Path(path).exists() else "not a file",
+                         file=path, field="--question-ids")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot be read as text ({exc})", file=path) from None
+    ids = _parse_id_list(text, path)
+    if not ids:
+        raise InputError("the list of question ids is empty: it would select nothing",
+                         file=path)
+    return ids
+
+
+def _parse_id_list(text: str, path: str) -> set[str]:
     import json
 
-    text = Path(path).read_text(encoding="utf-8")
     stripped = text.lstrip()
     if stripped[:1] in ("[", "{"):
         try:

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..benchmarks import BenchmarkOptions
 from ..cache import ResponseCache
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..media import ImageEncoder, ImagePolicy
 from ..models import GenerateConfig, ModelSettings, create_model
 from ..registry import lookup
@@ -561,8 +561,10 @@ class Runner:
 
         remaining = c.limit
         started = False
+        seen = 0
         try:
             for episode in self._episodes(s.bench, part):
+                seen += 1
                 if remaining is not None and remaining <= 0:
                     break
                 todo = [q for q in episode.questions if q.question_id not in done_ok]
@@ -594,6 +596,11 @@ class Runner:
                 await asyncio.gather(*tasks)
             if stopped:
                 raise stopped[0]
+            if not seen and part is None and c.shard is None:  # (a shard may be empty)
+                raise InputError("holds no questions"
+                                 + (f" among --question-ids {c.question_ids}"
+                                    if c.question_ids else "")
+                                 + ": nothing to run", file=c.data)
         except BaseException:
             for t in tasks:
                 t.cancel()
