@@ -360,12 +360,14 @@ def _judges_fact(judges: dict) -> str:
 def merge(
     run_dirs: Annotated[list[str], typer.Argument(help="Run folders to merge (e.g. shards)")],
     out_dir: Annotated[str, typer.Option("--out", help="Merged run folder")],
+    partial: Annotated[bool, typer.Option(
+        help="Merge even if some shards i/N are missing (the manifest lists them)")] = False,
 ) -> None:
     """Merge shard runs into one run folder."""
     from .runner import merge_runs
 
     try:
-        status = merge_runs(run_dirs, out_dir)
+        status = merge_runs(run_dirs, out_dir, partial=partial)
     except MemgaugeError as exc:
         _fail(exc)
     err.print(f"merged {len(run_dirs)} runs into {out_dir}: {status['records']} records "

@@ -133,6 +133,17 @@ def test_limit_shard_and_merge(tmp_path):
     merge_runs([str(tmp_path / "s0"), str(tmp_path / "s1")], str(tmp_path / "merged"))
     merged, whole = read_records(tmp_path / "merged"), read_records(tmp_path / "full")
     assert {k: v.scores for k, v in merged.items()} == {k: v.scores for k, v in whole.items()}
+    # shards must be complete (or --partial, recorded) and the output a new folder
+    with pytest.raises(ConfigError, match=r"incomplete: 1/2 missing"):
+        merge_runs([str(tmp_path / "s0")], str(tmp_path / "half"))
+    status = merge_runs([str(tmp_path / "s0")], str(tmp_path / "half"), partial=True)
+    assert status["records"] == s0.done
+    manifest = json.loads((tmp_path / "half" / "manifest.json").read_text())
+    assert manifest["missing_shards"] == ["1/2"]
+    with pytest.raises(ConfigError, match="one of the runs being merged"):
+        merge_runs([str(tmp_path / "s0"), str(tmp_path / "s1")], str(tmp_path / "s0"))
+    with pytest.raises(ConfigError, match="shards of different splits"):
+        merge_runs([str(tmp_path / "s0"), str(tmp_path / "full")], str(tmp_path / "mixed"))
 
 
 def test_rerun_with_other_config_is_refused(tmp_path):

@@ -10,15 +10,21 @@ from ..schema import Record
 from ._store import load_manifest, read_records, rewrite_records, write_json_atomic
 
 
-def merge_runs(sources: list[str], out: str) -> dict[str, int]:
+def merge_runs(sources: list[str], out: str, *, partial: bool = False) -> dict[str, int]:
     """Combine the records of several run folders (e.g. shards) into ``out``.
 
-    Runs must share a configuration apart from the shard. A question present in several
-    inputs keeps an ok record over an error; two different ok records for one question
-    are a conflict and an error.
+    Runs must share a configuration apart from the shard. Shards must be complete (every
+    i of N) unless ``partial``; ``out`` may not be one of the inputs. A question present in
+    several inputs keeps an ok record over an error; two different ok records for one
+    question are a conflict and an error.
     """
     if not sources:
         raise ConfigError("merge needs at least one run folder")
+    target = Path(out).resolve()
+    for src in sources:
+        if Path(src).resolve() == target:
+            raise ConfigError(f"--out {out} is one of the runs being merged; merge into a "
+                              "new folder")
     manifests = []
     for src in sources:
         m = load_manifest(src)
@@ -32,6 +38,10 @@ def merge_runs(sources: list[str], out: str) -> dict[str, int]:
             diff = sorted(k for k in set(base) | set(ident) if base.get(k) != ident.get(k))
             raise ConfigError(f"{src} was run with a different configuration "
                               f"({', '.join(diff)} differ) and cannot be merged")
+    missing = _missing_shards(sources, manifests)
+    if missing and not partial:
+        raise ConfigError(f"the shards are incomplete: {', '.join(missing)} missing; merge "
+                          "them all, or pass --partial to merge what is there")
     merged: dict[str, Record] = {}
     for src in sources:
         for qid, rec in read_records(src).items():
@@ -52,9 +62,26 @@ def merge_runs(sources: list[str], out: str) -> dict[str, int]:
          "config_hash": m.get("config_hash"), "status": m.get("status")}
         for s, m in zip(sources, manifests, strict=True)]
     manifest["status"] = {"records": len(merged), "ok": ok, "errors": len(merged) - ok}
+    if missing:
+        manifest["missing_shards"] = missing
     manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     from ._manifest import config_hash
 
     manifest["config_hash"] = config_hash(manifest["config"]["identity"])
     write_json_atomic(out_dir / "manifest.json", manifest)
     return manifest["status"]
+
+
+def _missing_shards(sources: list[str], manifests: list[dict]) -> list[str]:
+    """The shards ``i/N`` not among the inputs (none when no input is a shard)."""
+    shards = [m["config"]["identity"].get("shard") for m in manifests]
+    if all(sh is None for sh in shards):
+        return []
+    counts = {int(sh[1]) for sh in shards if sh is not None}
+    if any(sh is None for sh in shards) or len(counts) != 1:
+        named = ", ".join(f"{Path(s).name}: {'/'.join(map(str, sh)) if sh else 'whole'}"
+                          for s, sh in zip(sources, shards, strict=True))
+        raise ConfigError(f"the runs are shards of different splits ({named})")
+    n = counts.pop()
+    have = {int(sh[0]) for sh in shards if sh is not None}
+    return [f"{i}/{n}" for i in range(n) if i not in have]
