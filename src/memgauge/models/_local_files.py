@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -115,17 +116,16 @@ def file_sha256_cached(path: Path) -> str:
     st = path.stat()
     stamp = {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
     side = path.with_name(path.name + ".sha256.json")
-    try:
+    saved = None
+    with contextlib.suppress(OSError, ValueError):  # no sidecar yet, or a broken one
         saved = json.loads(side.read_text(encoding="utf-8"))
-        if saved.get("stamp") == stamp and isinstance(saved.get("sha256"), str):
-            return saved["sha256"]
-    except (OSError, ValueError, AttributeError):
-        pass
+    if (isinstance(saved, dict) and saved.get("stamp") == stamp
+            and isinstance(saved.get("sha256"), str)):
+        return saved["sha256"]
     digest = file_sha256(path)
-    try:  # a read-only model folder is fine: the digest is just computed again next time
+    # a read-only model folder is fine: the digest is just computed again next time
+    with contextlib.suppress(OSError):
         side.write_text(json.dumps({"stamp": stamp, "sha256": digest}), encoding="utf-8")
-    except OSError:
-        pass
     return digest
 
 

@@ -12,6 +12,7 @@ timeouts and connection errors, honouring ``Retry-After`` (docs/design/0002).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import re
@@ -356,10 +357,8 @@ def classify_error(status: int, body: bytes) -> tuple[str, str, bool, dict[str, 
     """(kind, message, retryable, details) of an HTTP error reply. Over-length prompts and
     image parts sent to a text-only model get kinds of their own, with the counts."""
     obj: Any = None
-    try:
+    with contextlib.suppress(orjson.JSONDecodeError):  # a plain-text error body
         obj = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        pass
     err = obj.get("error", obj) if isinstance(obj, dict) else None
     raw = (str(err["message"]) if isinstance(err, dict) and err.get("message")
            else body[:4000].decode("utf-8", "replace") if obj is None else str(obj)[:4000])
