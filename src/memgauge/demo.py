@@ -176,7 +176,8 @@ def _report(manifest: dict[str, Any], gates: dict[str, Any], rows: list[dict[str
             model_rows: list[dict[str, Any]] | None = None, model_note: str | None = None) -> str:
     lines = ["# memgauge demo", "",
              ("A fresh procedural benchmark (rendered images, computed answers), its validation "
-              "gates, and offline baselines. Rerun with another `--seed` for new instances."), "",
+              "gates, offline baselines and a real local model. Rerun with another `--seed` "
+              "for new instances."), "",
              "## Benchmark", "",
              (f"- digest `{manifest['digest'][:16]}`, generator v{manifest['generator_version']}, "
               f"{manifest['images']} rendered images"),
