@@ -109,8 +109,17 @@ class ImageResolver:
                              file=file, item=item, field=field)
         checked = self._checked.get(full)
         if checked is None:
-            checked = self._check(full)
+            # The path may stay inside while a link in it leads out: what is read is where
+            # the links end, and a file outside the image dir must never reach an endpoint.
+            real = os.path.realpath(full)
+            root = str(self.root)
+            inside = real == root or real.startswith(root + os.sep)
+            checked = self._check(real) if inside else _LINKS_OUT
             self._checked[full] = checked
+        if checked is _LINKS_OUT:
+            raise InputError(f"image path {path_value!r} is a link to a file outside the image "
+                             f"dir ({os.path.realpath(full)}); it is not read",
+                             file=file, item=item, field=field)
         if isinstance(checked, str):  # a problem description
             if not self.allow_missing:
                 raise InputError(f"image {path_value!r} {checked} (under {self.root}); "
@@ -124,8 +133,7 @@ class ImageResolver:
                                         height=h, captions={}, missing=False, meta={})
 
     @staticmethod
-    def _check(full: str) -> tuple[int, int] | str:
-        real = os.path.realpath(full)
+    def _check(real: str) -> tuple[int, int] | str:
         if not os.path.isfile(real):
             return "was not found"
         try:
@@ -133,6 +141,9 @@ class ImageResolver:
                 return im.size
         except (UnidentifiedImageError, OSError) as exc:
             return f"is not a readable image ({type(exc).__name__})"
+
+
+_LINKS_OUT = ("links outside the image dir",)  # a marker in ImageResolver._checked
 
 
 @dataclass(frozen=True)
