@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from .._secrets import redact_text, redact_url
 from ..cache import ResponseCache, cache_key
 from ..errors import ConfigError
 from ..media import EncodedImage, ImageEncoder, ImagePolicy
@@ -89,6 +90,8 @@ class OpenAICompatModel:
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
         self._client: HttpClient | None = None
+        parts = urlsplit(base)
+        self._secrets = [key, parts.password]
         # Inline images travel as markers through orjson and are spliced in as bytes; the
         # nonce keeps a marker from ever matching text in a prompt.
         nonce = uuid.uuid4().hex
@@ -107,7 +110,7 @@ class OpenAICompatModel:
     def describe(self) -> dict[str, Any]:
         s = self.settings
         return {"provider": "openai", "model": self.name,
-                "base_url": s.base_url or "https://api.openai.com/v1",
+                "base_url": redact_url(s.base_url) or "https://api.openai.com/v1",
                 "api_key_env": s.api_key_env, "concurrency": s.concurrency,
                 "timeout_s": s.timeout_s, "max_attempts": s.max_attempts,
                 "image_mode": s.image_mode, "image_policy": self.encoder.policy.describe()}
@@ -262,6 +265,7 @@ class OpenAICompatModel:
                 if status < 400:
                     return _to_output(body, attempt, self.observe)
                 kind, msg, retryable, details = classify_error(status, body)
+                msg = redact_text(msg, self._secrets)  # a server may echo the key back
                 # A validation or template failure that repeats word for word is
                 # deterministic: sending it a third time changes nothing. (A bare "Internal
                 # Server Error" keeps its retries: overloads look like that too.)

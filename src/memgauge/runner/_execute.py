@@ -102,7 +102,10 @@ class RunConfig:
                 "image_format", "image_mode", "tokenizer", "image_formula")
 
     def identity(self) -> dict[str, Any]:
+        from .._secrets import redact_url
+
         ident = {k: getattr(self, k) for k in self.IDENTITY}
+        ident["base_url"] = redact_url(self.base_url)  # a password is not what a run measures
         for key in ("top_p", "extra_body"):  # only when given: earlier folders keep their hash
             if getattr(self, key):
                 ident[key] = getattr(self, key)

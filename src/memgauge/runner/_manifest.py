@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from .._secrets import redact_url
 from ..cache import cache_key
 
 _PACKAGES = ("pydantic", "httptools", "pillow", "ijson", "orjson", "numpy", "bpe-openai", "typer")
@@ -65,7 +66,7 @@ def scrub_argv(argv: list[str]) -> list[str]:
         elif arg.startswith(tuple(f"{f}=" for f in _SECRET_FLAGS)):
             out.append(arg.split("=", 1)[0] + "=***")
         else:
-            out.append(arg)
+            out.append(redact_url(arg) if "://" in arg else arg)
     return out
 
 
@@ -78,6 +79,9 @@ def build_manifest(config: Any, *, model: dict[str, Any], system: dict[str, Any]
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     cfg = asdict(config)
     cfg.pop("argv", None)
+    for key in ("base_url", "judge_base_url"):
+        if key in cfg:
+            cfg[key] = redact_url(cfg[key])
     invocation = {"at": now, "argv": scrub_argv(list(config.argv)), "limit": config.limit,
                   "concurrency": config.concurrency}
     return {
