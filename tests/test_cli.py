@@ -158,3 +158,25 @@ def test_scores_outside_0_1_are_refused_by_every_reader_naming_the_line(tmp_path
         assert out.exit_code == 2, (args, out.output)
         assert "line 2" in text and "score 'rule' is 5.0, outside [0, 1]" in text, text
         assert "Traceback" not in out.output
+
+
+def test_error_messages_are_not_read_as_markup(tmp_path, monkeypatch):
+    """`[...]` in a path or an install hint is printed as written (issue 11: rich markup ate
+    `memgauge[local]` and `bench[old]/`)."""
+    monkeypatch.chdir(tmp_path)
+    res = runner.invoke(app, ["run", "--bench", "memlens", "--data", "bench[old]/x.json",
+                              "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
+                              "--out", str(tmp_path / "r")])
+    assert res.exit_code == 2 and "bench[old]/x.json" in res.output, res.output
+    import memgauge.models._llama_server as server
+
+    monkeypatch.setattr(server, "engine_version", lambda: None)
+    data = write_memlens(tmp_path, 1)
+    res = runner.invoke(app, ["run", "--bench", "memlens", "--data", str(data),
+                              "--image-dir", str(tmp_path), "--context-mode", "text",
+                              "--model", "local:smollm2", "--out", str(tmp_path / "r2")])
+    assert res.exit_code == 2
+    text = " ".join(res.output.split())
+    # without the engine: the install hint, extra included; or, if the model is not pulled
+    # either, the pull hint (which comes first)
+    assert "pip install 'memgauge[local]'" in text or "memgauge models pull smollm2" in text, text

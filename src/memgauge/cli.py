@@ -63,7 +63,10 @@ EXIT_INTERRUPTED = 130
 
 
 def _fail(exc: Exception) -> None:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    from rich.markup import escape
+
+    # The message is user text (paths, hints like memgauge[local]): never read as markup.
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_CONFIG)
 
 
