@@ -244,8 +244,9 @@ def _execute(config) -> None:  # type: ignore[no-untyped-def]
         raise typer.Exit(EXIT_SOME_FAILED)
 
 
-def _top_causes(run_dir: Path, n: int = 3) -> list[str]:
-    """The most frequent error kinds among the run's failed questions, with one message."""
+def _top_causes(run_dir: str | Path, which: str = "answer", n: int = 3) -> list[str]:
+    """The most frequent causes among the run's failures, each with one message: of its
+    failed answers (``which="answer"``), or of its judge calls (``"judge"``)."""
     from collections import Counter
 
     from .runner import read_records
@@ -257,11 +258,17 @@ def _top_causes(run_dir: Path, n: int = 3) -> list[str]:
     kinds: Counter[str] = Counter()
     example: dict[str, str] = {}
     for rec in records.values():
-        err = rec.response.error if rec.status == "error" else None
-        if err is not None:
-            kinds[err.kind] += 1
-            example.setdefault(err.kind, err.message)
-    return [f"{kind} ×{count} ({example[kind][:120]})" for kind, count in kinds.most_common(n)]
+        if which == "judge":
+            err = rec.meta.get("judge_error")
+            kind, message = ((str(err.get("kind", "?")), str(err.get("message", "")))
+                             if isinstance(err, dict) else (None, ""))
+        else:
+            err = rec.response.error if rec.status == "error" else None
+            kind, message = (err.kind, err.message) if err is not None else (None, "")
+        if kind is not None:
+            kinds[kind] += 1
+            example.setdefault(kind, " ".join(message.split())[:140])
+    return [f"{kind} ×{count} ({example[kind]})" for kind, count in kinds.most_common(n)]
 
 
 def _say(text: str, style: str | None = None) -> None:
@@ -704,26 +711,10 @@ def score(
         _fail(exc)
     print(", ".join(f"{k.replace('_', '-')} {v}" for k, v in counts.items()))
     if counts.get("failures"):
-        why = _judge_failure_causes(run_dir)
+        why = _top_causes(run_dir, "judge")
         if why:
             _say("judge failures (recorded apart, never scored as 0; rerun to retry): "
                  + "; ".join(why), style="yellow")
-
-
-def _judge_failure_causes(run_dir: str, n: int = 3) -> list[str]:
-    from collections import Counter
-
-    from .runner import read_records
-
-    kinds: Counter[str] = Counter()
-    example: dict[str, str] = {}
-    for rec in read_records(run_dir).values():
-        err = rec.meta.get("judge_error")
-        if isinstance(err, dict):
-            kind = str(err.get("kind", "?"))
-            kinds[kind] += 1
-            example.setdefault(kind, " ".join(str(err.get("message", "")).split())[:140])
-    return [f"{k} ×{c} ({example[k]})" for k, c in kinds.most_common(n)]
 
 
 def main() -> None:
