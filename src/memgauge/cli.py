@@ -205,26 +205,26 @@ def _execute(config) -> None:  # type: ignore[no-untyped-def]
     if not sys.stderr.isatty():  # no progress bar to draw: leave rich out of the start-up
         result = Runner(config).run_sync()
     else:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-        )
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         # With workers, the parent forks once the bar is up: no refresh thread may exist
         # then, so the bar is redrawn by the parent's progress polls instead.
         threaded = config.workers <= 1
         progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                            MofNCompleteColumn(),
+                            TextColumn("{task.completed}/{task.fields[of]}"),
                             TextColumn("ok {task.fields[ok]} · errors {task.fields[errors]}"),
                             TimeElapsedColumn(), console=err.get(), transient=False,
                             auto_refresh=threaded)
-        task = progress.add_task("answering", total=config.limit, ok=0, errors=0)
+        task = progress.add_task("answering", total=None, ok=0, errors=0, of="?")
 
         def tick(result, record) -> None:  # type: ignore[no-untyped-def]
-            progress.update(task, completed=result.done, ok=result.ok, errors=result.errors)
+            # The total is exact once known (the benchmark's count, an earlier full pass,
+            # or the reader at the end); until then, "≥N" is what the reader has handed out.
+            total = result.total
+            of = str(total) if total is not None else (f"≥{result.queued}" if result.queued
+                                                      else "?")
+            progress.update(task, completed=result.done, total=total, ok=result.ok,
+                            errors=result.errors, of=of)
             if not threaded:
                 progress.refresh()
 

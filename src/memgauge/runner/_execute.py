@@ -8,6 +8,7 @@ folder skips questions already done and retries those that failed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import time
@@ -38,6 +39,7 @@ from ._lock import RunLock
 from ._manifest import build_manifest, config_hash, package_versions
 from ._store import (
     RecordWriter,
+    StorageError,
     load_manifest,
     read_records,
     rewrite_records,
@@ -179,6 +181,11 @@ class RunResult:
     ok: int = 0
     errors: int = 0
     skipped: int = 0  # already done by an earlier invocation
+    # Questions to do in this invocation: ``total`` once known (from the benchmark's own
+    # count or an earlier full pass, else when the reader reaches the end); ``queued`` is
+    # how many the reader has handed out so far.
+    total: int | None = None
+    queued: int = 0
     first_request_s: float | None = None
     wall_s: float = 0.0
     workers: int = 1
@@ -193,6 +200,7 @@ class Prepared:
     done_ok: frozenset[str]
     t_start: float  # perf_counter() at the start
     t_mono: float  # time.monotonic() at the start (first_send_at is on this clock)
+    torn_lines: tuple[int, ...] = ()  # fragments of failed writes dropped by the compaction
 
 
 @dataclass
@@ -376,13 +384,15 @@ class Runner:
     def _prepare(self) -> Prepared:
         prior_manifest = self._check_identity()
         self._check_inputs(prior_manifest)
-        prior = read_records(self.run_dir)
+        torn: list[int] = []
+        prior = read_records(self.run_dir, torn=torn)
         records_path = self.run_dir / "records.jsonl"
         if prior or (records_path.exists() and records_path.stat().st_size):
             rewrite_records(self.run_dir, prior.values())  # compact; drops a torn tail line
         done_ok = frozenset(qid for qid, r in prior.items() if r.status == "ok")
         return Prepared(prior_manifest=prior_manifest, done_ok=done_ok,
-                        t_start=time.perf_counter(), t_mono=time.monotonic())
+                        t_start=time.perf_counter(), t_mono=time.monotonic(),
+                        torn_lines=tuple(torn))
 
     def setup(self, *, with_cache: bool = True) -> Setup:
         """The benchmark, model, system factory, scorers and judge of this run."""
@@ -447,7 +457,12 @@ class Runner:
     async def _run(self, prep: Prepared) -> RunResult:
         s = self.setup()
         manifest = self.initial_manifest(s, prep)
-        result = RunResult(run_dir=self.run_dir, skipped=len(prep.done_ok))
+        result = RunResult(run_dir=self.run_dir, skipped=len(prep.done_ok),
+                           total=self.expected_todo(s.bench, prep))
+        if prep.torn_lines:
+            result.notes.append(f"dropped {len(prep.torn_lines)} torn line(s) of records.jsonl "
+                                f"(line {', '.join(map(str, prep.torn_lines[:5]))}): "
+                                "fragments of a failed write; their questions are asked again")
         failed = False
         try:
             await self.answer(s, prep.done_ok, result, manifest=manifest)
@@ -466,7 +481,11 @@ class Runner:
                     bench_manifest = s.bench.manifest()
                 except Exception:  # noqa: BLE001 - optional; must not fail a finished run
                     bench_manifest = None
-            self.finish(manifest, bench_manifest, cache=s.cache_summary())
+            if failed:  # the first error is the one to report (a full disk fails this too)
+                with contextlib.suppress(StorageError):
+                    self.finish(manifest, bench_manifest, cache=s.cache_summary())
+            else:
+                self.finish(manifest, bench_manifest, cache=s.cache_summary())
             result.wall_s = time.perf_counter() - prep.t_start
         return result
 
@@ -538,7 +557,7 @@ class Runner:
                         await answer_one(system, episode, batch[0])
                     else:
                         await asyncio.gather(*(answer_one(system, episode, q) for q in batch))
-            except RunStopped:
+            except (RunStopped, StorageError):  # the run stops; its records cannot be written
                 raise
             except Exception as exc:  # noqa: BLE001 - its unanswered questions become errors
                 err = ErrorInfo(kind="system_error", message=f"{type(exc).__name__}: {exc}")
@@ -565,9 +584,11 @@ class Runner:
         remaining = c.limit
         started = False
         seen = 0
+        in_input = 0  # questions in the input (after --question-ids), done ones included
         try:
             for episode in self._episodes(s.bench, part):
                 seen += 1
+                in_input += len(episode.questions)
                 if remaining is not None and remaining <= 0:
                     break
                 todo = [q for q in episode.questions if q.question_id not in done_ok]
@@ -578,6 +599,7 @@ class Runner:
                     todo = [q for q in keep if q.question_id not in done_ok]
                 if not todo:
                     continue
+                result.queued += len(todo)
                 await episodes_in_flight.acquire()
                 if stopped:  # an episode stopped the run: start nothing more
                     raise stopped[0]
@@ -595,6 +617,12 @@ class Runner:
                         manifest["packages"] = package_versions()
                         write_json_atomic(self.run_dir / "manifest.json", manifest)
                 await asyncio.sleep(0)  # let work start while the loader reads on
+            if part is None:  # the reader is through: the to-do count is exact now
+                result.total = result.queued
+                if remaining is None and c.shard is None and manifest is not None:
+                    manifest["questions_in_input"] = in_input  # a later rerun's total
+                if self.on_progress:
+                    self.on_progress(result, None)
             if tasks:
                 await asyncio.gather(*tasks)
             if stopped:
@@ -653,6 +681,21 @@ class Runner:
             await judge_records(records, judging, concurrency=self.config.concurrency)
             rewrite_records(self.run_dir, records)
         record_judging(manifest, judging, records)
+
+    def expected_todo(self, bench: Any, prep: Prepared) -> int | None:
+        """How many questions this invocation will answer, when known before reading: the
+        benchmark's own count (``question_count()``, e.g. a generated benchmark's manifest)
+        or, on a rerun, the count of the earlier full pass. Unknown (None) under --shard or
+        --limit, whose share of the file is only known by reading it."""
+        c = self.config
+        if c.shard is not None or c.limit is not None:
+            return None
+        count = getattr(bench, "question_count", lambda: None)()
+        if count is None:
+            count = (prep.prior_manifest or {}).get("questions_in_input")
+        if not isinstance(count, int) or count < len(prep.done_ok):
+            return None
+        return count - len(prep.done_ok)
 
     def run_sync(self) -> RunResult:
         if self.config.workers <= 1:  # the usual case: the workers module is not imported

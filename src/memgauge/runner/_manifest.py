@@ -102,4 +102,6 @@ def build_manifest(config: Any, *, model: dict[str, Any], system: dict[str, Any]
         "seeds": {"generation": config.seed, "bootstrap": 0},
         "benchmark": (prior or {}).get("benchmark"),
         "status": (prior or {}).get("status"),
+        # set by a pass that read the whole input; a rerun's progress bar total
+        "questions_in_input": (prior or {}).get("questions_in_input"),
     }

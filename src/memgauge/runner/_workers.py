@@ -97,7 +97,8 @@ def run_with_workers(runner: Runner, n: int) -> RunResult:
     hashed: dict[str, Any] = {}
     hasher = threading.Thread(target=_bench_manifest, args=(s, hashed), daemon=True)
     hasher.start()
-    result = RunResult(run_dir=run_dir, skipped=len(prep.done_ok), workers=n)
+    result = RunResult(run_dir=run_dir, skipped=len(prep.done_ok), workers=n,
+                       total=runner.expected_todo(s.bench, prep))
     interrupted: BaseException | None = None
     kill_at: float | None = None  # after an interrupt: when to stop asking and SIGKILL
     left = set(pids)

@@ -78,6 +78,18 @@ class SynthBenchmark:
                     im.path, im.missing = ref.path, ref.missing
                     self._counts["images"] += 1
 
+    def question_count(self) -> int | None:
+        """The tier's question count from the generator's manifest (None without one, or
+        under --question-ids): the progress bar's total before reading."""
+        if self.opts.question_ids:
+            return None
+        try:
+            tiers = json.loads((self.root / "manifest.json").read_text(encoding="utf-8"))["tiers"]
+            count = tiers[self.tier]["questions"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return count if isinstance(count, int) else None
+
     def manifest(self) -> dict[str, Any]:
         digest = self._digest or HashingReader(self.path).hexdigest()
         return {"name": self.name, "loader_version": "1", "tier": self.tier,
