@@ -3,12 +3,18 @@
 Each finished question is one JSON line, written and fsynced before it is counted. Writes
 are group-committed by one writer task (one fsync per batch), so durability does not cap
 throughput. A line torn by a crash is dropped when the folder is next opened.
+
+A write that fails (a full disk, a quota, an I/O error) is cut back to the last whole line
+and stops the run with a :class:`StorageError` naming the file and the free space left
+(docs/design/0019): the file only ever holds whole lines, and rerunning the same command
+once there is room resumes it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -22,16 +28,47 @@ try:
 except ImportError:  # Windows: one process writes (no --workers there)
     fcntl = None  # type: ignore[assignment]
 
-from ..errors import InputError
+from ..errors import InputError, MemgaugeError
 from ..schema import Record
 
 MANIFEST = "manifest.json"
 RECORDS = "records.jsonl"
 
+_NO_SPACE = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+
+class StorageError(MemgaugeError):
+    """A run folder's file could not be written (a full disk, a quota, an I/O error). What
+    is on disk is whole: rerunning the same command once the cause is fixed resumes."""
+
+    def __init__(self, path: Path, exc: OSError) -> None:
+        self.path, self.errno = path, exc.errno
+        if exc.errno in _NO_SPACE:
+            what = ("disk quota exceeded" if exc.errno != errno.ENOSPC
+                    else "no space left on device")
+            super().__init__(f"{what} writing {path} ({_free_text(path)} free on that disk); "
+                             "free space and rerun the same command to resume")
+        else:
+            super().__init__(f"cannot write {path} ({exc.strerror or exc}); fix that and "
+                             "rerun the same command to resume")
+
+
+def _free_text(path: Path) -> str:
+    try:
+        st = os.statvfs(path.parent)
+    except (OSError, AttributeError):  # Windows has no statvfs
+        return "unknown space"
+    free = st.f_bavail * st.f_frsize
+    return f"{free:,} bytes"
+
 
 def _atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
-    """Write to a temp file in the same folder, fsync, then rename over ``path``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    """Write to a temp file in the same folder, fsync, then rename over ``path``. On a
+    failure (a full disk) ``path`` is left as it was and the temp file is removed."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    except OSError as exc:
+        raise StorageError(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as f:
             for chunk in chunks:
@@ -39,6 +76,9 @@ def _atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise StorageError(path, exc) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -61,9 +101,12 @@ def iter_record_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]
                 yield n, None
 
 
-def read_records(run_dir: str | os.PathLike[str]) -> dict[str, Record]:
+def read_records(run_dir: str | os.PathLike[str],
+                 torn: list[int] | None = None) -> dict[str, Record]:
     """The latest record per question id. A torn final line (a crash mid-write) is ignored;
-    a bad line elsewhere is an error naming the line."""
+    a bad line elsewhere is an error naming the line, unless ``torn`` is given: then a line
+    that is not JSON is skipped and its number added to ``torn`` (resume does that: such a
+    line is a fragment of a write that failed, and its question was never done)."""
     path = Path(run_dir) / RECORDS
     out: dict[str, Record] = {}
     if not path.exists():
@@ -73,7 +116,12 @@ def read_records(run_dir: str | os.PathLike[str]) -> dict[str, Record]:
         if obj is None:
             if i == len(lines) - 1:
                 break  # torn tail from a crash: that question simply is not done
-            raise InputError("unparseable JSON line", file=str(path), item=f"line {n}")
+            if torn is not None:
+                torn.append(n)
+                continue
+            raise InputError("unparseable JSON line (a fragment of a failed write?); rerun "
+                             "the same `memgauge run` command to drop it and resume",
+                             file=str(path), item=f"line {n}")
         try:
             rec = Record.model_validate(obj)
         except Exception as exc:  # noqa: BLE001 - any failure is bad input at this line
@@ -137,30 +185,55 @@ def _drop_torn_tail(fd: int) -> None:
     os.ftruncate(fd, 0)
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    """``write(2)`` until all of ``data`` is written (a write may take only part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 class RecordWriter:
     """Appends records from many coroutines; each ``await write(rec)`` returns once the line
-    is on disk (written, flushed, fsynced)."""
+    is on disk (written, flushed, fsynced).
+
+    A batch is appended with ``write(2)`` on an ``O_APPEND`` descriptor, not through a
+    buffered file: a buffered file that fails half-way keeps the rest of the batch in its
+    buffer and writes it after the next batch's cut, leaving a fragment between whole lines.
+    A failed write is cut back to where the batch began, and every later write raises the
+    same :class:`StorageError`: the run stops."""
 
     def __init__(self, run_dir: str | os.PathLike[str]) -> None:
         self.path = Path(run_dir) / RECORDS
-        self._f = open(self.path, "ab+")  # noqa: SIM115 - closed in close(); + to look at its end
+        try:  # read too: the torn-tail check looks at the file's end
+            self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StorageError(self.path, exc) from None
         self._queue: asyncio.Queue[tuple[bytes, asyncio.Future[None]]] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self.written = 0
+        self.failure: StorageError | None = None  # set once a write failed: the run stops
 
     def _write_batch(self, lines: list[bytes]) -> None:
         # Worker processes append to the same file: a batch goes in whole, under a lock.
-        fd = self._f.fileno()
+        fd = self._fd
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             _drop_torn_tail(fd)
-            self._f.write(b"".join(lines))
-            self._f.flush()
+            start = os.fstat(fd).st_size
+            try:
+                _write_all(fd, b"".join(lines))
+            except OSError as exc:
+                with contextlib.suppress(OSError):  # cannot fail on a full disk (it frees)
+                    os.ftruncate(fd, start)
+                raise StorageError(self.path, exc) from None
         finally:
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_UN)
-        os.fsync(fd)
+        try:
+            os.fsync(fd)
+        except OSError as exc:  # the lines are whole; whether they are durable is unknown
+            raise StorageError(self.path, exc) from None
 
     async def _loop(self) -> None:
         while True:
@@ -172,8 +245,12 @@ class RecordWriter:
             batch = [(b, f) for b, f in batch if b is not None]
             if batch:
                 try:
+                    if self.failure is not None:  # nothing more after a failed write
+                        raise self.failure
                     await asyncio.to_thread(self._write_batch, [b for b, _ in batch])
                 except Exception as exc:  # noqa: BLE001 - disk full etc.: every waiter sees it
+                    if isinstance(exc, StorageError) and self.failure is None:
+                        self.failure = exc
                     for _, f in batch:
                         if not f.done():
                             f.set_exception(exc)
@@ -186,6 +263,8 @@ class RecordWriter:
                 return
 
     async def write(self, record: Record) -> None:
+        if self.failure is not None:
+            raise self.failure
         if self._task is None:
             self._task = asyncio.create_task(self._loop())
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -203,4 +282,6 @@ class RecordWriter:
                 self._task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._task
-        self._f.close()
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
