@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from memgauge.analysis import AgreementStat, AuditResult
-from memgauge.report._md import cell, table
+from memgauge.report._md import cell, code, table
 
 __all__ = ["render_audit_markdown"]
 
@@ -106,7 +106,7 @@ def _disagreement_section(result: AuditResult) -> list[str]:
         if not a.disagreements:
             lines += ["None.", ""]
             continue
-        items = [f"- `{d.question_id}` {d.direction}: judge {d.judge_value:g}, rule "
+        items = [f"- {code(d.question_id)} {d.direction}: judge {d.judge_value:g}, rule "
                  f"{d.rule_value:g} ({cell(d.subtype)}, {cell(d.answer_type)})"
                  for d in a.disagreements]
         lines += [*_capped(items), ""]
@@ -119,7 +119,7 @@ def _failure_section(result: AuditResult) -> list[str]:
         return lines + ["None.", ""]
     for judge, items in result.failures.items():
         lines += [f"### {cell(judge)}: {len(items)}", ""]
-        lines += [*_capped([f"- `{f.question_id}` {cell(f.kind)}: {cell(f.message)}"
+        lines += [*_capped([f"- {code(f.question_id)} {cell(f.kind)}: {cell(f.message)}"
                             for f in items]), ""]
     return lines
 
@@ -127,6 +127,6 @@ def _failure_section(result: AuditResult) -> list[str]:
 def render_audit_markdown(result: AuditResult, *, title: str = "memgauge audit") -> str:
     """A readable judge audit: method, judge-vs-rule tables (overall, by subtype, by answer
     type), judge-vs-judge agreement, the disagreements (50 per judge at most) and failures."""
-    lines = [f"# {title}", "", *_method(result), *_rule_sections(result),
+    lines = [f"# {cell(title)}", "", *_method(result), *_rule_sections(result),
              *_pair_sections(result), *_disagreement_section(result), *_failure_section(result)]
     return "\n".join(lines).rstrip() + "\n"

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from memgauge.analysis import PairedResult
-from memgauge.report._md import cell, table
+from memgauge.report._md import cell, code, table
 from memgauge.schema import Record
 
 __all__ = ["render_compare_markdown"]
@@ -62,7 +62,7 @@ def render_compare_markdown(names: list[str], results: list[PairedResult],
     lines = [f"# memgauge compare: baseline {base}", ""]
     if scorers:
         thresholds = sorted({r.threshold for r in results})
-        lines += [(f"Scorer: {', '.join(scorers)}; correct = score ≥ "
+        lines += [(f"Scorer: {', '.join(cell(s) for s in scorers)}; correct = score ≥ "
                    f"{', '.join(f'{t:g}' for t in thresholds)}. Paired on questions answered "
                    "(status ok, scored) in both runs; difference = run − baseline with a "
                    "paired bootstrap 95% CI; McNemar exact two-sided p."), ""]
@@ -107,13 +107,13 @@ def render_compare_markdown(names: list[str], results: list[PairedResult],
                 rows = []
                 for q in shown:
                     a_rec, b_rec = runs[0][q], runs[i][q]
-                    rows.append([f"`{cell(q)}`", cell(a_rec.ability), _short(a_rec.question),
+                    rows.append([code(q), cell(a_rec.ability), _short(a_rec.question),
                                  _short(_gold(a_rec)), _short(a_rec.prediction),
                                  _short(b_rec.prediction)])
                 lines.append(table(["question", "ability", "text", "gold", f"answer in {base}",
                                      "answer in run"], rows, right_from=6))
             else:
-                lines += [f"- `{q}`" for q in shown]
+                lines += [f"- {code(q)}" for q in shown]
             rest = len(r.regressions) - len(shown)
             if rest > 0:
                 lines.append(f"- … and {rest} more")

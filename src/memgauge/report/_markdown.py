@@ -9,6 +9,7 @@ from typing import Any
 
 from memgauge.analysis import GroupStat, Summary
 from memgauge.analysis._json import json_safe
+from memgauge.report._md import cell, code, table
 
 __all__ = ["render_json", "render_markdown"]
 
@@ -30,25 +31,16 @@ def _ci(low: float, high: float) -> str:
 
 
 def _cell(value: Any) -> str:
-    """Text safe inside a Markdown table cell: one line, pipes escaped."""
+    """Untrusted text for a Markdown line (see :func:`memgauge.report._md.cell`); lists and
+    mappings are shown as JSON."""
     if isinstance(value, (dict, list, tuple)):
-        text = json.dumps(value, ensure_ascii=False, default=str)
-    else:
-        text = str(value)
-    return " ".join(text.split()).replace("|", "\\|")
+        value = json.dumps(value, ensure_ascii=False, default=str)
+    return cell(value)
 
 
 def _truncate(text: str, limit: int = MESSAGE_LIMIT) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def _table(header: list[str], rows: list[list[str]], align: list[str] | None = None) -> str:
-    align = align or ["l"] * len(header)
-    sep = ["---:" if a == "r" else "---" for a in align]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def _ci_label(summary: Summary) -> str:
@@ -59,14 +51,10 @@ def _group_table(summary: Summary, groups: Mapping[str, GroupStat], key_header: 
     primary = summary.primary
     others = [s for s in summary.scorers if s != primary]
     header = [key_header, "n"]
-    align = ["l", "r"]
     if primary is not None:
         header.append(f"{_cell(primary)} ({_ci_label(summary)})")
-        align.append("r")
     header += [_cell(s) for s in others]
-    align += ["r"] * len(others)
     header += ["Coverage", "Per-answer acc.", "Refusal acc.", "Errors"]
-    align += ["r", "r", "r", "r"]
 
     rows = []
     for key, g in groups.items():
@@ -86,7 +74,7 @@ def _group_table(summary: Summary, groups: Mapping[str, GroupStat], key_header: 
             str(g.n_errors),
         ]
         rows.append(row)
-    return _table(header, rows, align)
+    return table(header, rows)
 
 
 def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | None = None) -> str:
@@ -97,7 +85,7 @@ def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | N
     no data.
     """
     meta = dict(meta or {})
-    out: list[str] = [f"# {title}", ""]
+    out: list[str] = [f"# {_cell(title)}", ""]
 
     # --- header: run facts -----------------------------------------------------------
     facts: list[tuple[str, str]] = []
@@ -120,10 +108,10 @@ def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | N
                       f"cache{share}; {t['output']:,} output; over {t['answers']} answers")))
     if summary.primary is not None:
         head = summary.overall.get(summary.primary)
-        facts.append(("Primary scorer", (f"`{summary.primary}` (scores "
+        facts.append(("Primary scorer", (f"{code(summary.primary)} (scores "
                       f"{summary.primary_covers} of {summary.n_ok} answered questions)")))
         if summary.primary_note:
-            facts.append(("Why this scorer", summary.primary_note))
+            facts.append(("Why this scorer", _cell(summary.primary_note)))
         if head is not None:
             facts.append(("Accuracy (micro)",
                           f"{_pct(summary.micro_accuracy)} {_ci(head.ci_low, head.ci_high)}"))
@@ -147,8 +135,7 @@ def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | N
         for name, st in summary.overall.items():
             label = f"{_cell(name)} (primary)" if name == summary.primary else _cell(name)
             rows.append([label, str(st.n), _pct(st.accuracy), _ci(st.ci_low, st.ci_high)])
-        out.append(_table(["Scorer", "n", "Accuracy", _ci_label(summary)], rows,
-                          ["l", "r", "r", "r"]))
+        out.append(table(["Scorer", "n", "Accuracy", _ci_label(summary)], rows))
     else:
         out.append("No scored records.")
     out.append("")
@@ -168,7 +155,7 @@ def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | N
     if summary.errors:
         rows = [[_cell(e.question_id), _cell(e.ability), _cell(e.kind),
                  _cell(_truncate(e.message))] for e in summary.errors]
-        out.append(_table(["Question", "Ability", "Kind", "Message"], rows))
+        out.append(table(["Question", "Ability", "Kind", "Message"], rows, right_from=4))
     else:
         out.append("No errors.")
     out.append("")
@@ -207,8 +194,8 @@ def render_error_labels(breakdown: Mapping[str, Any]) -> str:
              "answer, not the history); `unlabelled`: no rule applies and no judge label yet."),
             "", "| Label | n | share |", "| --- | ---: | ---: |"]
     for label, count in sorted(breakdown["by_label"].items(), key=lambda kv: -kv[1]):
-        out.append(f"| {label} | {count} | {100 * count / n:.1f}% |")
+        out.append(f"| {cell(label)} | {count} | {100 * count / n:.1f}% |")
     out += ["", "| Category | n |", "| --- | ---: |"]
     for cat, count in sorted(breakdown["by_category"].items(), key=lambda kv: -kv[1]):
-        out.append(f"| {cat} | {count} |")
+        out.append(f"| {cell(cat)} | {count} |")
     return "\n".join(out)

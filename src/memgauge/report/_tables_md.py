@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memgauge.analysis import Cell, ReportTables, RunRow
-from memgauge.report._md import cell, table
+from memgauge.report._md import cell, code, table
 
 __all__ = ["fmt_cell", "fmt_ci", "fmt_pct", "fmt_rho", "fmt_se", "ranked",
            "render_tables_json", "render_tables_markdown", "tables_payload"]
@@ -152,7 +152,7 @@ def render_tables_markdown(tables: ReportTables) -> str:
     n_runs = len(t.runs)
     out = ["## Across runs", "",
            f"- **Runs:** {n_runs} ({', '.join(cell(r.run) for r in t.runs)})",
-           f"- **Primary scorer:** `{t.primary}`" if t.primary else "- **Primary scorer:** none",
+           f"- **Primary scorer:** {code(t.primary)}" if t.primary else "- **Primary scorer:** none",
            (f"- **CI:** {t.confidence * 100:g}%, {t.ci_method}, {t.n_resamples} resamples, "
             f"seed {t.seed}; SE clustered by episode"),
            ("- Accuracy counts status=ok records carrying the primary score; errors are counted "
