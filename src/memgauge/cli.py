@@ -65,9 +65,24 @@ EXIT_INTERRUPTED = 130
 def _fail(exc: Exception) -> None:
     from rich.markup import escape
 
-    # The message is user text (paths, hints like memgauge[local]): never read as markup.
-    err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+    from .report import show_controls
+
+    # The message is user text (paths, hints like memgauge[local]): never read as markup,
+    # and its control characters (ESC sequences from a file name or a server) shown, not run.
+    err.print(f"[bold red]error:[/] {escape(show_controls(str(exc)))}", highlight=False,
+              soft_wrap=True)
     raise typer.Exit(EXIT_CONFIG)
+
+
+def _config_file(ctx: typer.Context, param: typer.CallbackParam,
+                 value: str | None) -> str | None:
+    from ._cli_config import apply_config
+
+    return apply_config(ctx, value)
+
+
+_CONFIG_HELP = ("TOML file of settings, with the same keys as the flags (flags win); "
+                "a [run] or [score] table holds one command's keys")
 
 
 @app.command()
@@ -136,6 +151,8 @@ def run(
         help="Also score by LLM extraction then rule match ('extract-match')")] = False,
     label_errors: Annotated[bool, typer.Option(
         help="Ask the judge to label wrong answers the rules leave unlabelled")] = True,
+    config_file: Annotated[str | None, typer.Option(
+        "--config", help=_CONFIG_HELP, is_eager=True, callback=_config_file)] = None,
 ) -> None:
     """Evaluate a system on a benchmark; rerun the same command to resume."""
     from .runner import RunConfig, parse_shard
@@ -274,6 +291,9 @@ def _top_causes(run_dir: str | Path, which: str = "answer", n: int = 3) -> list[
 def _say(text: str, style: str | None = None) -> None:
     """A line on stderr: through rich on a terminal, plain otherwise (importing rich would
     cost ~40 ms at the end of every scripted run)."""
+    from .report import show_controls
+
+    text = show_controls(text)  # it quotes servers' error messages
     if sys.stderr.isatty():
         err.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
     else:
@@ -301,6 +321,7 @@ def report(
         render_markdown,
         render_tables_json,
         render_tables_markdown,
+        show_controls,
     )
 
     try:
@@ -331,7 +352,7 @@ def report(
                 else render_tables_json(payloads, tables).rstrip("\n"))
         if out_file:
             Path(out_file).write_text(text + "\n", encoding="utf-8")
-        print(text)
+        print(show_controls(text, json=fmt == "json"))
     except (MemgaugeError, ValueError) as exc:
         _fail(exc)
 
@@ -564,7 +585,7 @@ def compare(
     import json
 
     from .analysis import paired_compare
-    from .report import render_compare_markdown
+    from .report import render_compare_markdown, show_controls
     from .runner import load_manifest, read_records
 
     try:
@@ -592,12 +613,12 @@ def compare(
             labels = list(run_dirs)
         results = [paired_compare(runs[0], recs, scorer=scorer) for recs in runs[1:]]
         if fmt == "md":
-            print(render_compare_markdown(labels, results, runs))
+            print(show_controls(render_compare_markdown(labels, results, runs)))
         else:
             comparisons = [dict(r.to_dict(), run=name)
                            for name, r in zip(labels[1:], results, strict=True)]
-            print(json.dumps({"baseline": labels[0], "comparisons": comparisons},
-                             indent=2, ensure_ascii=False))
+            print(show_controls(json.dumps({"baseline": labels[0], "comparisons": comparisons},
+                                           indent=2, ensure_ascii=False), json=True))
     except (MemgaugeError, ValueError) as exc:
         _fail(exc)
 
@@ -617,7 +638,7 @@ def audit(
     import json
 
     from .analysis import audit as run_audit
-    from .report import render_audit_markdown
+    from .report import render_audit_markdown, show_controls
     from .runner import load_manifest, read_records
 
     try:
@@ -646,7 +667,7 @@ def audit(
                               indent=2, ensure_ascii=False, allow_nan=False)
         if out_file:
             Path(out_file).write_text(text.rstrip("\n") + "\n", encoding="utf-8")
-        print(text.rstrip("\n"))
+        print(show_controls(text.rstrip("\n"), json=fmt == "json"))
     except (MemgaugeError, ValueError) as exc:
         _fail(exc)
 
@@ -673,6 +694,8 @@ def score(
         help="Env var holding the judge's API key")] = "OPENAI_API_KEY",
     concurrency: Annotated[int, typer.Option(help="Judge calls in flight")] = 8,
     timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds")] = 120.0,
+    config_file: Annotated[str | None, typer.Option(
+        "--config", help=_CONFIG_HELP, is_eager=True, callback=_config_file)] = None,
 ) -> None:
     """Add LLM-judge scores to a finished run; a rerun only judges what is missing."""
     import asyncio
@@ -722,6 +745,13 @@ def main() -> None:
     # (~25 ms of start-up) and memgauge uses none; a user's explicit setting wins.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
     try:
+        from ._cli_config import load_env_file
+
+        try:
+            load_env_file()  # ./.env: keys and endpoints kept out of shell history
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(EXIT_CONFIG)
         app()
     finally:
         # The process ends here: the interpreter's last cyclic collection would walk every
