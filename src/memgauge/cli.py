@@ -340,6 +340,10 @@ def report(
         for run in runs:
             summary = tables.summaries[run.label]  # computed once, with the tables
             meta = _report_meta(run.path, run.manifest)
+            row = next(r for r in tables.runs if r.run == run.label)
+            if row.model:  # "no model" for none:, and what reached the model, not the flag
+                meta = {("input" if k == "context_mode" else k): v for k, v in
+                        {**meta, "model": row.model, "context_mode": row.modality}.items()}
             scorer = summary.primary or "rule"
             labels = (tables.breakdowns[run.label] if scorer == tables.primary
                       else error_breakdown(run.records, scorer=scorer))

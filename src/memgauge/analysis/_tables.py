@@ -37,11 +37,15 @@ __all__ = [
     "SystemInfo",
     "build_tables",
     "load_runs",
+    "model_label",
     "run_labels",
+    "sent_modality",
     "tier_sort_key",
 ]
 
 NO_TIER = "-"
+NO_MODEL = "no model"
+NOTHING_SENT = "nothing sent (no model)"
 X_LABELS = ("X1", "X2", "X3", "X4")
 Y_LABELS = ("Y1", "Y2", "Y3")
 DEPTH_BINS = ("0.0–0.2", "0.2–0.4", "0.4–0.6", "0.6–0.8", "0.8–1.0")
@@ -137,6 +141,8 @@ class RunRow:
     path: str
     system: str
     tier: str
+    model: str  # as shown: the --model spec, "no model" for none:, "" when not recorded
+    modality: str  # what reached the model (see sent_modality); "" when not recorded
     n_records: int
     n_ok: int
     n_errors: int
@@ -269,23 +275,63 @@ def _run_tier(run: RunData) -> str:
     return seen.most_common(1)[0][0] if seen else NO_TIER
 
 
+def model_label(model: Any) -> str:
+    """The model as a report shows it: the ``--model`` spec, or ``no model`` for ``none:``
+    (the placeholder of systems that call none)."""
+    text = str(model or "").strip()
+    return NO_MODEL if text.split(":", 1)[0] in ("", "none") else text
+
+
+def sent_modality(run: RunData) -> str:
+    """What the run's system sent its model, from what the run recorded rather than what
+    was asked: ``--context-mode image`` sends no image to a model that gets none (a
+    benchmark without images, a system that passes text on). In order: no model → nothing
+    sent; records' ``n_images`` (full-context writes it) > 0 → ``image``, all 0 → the text
+    mode; a benchmark manifest counting 0 images → ``text``; else the context mode."""
+    ident = run.identity
+    if model_label(ident.get("model")) == NO_MODEL and ident:
+        return NOTHING_SENT
+    mode = str(ident.get("context_mode") or "")
+    counts = [n for n in (r.response.meta.get("n_images") for r in run.records)
+              if isinstance(n, int) and not isinstance(n, bool)]
+    if counts:
+        return "image" if sum(counts) else (mode if mode not in ("", "image") else "text")
+    bench = run.manifest.get("benchmark") if isinstance(run.manifest, dict) else None
+    images = (bench.get("counts") or {}).get("images") if isinstance(bench, dict) else None
+    if images == 0 and mode in ("image", "caption"):
+        return "text"
+    return mode
+
+
+def _system_name(ident: Mapping[str, Any], modality: str) -> str:
+    model = model_label(ident.get("model"))
+    sent = "" if modality == NOTHING_SENT else modality  # "no model" says it already
+    return " · ".join(p for p in (str(ident.get("system") or ""), model, sent) if p)
+
+
 def _systems(runs: Sequence[RunData]) -> tuple[dict[str, str], list[SystemInfo], dict[str, str]]:
     """Group runs by identity minus tier. Returns run label -> system label, the systems,
     and run label -> tier."""
     tiers = {run.label: _run_tier(run) for run in runs}
     keys: dict[str, str] = {}
-    names: dict[str, str] = {}
+    sent: dict[str, list[str]] = {}
     for run in runs:
         ident = run.identity
         if ident:
             key = json.dumps({k: v for k, v in ident.items() if k != "tier"}, sort_keys=True,
                              default=str)
-            parts = [ident.get("system"), ident.get("model"), ident.get("context_mode")]
-            name = " · ".join(str(p) for p in parts if p) or run.label
         else:
-            key, name = f"run:{run.label}", run.label
+            key = f"run:{run.label}"
         keys[run.label] = key
-        names.setdefault(key, name)
+        sent.setdefault(key, []).append(sent_modality(run))
+    names: dict[str, str] = {}
+    for run in runs:
+        key = keys[run.label]
+        if key not in names:
+            # a system that sent images at any tier is an image system
+            modality = "image" if "image" in sent[key] else sent[key][0]
+            names[key] = (_system_name(run.identity, modality) if run.identity
+                          else run.label) or run.label
     names = _distinct_names(names, runs, keys)
     order: dict[str, list[str]] = {}
     for run in runs:
@@ -356,6 +402,8 @@ def _run_row(run: RunData, system: str, tier: str, primary: str | None, *, seed:
     by_ability = {a: _cell(recs, primary) for a, recs in _group_by_ability(run.records).items()}
     row = RunRow(
         run=run.label, path=run.path, system=system, tier=tier,
+        model=model_label(run.identity.get("model")) if run.identity else "",
+        modality=sent_modality(run),
         n_records=summary.n_records, n_ok=summary.n_ok, n_errors=summary.n_errors,
         error_kinds=dict(summary.error_kinds),
         n=head.n if head else 0,
