@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ._cli_cache import cache_app, run_cache_lines, score_cache_lines
 from .errors import MemgaugeError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -250,6 +251,8 @@ def _execute(config) -> None:  # type: ignore[no-untyped-def]
     _say(f"{result.done} answered now ({result.ok} ok, {result.errors} errors), "
          f"{result.skipped} already done; records in {result.run_dir / 'records.jsonl'}"
          f" ({result.wall_s:.1f} s)")
+    for line in run_cache_lines(result.run_dir):
+        _say(line)
     for note in result.notes:
         _say(f"note: {note}")
     if result.errors:
@@ -313,6 +316,7 @@ def report(
     offline page with plots and a filterable question browser."""
     import json
 
+    from ._cache_hits import count_records, describe_hits
     from .analysis import build_tables, error_breakdown, load_runs
     from .report import (
         render_error_labels,
@@ -329,11 +333,13 @@ def report(
             raise MemgaugeError(f"unknown format {fmt!r}; use md, json or html")
         runs = load_runs(run_dirs)
         tables = build_tables(runs, primary=primary)
+        hits = {run.label: count_records(run.records) for run in runs}  # design 0018
         if fmt == "html":
             title = "memgauge report: " + (runs[0].label if len(runs) == 1
                                            else f"{len(runs)} runs")
             page = Path(out_file or "report.html")
-            page.write_text(render_html(tables, title=title), encoding="utf-8")
+            page.write_text(render_html(tables, title=title, cache={
+                label: describe_hits(h) for label, h in hits.items()}), encoding="utf-8")
             err.print(f"wrote {page}", highlight=False)
             return
         texts, payloads = [], []
@@ -344,6 +350,9 @@ def report(
             if row.model:  # "no model" for none:, and what reached the model, not the flag
                 meta = {("input" if k == "context_mode" else k): v for k, v in
                         {**meta, "model": row.model, "context_mode": row.modality}.items()}
+            h = hits[run.label]
+            meta["response_cache"] = ("; ".join(describe_hits(h)) if fmt == "md"
+                                      else {**h.to_dict(), "text": describe_hits(h)})
             scorer = summary.primary or "rule"
             labels = (tables.breakdowns[run.label] if scorer == tables.primary
                       else error_breakdown(run.records, scorer=scorer))
@@ -523,6 +532,7 @@ def models_path(name: Annotated[str, typer.Argument(help="A catalogue name")]) -
 
 generate_app = typer.Typer(no_args_is_help=True, help="Generate benchmarks.")
 app.add_typer(generate_app, name="generate")
+app.add_typer(cache_app, name="cache")
 
 
 @generate_app.command("synth")
@@ -575,6 +585,59 @@ def generate_synth(
                   f"{info['within_tolerance']} within ±3 %)", highlight=False)
     err.print(f"{manifest['images']} images; digest {manifest['digest'][:16]}; wrote {out_dir}",
               highlight=False)
+
+
+@app.command("list")
+def list_(
+    fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
+) -> None:
+    """Benchmarks, systems, models and scorers, with the options each takes."""
+    from ._cli_inspect import catalogue, print_catalogue
+
+    if fmt not in ("text", "json"):
+        _fail(MemgaugeError(f"--format {fmt!r}: use text or json"))
+    cat = catalogue()
+    if fmt == "json":
+        import json
+
+        print(json.dumps(cat, indent=2))
+    else:
+        print_catalogue(cat)
+
+
+@app.command()
+def show(
+    run_dir: Annotated[str, typer.Argument(help="Run folder")],
+    question_id: Annotated[str | None, typer.Argument(
+        help="One question: its prompt as the system saw it, the answer, each score, "
+             "the error")] = None,
+    full: Annotated[bool, typer.Option(help="Print long prompts whole")] = False,
+    prompt: Annotated[bool, typer.Option(
+        help="Rebuild the prompt from the run's input (nothing is sent)")] = True,
+    fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
+) -> None:
+    """A run at a glance, or one question of it in full."""
+    from ._cli_inspect import find_record, question_view, read_run, rebuild_prompt, run_overview
+    from .report import show_controls
+
+    try:
+        if fmt not in ("text", "json"):
+            raise MemgaugeError(f"--format {fmt!r}: use text or json")
+        manifest, records = read_run(run_dir)
+        if question_id is None:
+            print(show_controls(run_overview(manifest, records)))
+            return
+        record = find_record(records, question_id, run_dir)
+        rebuilt = rebuild_prompt(manifest, record) if prompt else None
+    except MemgaugeError as exc:
+        _fail(exc)
+    if fmt == "json":
+        import json
+
+        doc = {"record": record.model_dump(mode="json"), "prompt": rebuilt}
+        print(show_controls(json.dumps(doc, indent=2, ensure_ascii=False), json=True))
+    else:
+        print(show_controls(question_view(record, rebuilt, full=full)))
 
 
 @app.command()
@@ -728,15 +791,21 @@ def score(
             raise MemgaugeError(f"--timeout {timeout:g}: must be more than 0 seconds")
         if not (Path(run_dir) / "manifest.json").exists():
             raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
+        cache = ResponseCache(kind="judge")
         model = create_model(judge, ModelSettings(
             base_url=judge_base_url, api_key_env=api_key_env, concurrency=concurrency,
-            timeout_s=timeout, cache=ResponseCache(),
+            timeout_s=timeout, cache=cache,
             model_options=_options(judge_model_option or [], "--judge-model-option"),
             options_flag="--judge-model-option"))
-        counts = asyncio.run(_go(model))
+        try:
+            counts = asyncio.run(_go(model))
+        finally:
+            cache.close()
     except MemgaugeError as exc:
         _fail(exc)
     print(", ".join(f"{k.replace('_', '-')} {v}" for k, v in counts.items()))
+    for line in score_cache_lines(run_dir, name, cache.hits, cache.misses):
+        print(line)
     if counts.get("failures"):
         why = _top_causes(run_dir, "judge")
         if why:

@@ -20,12 +20,14 @@ _REGISTRY: dict[str, dict[str, Callable[..., Any]]] = {k: {} for k in _KINDS}
 _loaded_plugins: set[str] = set()
 
 
-def _register(kind: str, name: str) -> Callable[[F], F]:
+def _register(kind: str, name: str,
+              options: dict[str, tuple[type, str]] | None = None) -> Callable[[F], F]:
     def deco(fn: F) -> F:
         if name in _REGISTRY[kind] and _REGISTRY[kind][name] is not fn:
             raise ValueError(f"{kind} {name!r} is registered twice")
         _REGISTRY[kind][name] = fn
         fn.registry_name = name  # type: ignore[attr-defined]
+        fn.registry_options = dict(options or {})  # type: ignore[attr-defined]
         return fn
 
     return deco
@@ -35,8 +37,11 @@ def benchmark(name: str) -> Callable[[F], F]:
     return _register("benchmark", name)
 
 
-def system(name: str) -> Callable[[F], F]:
-    return _register("system", name)
+def system(name: str, options: dict[str, tuple[type, str]] | None = None) -> Callable[[F], F]:
+    """Register a system factory. ``options`` declares its ``--system-option`` keys, each
+    ``key: (type, help)`` (``memgauge list`` shows them; the factory checks them with
+    ``SystemContext.typed_options(name, options)``)."""
+    return _register("system", name, options)
 
 
 def scorer(name: str) -> Callable[[F], F]:

@@ -22,4 +22,5 @@ class NoModel:
 
 @model("none")
 def none(arg: str, settings: Any) -> NoModel:
+    """``--model none:``: no model at all, for systems that need none (the oracles)."""
     return NoModel()

@@ -65,13 +65,16 @@ class SystemContext:
             self.count_tokens = True
     options: dict[str, Any] = field(default_factory=dict)
 
-    def typed_options(self, system: str, schema: dict[str, type]) -> dict[str, Any]:
+    def typed_options(self, system: str,
+                      schema: dict[str, type] | dict[str, tuple[type, str]]) -> dict[str, Any]:
         """The ``--system-option`` values this system takes, converted to ``schema``'s
         types; an unknown key or a value of the wrong type is a ConfigError naming it
         (a typo must not be silently ignored)."""
         out: dict[str, Any] = {}
         for key, value in self.options.items():
             kind = schema.get(key)
+            if isinstance(kind, tuple):  # (type, help), as registered with @system
+                kind = kind[0]
             if kind is None:
                 known = ", ".join(sorted(schema)) or "none"
                 raise ConfigError(f"--system-option {key}: {system} has no such option "

@@ -24,13 +24,16 @@ from ._base import MemorySystem, SystemContext, SystemFactory
 from ._context import build_prompt, clean_prediction
 from .oracle import evidence_facts
 
+OPTIONS = {"top_k": (int, "sessions put in the prompt (default 5)"),
+           "reader": (str, "model (default) | oracle: who answers from what was retrieved")}
+
 
 class Rag:
     def __init__(self, ctx: SystemContext, retriever: str) -> None:
         self.ctx = ctx
         self.retriever = retriever
         self.name = f"rag-{retriever}"
-        opts = ctx.typed_options(self.name, {"top_k": int, "reader": str})
+        opts = ctx.typed_options(self.name, OPTIONS)
         self.top_k = opts.get("top_k", 5)
         if self.top_k < 1:
             raise ConfigError(f"--system-option top_k={self.top_k}: must be at least 1")
@@ -102,8 +105,13 @@ def _factory(retriever: str):  # type: ignore[no-untyped-def]
 
         return make
 
+    build.__doc__ = (f"Retrieves the top_k sessions by {_BY[retriever]}, then the model "
+                     "answers from them (in --context-mode)")
     return build
 
 
-rag_bm25 = system("rag-bm25")(_factory("bm25"))
-rag_embed = system("rag-embed")(_factory("embed"))
+_BY = {"bm25": "BM25 over their text and captions", "embed": "embedding similarity"}
+
+
+rag_bm25 = system("rag-bm25", OPTIONS)(_factory("bm25"))
+rag_embed = system("rag-embed", OPTIONS)(_factory("embed"))
