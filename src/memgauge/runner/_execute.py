@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._cache_hits import CacheHits, count_records
 from ..benchmarks import BenchmarkOptions
 from ..cache import ResponseCache
 from ..errors import ConfigError, InputError
@@ -645,11 +646,14 @@ class Runner:
                cache: dict[str, Any] | None) -> None:
         """After answering (in the parent when there are workers): the status counts and the
         final manifest."""
-        status = _scan_status(self.run_dir)
+        hits = CacheHits()  # from the records: every invocation's answers (design 0018)
+        status = _scan_status(self.run_dir, hits)
         if status is None:  # duplicate or torn lines: compact (validating every record)
             final = read_records(self.run_dir)
             rewrite_records(self.run_dir, final.values())
             status = _status(final)
+            hits = count_records(final.values())
+        manifest["cache_hits"] = hits.to_dict()
         manifest["benchmark"] = bench_manifest or manifest.get("benchmark")
         manifest["status"] = status
         if manifest.get("packages") is None:  # no episode was started
@@ -669,7 +673,8 @@ class Runner:
         settings = ModelSettings(base_url=c.judge_base_url, api_key_env=c.judge_api_key_env,
                                  concurrency=c.concurrency, timeout_s=c.timeout_s,
                                  max_attempts=c.max_attempts, retry_base_s=c.retry_base_s,
-                                 cache=cache, model_options=dict(c.judge_model_options),
+                                 cache=None if cache is None else cache.for_kind("judge"),
+                                 model_options=dict(c.judge_model_options),
                                  options_flag="--judge-model-option")
         return JudgePipeline(create_model(c.judge, settings), c.judge_options)
 
@@ -796,7 +801,7 @@ def _close_now(model: Any) -> None:
         release()
 
 
-def _scan_status(run_dir: Path) -> dict[str, int] | None:
+def _scan_status(run_dir: Path, hits: CacheHits | None = None) -> dict[str, int] | None:
     """The status counts from one cheap pass over records.jsonl (records this run wrote
     need no re-validation); None when the file needs compacting (a torn or repeated line),
     which the full :func:`read_records` path handles as before."""
@@ -815,6 +820,8 @@ def _scan_status(run_dir: Path) -> dict[str, int] | None:
             return None
         seen.add(qid)
         ok += obj.get("status") == "ok"
+        if hits is not None:
+            hits.add_raw(obj)
     return {"records": len(seen), "ok": ok, "errors": len(seen) - ok}
 
 

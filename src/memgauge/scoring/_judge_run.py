@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .._cache_hits import use_entry
+from ..cache import counting_cache_use
 from ..errors import InputError
 from ..models import ChatModel
 from ..schema import Question, Record
@@ -122,7 +124,20 @@ class JudgePipeline:
                 or self._needs_label(rec))
 
     async def apply(self, rec: Record) -> Counter[str]:
-        """Judge one record in place; returns what happened (judged, failures, ...)."""
+        """Judge one record in place; returns what happened (judged, failures, ...). The
+        record keeps how many of the judge's calls the response cache served
+        (``meta.judge_cache[name]``: a new verdict starts the count again)."""
+        with counting_cache_use() as use:
+            done = await self._apply(rec)
+        if done:
+            entries = rec.meta.setdefault("judge_cache", {})
+            prior = {} if done["judged"] or done["failures"] else entries.get(self.options.name)
+            prior = prior if isinstance(prior, dict) else {}
+            entries[self.options.name] = use_entry(prior.get("hits", 0) + use.hits,
+                                                   prior.get("misses", 0) + use.misses)
+        return done
+
+    async def _apply(self, rec: Record) -> Counter[str]:
         done: Counter[str] = Counter()
         if rec.status != "ok" or rec.prediction is None:
             return done
