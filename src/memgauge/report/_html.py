@@ -22,9 +22,6 @@ from memgauge.errors import ConfigError
 from memgauge.report._tables_md import (
     DEPTH_NOTE,
     MISSING,
-    X_LEVELS,
-    XY_NOTE,
-    Y_LEVELS,
     fmt_cell,
     fmt_ci,
     fmt_pct,
@@ -38,12 +35,6 @@ __all__ = ["render_html", "script_json"]
 DPI = 100
 CORRECTNESS = ("right", "wrong", "error", "unscored")
 NO_LABEL = "none"
-PAGE_SIZES = (25, 50, 100, 500)
-PAGE_SIZE = 50
-HEATMAP_NOTE = ("Colour: accuracy from 0% to 100% (scale beside each map); grey with —: no "
-                "scored question in that cell.")
-ONE_TIER_NOTE = ("A system run at one tier is drawn as bars (accuracy per ability at that "
-                 "tier): a curve needs two tiers or more.")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 _MPL_RC = {
     "text.parse_math": False,  # run names and abilities are text, never mathtext
@@ -126,13 +117,8 @@ def _heatmap(plots: _Plots, ax: Any, grid: Mapping[str, Mapping[str, Cell]],
             cell = grid.get(r, {}).get(c)
             if cell is not None and cell.n:
                 values[i, j] = cell.accuracy
-    image = ax.imshow(np.ma.masked_invalid(values), cmap=plots.cmap("viridis"), vmin=0,
-                      vmax=1, aspect="auto")
-    scale = ax.figure.colorbar(image, ax=ax, fraction=0.05, pad=0.03,
-                               ticks=[0, 0.25, 0.5, 0.75, 1])
-    scale.ax.set_yticklabels(["0%", "25%", "50%", "75%", "100%"])
-    scale.set_label("accuracy")
-    scale.outline.set_visible(False)
+    ax.imshow(np.ma.masked_invalid(values), cmap=plots.cmap("viridis"), vmin=0, vmax=1,
+              aspect="auto")
     for i, r in enumerate(rows):
         for j, c in enumerate(cols):
             cell = grid.get(r, {}).get(c)
@@ -294,9 +280,6 @@ def _tiers(t: ReportTables, plots: _Plots) -> str:
 
     def draw(ax: Any, i: int) -> None:
         system = t.systems[i]
-        if len(system.tiers) == 1:
-            _tier_bars(ax, t.tier_curves.get(system.label, {}), system, colors)
-            return
         xs = range(len(system.tiers))
         for ability, cells in t.tier_curves.get(system.label, {}).items():
             ys = [cells[tier].accuracy if cells[tier].n else math.nan for tier in system.tiers]
@@ -311,36 +294,12 @@ def _tiers(t: ReportTables, plots: _Plots) -> str:
         ax.set_title(_short(system.label, 50))
         ax.grid(alpha=0.3)
 
-    img = note = ""
+    img = ""
     if t.systems and t.abilities:
         n = len(t.systems)
-        single = sum(1 for s in t.systems if len(s.tiers) == 1)
-        alt = ("Accuracy per ability at the one tier run, as bars" if single == n else
-               "Accuracy against tier, one line per ability"
-               + ("; systems with one tier as bars" if single else ""))
-        img = _fig(_panels(plots, n, panel_w=4.2, panel_h=3.2, ncols=3, draw=draw, alt=alt,
-                           legend=True))
-        note = _note(ONE_TIER_NOTE) if single else ""
-    return _section("tiers", "Accuracy vs tier, per ability", note, img, tables)
-
-
-def _tier_bars(ax: Any, curves: Mapping[str, Mapping[str, Cell]], system: Any,
-               colors: Mapping[str, Any]) -> None:
-    """One tier: a bar per ability, labelled with its accuracy and n."""
-    tier = system.tiers[0]
-    abilities = [a for a, cells in curves.items() if cells[tier].n]
-    ys = list(range(len(abilities)))[::-1]
-    for y, ability in zip(ys, abilities, strict=True):
-        cell = curves[ability][tier]
-        ax.barh(y, cell.accuracy, color=colors[ability], label=ability, height=0.6)
-        ax.text(cell.accuracy + 0.02, y, f"{fmt_pct(cell.accuracy)} (n={cell.n})",
-                va="center", fontsize=8)
-    ax.set_yticks(ys, [_short(a, 22) for a in abilities])
-    ax.set_xlim(0, 1.3)
-    ax.set_xticks([0, 0.5, 1], ["0%", "50%", "100%"])
-    ax.set_xlabel(f"accuracy at tier {tier}")
-    ax.set_title(_short(system.label, 50))
-    ax.grid(axis="x", alpha=0.3)
+        img = _fig(_panels(plots, n, panel_w=4.2, panel_h=3.2, ncols=3, draw=draw,
+                           alt="Accuracy against tier, one line per ability", legend=True))
+    return _section("tiers", "Accuracy vs tier, per ability", img, tables)
 
 
 def _abilities(t: ReportTables, plots: _Plots) -> str:
@@ -351,7 +310,7 @@ def _abilities(t: ReportTables, plots: _Plots) -> str:
         _heatmap(plots, fig.add_subplot(), t.ability_matrix, runs, t.abilities,
                  "accuracy by run and ability")
         img = plots.img(fig, "Heatmap of accuracy by run and ability")
-    return _section("abilities", "Accuracy by ability", _note(HEATMAP_NOTE), _fig(img),
+    return _section("abilities", "Accuracy by ability", _fig(img),
                     _grid_table(t.ability_matrix, t.abilities, "Run"))
 
 
@@ -366,12 +325,12 @@ def _depth(t: ReportTables, plots: _Plots) -> str:
         _heatmap(plots, ax, grid, list(grid), tiers.get(systems[i], []), systems[i])
         ax.set_ylabel("evidence depth")
 
-    width = 2.3 + 1.0 * max(len(v) for v in tiers.values())  # 0.7 for the colour scale
+    width = 1.6 + 1.0 * max(len(v) for v in tiers.values())
     img = _panels(plots, len(systems), panel_w=width, panel_h=3.0, ncols=3, draw=draw,
                   alt="Heatmaps of accuracy by evidence depth and tier")
     tables = "".join(f"<h3>{_e(s)}</h3>" + _grid_table(g, tiers.get(s, []), "Depth")
                      for s, g in t.depth.items())
-    note = _note(f"{DEPTH_NOTE} {HEATMAP_NOTE}")
+    note = _note(DEPTH_NOTE)
     return _section("depth", "Accuracy by evidence depth × tier", note, _fig(img), tables)
 
 
@@ -383,28 +342,14 @@ def _xy(t: ReportTables, plots: _Plots) -> str:
 
     def draw(ax: Any, i: int) -> None:
         grid = t.xy[runs[i]]
-        xs, ys = list(grid), list(next(iter(grid.values())))
-        _heatmap(plots, ax, grid, xs, ys, runs[i])
-        ax.set_yticks(range(len(xs)), [f"{x} {X_LEVELS.get(x, ('',))[0]}" for x in xs])
-        ax.set_xticks(range(len(ys)), [f"{y}\n{Y_LEVELS.get(y, ('',))[0]}" for y in ys],
-                      rotation=0, ha="center")
-        ax.set_ylabel("visual granularity (X)")
-        ax.set_xlabel("reasoning depth (Y)")
+        _heatmap(plots, ax, grid, list(grid), list(next(iter(grid.values()))), runs[i])
 
-    img = _panels(plots, len(runs), panel_w=4.2, panel_h=3.2, ncols=3, draw=draw,
-                  alt="Heatmaps of accuracy by visual granularity (X) and reasoning depth (Y)")
+    img = _panels(plots, len(runs), panel_w=3.4, panel_h=3.0, ncols=4, draw=draw,
+                  alt="Heatmaps of accuracy by X and Y label")
     tables = "".join(f"<h3>{_e(run)}</h3>"
                      + _grid_table(g, list(next(iter(g.values()))), "X \\ Y")
                      for run, g in t.xy.items())
-    return _section("xy", title, _note(XY_NOTE), _levels(), _note(HEATMAP_NOTE), _fig(img),
-                    tables)
-
-
-def _levels() -> str:
-    """What X1–X4 and Y1–Y3 mean, as a definition list."""
-    items = "".join(f"<dt>{_e(level)} {_e(name)}</dt><dd>{_e(meaning)}</dd>"
-                    for level, (name, meaning) in {**X_LEVELS, **Y_LEVELS}.items())
-    return f'<dl class="levels">{items}</dl>'
+    return _section("xy", title, _fig(img), tables)
 
 
 def _errors(t: ReportTables, plots: _Plots) -> str:
