@@ -51,6 +51,16 @@ def _caption_text(ref: ImageRef) -> str:
     return f"[Image: {caption}]" if caption else "[Image]"
 
 
+def _image_or_caption(ref: ImageRef) -> Part:
+    """An image part, or, for a shared photo the data kept only as a caption (LoCoMo: the
+    release dropped its URL), the caption in its place: the data has no image to send, and
+    its caption is what it holds of it. A missing file is never replaced: it stays an
+    image part and fails as missing (docs/design/0004)."""
+    if ref.path is None and not ref.url and not ref.missing:
+        return _text_part(_caption_text(ref))
+    return _image_part(ref)
+
+
 def turn_parts(text: str, images: Sequence[ImageRef], mode: str, label_images: bool,
                image_offset: int) -> tuple[list[Part], int]:
     """Content parts of one turn, and the next global image number."""
@@ -62,6 +72,9 @@ def turn_parts(text: str, images: Sequence[ImageRef], mode: str, label_images: b
             parts.append(text_part(stripped))
         return parts, image_offset + (0 if mode == "text" else len(images))
     n = len(images)
+    if mode == "image" and not all(im.path is not None or im.url or im.missing
+                                   for im in images):
+        image_part = _image_or_caption
     if not label_images and mode == "image":  # the common case, without the helper below
         if "<image>" not in text:
             parts = [image_part(im) for im in images]
