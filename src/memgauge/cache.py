@@ -174,6 +174,7 @@ class ResponseCache:
             self._use_lock.release()
             raise
         self._owner = True
+        self._views: list[ResponseCache] = []
         self.hits = 0
         self.misses = 0
         self.write_error: str | None = None  # set at the first failed write
@@ -183,8 +184,14 @@ class ResponseCache:
         its own: the judge's view of a run's cache."""
         view = object.__new__(ResponseCache)
         view.__dict__.update(self.__dict__)
-        view.kind, view.hits, view.misses, view._owner = kind, 0, 0, False
+        view.kind, view.hits, view.misses, view._owner, view._views = kind, 0, 0, False, []
+        self._views.append(view)
         return view
+
+    def counts(self) -> tuple[int, int]:
+        """(hits, misses) of this process, its views (the judge's) included."""
+        return (self.hits + sum(v.hits for v in self._views),
+                self.misses + sum(v.misses for v in self._views))
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:

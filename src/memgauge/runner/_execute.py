@@ -231,8 +231,8 @@ class Setup:
         """The cache's counts for the manifest (and closes it)."""
         if self.cache is None:
             return None
-        out = {"enabled": True, "hits_this_invocation": self.cache.hits,
-               "misses_this_invocation": self.cache.misses}
+        hits, misses = self.cache.counts()  # the model's and the judge's lookups
+        out = {"enabled": True, "hits_this_invocation": hits, "misses_this_invocation": misses}
         if self.cache.write_error:
             out["write_error"] = self.cache.write_error
         self.cache.close()
