@@ -8,14 +8,18 @@ item (or, with ``allow_missing``, a recorded gap), and encoded images are kept b
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import io
 import os
+import re
 import threading
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from PIL import Image, UnidentifiedImageError
 from pybase64 import b64encode  # SIMD: ~20x the stdlib's speed on image-sized inputs
@@ -28,8 +32,69 @@ URL_KEYS = ("image_hf_url", "image_url", "url")
 _MIME = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
 
 
+# Images are refused above PIL's own warning level (~89.5 megapixels, 256 MiB as RGB)
+# rather than warned about: PIL only refuses at twice that, and a 20000x20000 PNG of one
+# colour is a few KB on disk and 1.2 GB once decoded. The size is read from the header;
+# nothing is decoded (docs/design/0017-hostile-inputs.md).
+MAX_IMAGE_PIXELS = 1024 * 1024 * 1024 // 4 // 3
+_BOMB_PIXELS = re.compile(r"\((\d+) pixels\)")
+
+
+class ImageTooLarge(ValueError):
+    """An image whose header says it has more than :data:`MAX_IMAGE_PIXELS` pixels."""
+
+    def __init__(self, width: int | None, height: int | None, pixels: int) -> None:
+        self.width, self.height, self.pixels = width, height, pixels
+        size = f"{width}x{height} = {pixels:,} pixels" if width else f"{pixels:,} pixels"
+        super().__init__(f"image is {size}, over the {MAX_IMAGE_PIXELS:,}-pixel limit (a "
+                         "decompression bomb?); it is not decoded")
+
+
+def header_size(fp: str | IO[bytes]) -> tuple[int, int, str | None]:
+    """(width, height, format) from an image's header, without decoding it. Raises
+    :class:`ImageTooLarge` past the bound, PIL's errors for what is not an image."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # refused just below
+        try:
+            with Image.open(fp) as im:
+                (w, h), fmt = im.size, im.format
+        except Image.DecompressionBombError as exc:  # over 2x PIL's level: no size given
+            m = _BOMB_PIXELS.search(str(exc))
+            raise ImageTooLarge(None, None, int(m.group(1)) if m else 0) from None
+    if w * h > MAX_IMAGE_PIXELS:
+        raise ImageTooLarge(w, h, w * h)
+    return w, h, fmt
+
+
+def inline_image(url: str) -> tuple[bytes, int, int] | None:
+    """A ``data:image/...;base64,`` URL's bytes and size (None when it holds no readable
+    image); :class:`ImageTooLarge` past the bound."""
+    try:
+        data = base64.b64decode(url.split(",", 1)[1], validate=False)
+    except (IndexError, ValueError, binascii.Error):
+        return None
+    try:
+        w, h, _ = header_size(io.BytesIO(data))
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        if isinstance(exc, ImageTooLarge):
+            raise
+        return None
+    return data, w, h
+
+
 def _is_url(value: str) -> bool:
     return value.startswith(("http://", "https://"))
+
+
+def _is_data_url(value: str) -> bool:
+    return value.startswith("data:")
+
+
+def _shown(value: str) -> str:
+    """A source for a message: a data: URL by its media type and length, not its bytes."""
+    if _is_data_url(value):
+        return f"inline {value[5:value.find(';')] if ';' in value else 'data'} ({len(value):,} chars)"
+    return value if len(value) <= 200 else value[:200] + "…"
 
 
 class ImageResolver:
@@ -42,7 +107,7 @@ class ImageResolver:
     def __init__(self, root: str | os.PathLike[str], *, allow_missing: bool = False) -> None:
         self.root = Path(root).resolve()
         self.allow_missing = allow_missing
-        self._checked: dict[str, tuple[int, int] | str] = {}
+        self._checked: dict[str, tuple[int, int] | str | ImageTooLarge] = {}
         self._refs: dict[tuple[str, str | None, str | None], ImageRef] = {}
         # Entries seen before, by their exact content (a string, or an object's items in
         # order): a shared pool repeats the same entries thousands of times.
@@ -70,18 +135,19 @@ class ImageResolver:
     def resolve(self, entry: Any, *, file: str, item: str, field: str) -> ImageRef:
         if isinstance(entry, str):
             source = entry
-            path_value, url = (None, entry) if _is_url(entry) else (entry, None)
+            path_value, url = ((None, entry) if _is_url(entry) or _is_data_url(entry)
+                               else (entry, None))
         elif isinstance(entry, dict):
             source = entry
             path_value = next((entry[k] for k in PATH_KEYS if entry.get(k)), None)
             if isinstance(path_value, list):
                 path_value = path_value[0] if path_value else None
             url = next((entry[k] for k in URL_KEYS if isinstance(entry.get(k), str)
-                        and _is_url(entry[k])), None)
+                        and (_is_url(entry[k]) or _is_data_url(entry[k]))), None)
             if path_value is not None and not isinstance(path_value, str):
                 raise InputError(f"image path must be a string, got {type(path_value).__name__}",
                                  file=file, item=item, field=field)
-            if path_value and _is_url(path_value):
+            if path_value and (_is_url(path_value) or _is_data_url(path_value)):
                 path_value, url = None, url or path_value
         else:
             raise InputError(f"image entry must be a string or an object, got {type(entry).__name__}",
@@ -101,8 +167,23 @@ class ImageResolver:
             raise InputError("image entry has neither a file path nor a URL",
                              file=file, item=item, field=field)
         if not path_value:
-            return ImageRef.model_construct(source=src, path=None, url=url, sha256=None, width=None,
-                                            height=None, captions={}, missing=False, meta={})
+            width = height = sha = None
+            meta: dict[str, Any] = {}
+            if url is not None and _is_data_url(url):
+                try:
+                    got = inline_image(url)
+                except ImageTooLarge as exc:
+                    raise InputError(f"{exc} ({_shown(url)})", file=file, item=item,
+                                     field=field) from None
+                if got is None:
+                    raise InputError(f"inline image ({_shown(url)}) holds no readable image",
+                                     file=file, item=item, field=field)
+                data, width, height = got
+                sha = hashlib.sha256(data).hexdigest()
+                meta = {"inline": True}
+            return ImageRef.model_construct(source=src, path=None, url=url, sha256=sha,
+                                            width=width, height=height, captions={},
+                                            missing=False, meta=meta)
         full = os.path.normpath(os.path.join(self.root, path_value))
         if not (full == str(self.root) or full.startswith(str(self.root) + os.sep)):
             raise InputError(f"image path {path_value!r} escapes the image dir",
@@ -116,6 +197,8 @@ class ImageResolver:
             inside = real == root or real.startswith(root + os.sep)
             checked = self._check(real) if inside else _LINKS_OUT
             self._checked[full] = checked
+        if isinstance(checked, ImageTooLarge):  # refused even with allow_missing: not a gap
+            raise InputError(f"{checked} ({path_value!r})", file=file, item=item, field=field)
         if checked is _LINKS_OUT:
             raise InputError(f"image path {path_value!r} is a link to a file outside the image "
                              f"dir ({os.path.realpath(full)}); it is not read",
@@ -133,14 +216,16 @@ class ImageResolver:
                                         height=h, captions={}, missing=False, meta={})
 
     @staticmethod
-    def _check(real: str) -> tuple[int, int] | str:
+    def _check(real: str) -> tuple[int, int] | str | ImageTooLarge:
         if not os.path.isfile(real):
             return "was not found"
         try:
-            with Image.open(real) as im:
-                return im.size
-        except (UnidentifiedImageError, OSError) as exc:
+            w, h, _ = header_size(real)
+        except ImageTooLarge as exc:
+            return exc
+        except (UnidentifiedImageError, OSError, ValueError) as exc:
             return f"is not a readable image ({type(exc).__name__})"
+        return w, h
 
 
 _LINKS_OUT = ("links outside the image dir",)  # a marker in ImageResolver._checked
@@ -208,7 +293,8 @@ class ImageEncoder:
 
     def encode(self, ref: ImageRef) -> EncodedImage:
         if ref.path is None:
-            raise InputError(f"image {ref.source!r} has only a URL; use --image-mode url to send URLs")
+            raise InputError(f"image {ref.source!r} has no file to read" + (
+                " (it is missing)" if ref.missing else ""))
         key = self._key(ref.path)
         with self._lock:
             hit = self._cache.get(key)
@@ -237,6 +323,10 @@ class ImageEncoder:
     def _encode_file(self, path: str) -> EncodedImage:
         raw = Path(path).read_bytes()
         sha = hashlib.sha256(raw).hexdigest()
+        try:  # checked when resolved; the file may have been replaced since
+            header_size(io.BytesIO(raw))
+        except ImageTooLarge as exc:
+            raise InputError(str(exc), file=path) from None
         with Image.open(io.BytesIO(raw)) as im:
             fmt = im.format or "PNG"
             size = im.size

@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 import ijson
 import orjson
 
+from .._json_limits import MAX_ITEM_BYTES, BoundedStream, LimitExceeded, describe_json_error
 from ..errors import InputError
 from ..schema import Episode
 
@@ -190,8 +191,9 @@ def iter_json_items(reader: HashingReader, skip: Callable[[int], bool] | None = 
                     ) -> Iterator[tuple[int, Any]]:
     """Stream the items of a JSON list, or of ``{"data": [...]}``, or of JSON Lines.
 
-    Yields ``(index, item)``. Never holds the whole file. Non-UTF-8 bytes and broken JSON
-    become :class:`InputError` naming the file and the item index. Items whose index
+    Yields ``(index, item)``. Never holds the whole file. Non-UTF-8 bytes, broken JSON,
+    nesting deeper than ``MAX_DEPTH`` and items over ``MAX_ITEM_BYTES`` become
+    :class:`InputError` naming the file and the item index (``_json_limits``). Items whose index
     ``skip`` accepts may come as a :class:`RawItem` (unparsed) where the layout allows it
     (see ``_FastArray``); every other item is parsed.
     """
@@ -206,13 +208,16 @@ def iter_json_items(reader: HashingReader, skip: Callable[[int], bool] | None = 
                 yield index, item
             # Whatever the fast path left (nothing, or the rest of an unusual file): ijson.
             start = index + 1
-            for index, item in enumerate(ijson.items(fast.rest(), "item", use_float=True),
-                                         start):
+            stream = BoundedStream(fast.rest())
+            for index, item in enumerate(ijson.items(stream, "item", use_float=True), start):
+                stream.item_done()
                 yield index, item
         elif first == b"{" and _looks_like_jsonl(path):
             yield from _iter_jsonl(reader)
         elif first == b"{":
-            for index, item in enumerate(ijson.items(reader, "data.item", use_float=True)):
+            stream = BoundedStream(reader)
+            for index, item in enumerate(ijson.items(stream, "data.item", use_float=True)):
+                stream.item_done()
                 yield index, item
         elif not first:
             raise InputError("file is empty", file=path)
@@ -222,6 +227,8 @@ def iter_json_items(reader: HashingReader, skip: Callable[[int], bool] | None = 
     except UnicodeDecodeError as exc:
         raise InputError(f"file is not valid UTF-8 ({exc.reason} at byte {exc.start})",
                          file=path, item=f"#{index + 1}") from None
+    except LimitExceeded as exc:
+        raise InputError(str(exc), file=path, item=f"#{index + 1}") from None
     except ijson.JSONError as exc:
         msg = str(exc)
         if "utf-8" in msg.lower() or "utf8" in msg.lower() or "decode" in msg.lower():
@@ -425,6 +432,8 @@ class _FastArray:
                 continue
             try:
                 _, end_char = decoder.raw_decode(text)
+            except RecursionError:  # nested too deep for the json module: ijson says so
+                return None
             except json.JSONDecodeError:
                 if len(raw) > self.MIN_AHEAD or not self._grow(len(raw)):
                     return None
@@ -576,47 +585,72 @@ def _looks_like_jsonl(path: str) -> bool:
 
 
 def _iter_jsonl(reader: HashingReader) -> Iterator[tuple[int, Any]]:
-    import orjson
-
-    buf = b""
+    """The items of a JSON Lines file; ``index`` counts non-blank lines, ``line_no`` all.
+    A line over ``MAX_ITEM_BYTES`` is refused before it is held whole."""
+    max_line = MAX_ITEM_BYTES
+    pending: list[bytes] = []  # the start of a line longer than a chunk, in pieces
+    size = 0
     index = 0
+    line_no = 0
     while True:
         chunk = reader.read(1 << 20)
         if not chunk:
             break
-        buf += chunk
-        *lines, buf = buf.split(b"\n")
+        *lines, tail = chunk.split(b"\n")
+        if lines and pending:
+            lines[0] = b"".join([*pending, lines[0]])
+            pending, size = [], 0
         for line in lines:
+            line_no += 1
+            if len(line) > max_line:
+                raise InputError(f"line over {max_line:,} bytes (refused: is it the right "
+                                 "file?)", file=reader.path, item=f"line {line_no}")
             if line.strip():
-                yield index, _load_line(orjson, line, reader.path, index)
+                yield index, _load_line(line, reader.path, line_no)
                 index += 1
-    if buf.strip():
-        yield index, _load_line(orjson, buf, reader.path, index)
+        if tail:
+            pending.append(tail)
+            size += len(tail)
+            if size > max_line:
+                raise InputError(f"line over {max_line:,} bytes (refused: is it the right "
+                                 "file?)", file=reader.path, item=f"line {line_no + 1}")
+    rest = b"".join(pending)
+    if rest.strip():
+        yield index, _load_line(rest, reader.path, line_no + 1)
 
 
-def _load_line(orjson: Any, line: bytes, path: str, index: int) -> Any:
+def _load_line(line: bytes, path: str, line_no: int) -> Any:
     try:
         line.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"file is not valid UTF-8 ({exc.reason})", file=path,
-                         item=f"line {index + 1}") from None
+                         item=f"line {line_no}") from None
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON ({exc})", file=path, item=f"line {index + 1}") from None
+        raise InputError(describe_json_error(exc), file=path, item=f"line {line_no}") from None
 
 
 def read_id_list(path: str) -> set[str]:
     """Read a question-id list: a JSON list, a JSON object with a list under a key such as
     ``question_ids``, or one id per line."""
 
+    from .._json_limits import MAX_DOCUMENT_BYTES, read_bounded
+
     if not Path(path).is_file():
         raise InputError("no such file" if not Path(path).exists() else "not a file",
                          file=path, field="--question-ids")
+    data = read_bounded(Path(path), what="a list of question ids",
+                        max_bytes=MAX_DOCUMENT_BYTES, field="--question-ids")
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot be read as text ({exc})", file=path) from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not a text file (invalid UTF-8 at byte {exc.start}); expected "
+                         "question ids, one per line or as JSON", file=path,
+                         field="--question-ids") from None
+    if "\x00" in text:
+        raise InputError("not a text file (it holds NUL bytes); expected question ids, one "
+                         "per line or as JSON", file=path, field="--question-ids")
     ids = _parse_id_list(text, path)
     if not ids:
         raise InputError("the list of question ids is empty: it would select nothing",
@@ -625,14 +659,11 @@ def read_id_list(path: str) -> set[str]:
 
 
 def _parse_id_list(text: str, path: str) -> set[str]:
-    import json
+    from .._json_limits import loads
 
     stripped = text.lstrip()
     if stripped[:1] in ("[", "{"):
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON ({exc})", file=path) from None
+        obj = loads(text, file=path)
         if isinstance(obj, dict):
             lists = [v for k, v in obj.items() if isinstance(v, list) and "id" in k.lower()]
             if not lists:
@@ -643,8 +674,9 @@ def _parse_id_list(text: str, path: str) -> set[str]:
         for i, v in enumerate(obj):
             if isinstance(v, dict):
                 v = v.get("question_id")
-            if not isinstance(v, str | int):
-                raise InputError(f"entry {i} is not a question id", file=path)
+            if isinstance(v, bool) or not isinstance(v, str | int):
+                raise InputError(f"entry {i} is not a question id (got {type(v).__name__})",
+                                 file=path, field="--question-ids")
             ids.add(str(v))
         return ids
     return {line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")}

@@ -13,18 +13,17 @@ answer is to say it was not mentioned (answer type ``refusal``).
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import io
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import ijson
-from PIL import Image, UnidentifiedImageError
 
+from .._json_limits import BoundedStream, LimitExceeded
 from ..errors import InputError
+from ..media import ImageTooLarge, inline_image
 from ..registry import benchmark
 from ..schema import (
     Ability,
@@ -69,7 +68,9 @@ def _iter_conversations(reader: HashingReader) -> Iterator[tuple[int, Any]]:
         yield from iter_json_items(reader)
         return
     try:
-        root = next(iter(ijson.items(reader, "", use_float=True)), None)
+        root = next(iter(ijson.items(BoundedStream(reader), "", use_float=True)), None)
+    except LimitExceeded as exc:
+        raise InputError(str(exc), file=reader.path) from None
     except UnicodeDecodeError as exc:
         raise InputError(f"file is not valid UTF-8 ({exc.reason} at byte {exc.start})",
                          file=reader.path) from None
@@ -85,13 +86,12 @@ def _iter_conversations(reader: HashingReader) -> Iterator[tuple[int, Any]]:
 
 
 def _inline_image_info(url: str) -> tuple[int | None, int | None, str | None]:
-    """Size and sha256 of a ``data:image/...;base64,`` URL's image (None when unreadable)."""
-    try:
-        data = base64.b64decode(url.split(",", 1)[1], validate=False)
-        with Image.open(io.BytesIO(data)) as im:
-            w, h = im.size
-    except (IndexError, ValueError, OSError, UnidentifiedImageError):
+    """Size and sha256 of a ``data:image/...;base64,`` URL's image (None when unreadable;
+    :class:`~memgauge.media.ImageTooLarge` past the pixel bound)."""
+    got = inline_image(url)
+    if got is None:
         return None, None, None
+    data, w, h = got
     return w, h, hashlib.sha256(data).hexdigest()
 
 
@@ -123,7 +123,7 @@ class LoCoMoBenchmark:
         self._counts, self._shas = counts, {}
         notes: dict[str, Any] = {"bad_evidence": 0, "repaired_evidence": 0}
         self._notes = notes
-        seen_eps: set[str] = set()
+        seen_eps: dict[str, str] = {}  # conversation id -> where it was first
         seen_qs: set[str] = set()
         for path in self.files:
             file = str(path)
@@ -131,10 +131,12 @@ class LoCoMoBenchmark:
             try:
                 for index, raw in _iter_conversations(reader):
                     ep, n_images = self._episode(raw, index, path)
-                    if ep.episode_id in seen_eps:
-                        raise InputError(f"duplicate conversation id {ep.episode_id!r}",
-                                         file=file, item=ep.episode_id, field="sample_id")
-                    seen_eps.add(ep.episode_id)
+                    here = f"{file} #{index}"
+                    first = seen_eps.setdefault(ep.episode_id, here)
+                    if first != here:
+                        raise InputError(f"duplicate conversation id {ep.episode_id!r}: "
+                                         f"{first} has it too", file=file, item=f"#{index}",
+                                         field="sample_id")
                     seen_qs.update(q.question_id for q in ep.questions)
                     for q in ep.questions:
                         notes["bad_evidence"] += len(q.meta.get("bad_evidence", []))
@@ -281,7 +283,10 @@ class LoCoMoBenchmark:
             # Two turns (42.json D5:6, 44.json D19:28) inline the photo as a data: URL.
             source = f"{dia_id}:img_url[0] (inline {url[5:url.find(';')]}, {len(url)} chars)"
             meta["inline"] = True
-            width, height, sha = _inline_image_info(url)
+            try:
+                width, height, sha = _inline_image_info(url)
+            except ImageTooLarge as exc:
+                raise err(str(exc), field + ".img_url[0]") from None
         else:
             source = url
         return build_image({"source": source, "path": None, "url": url, "sha256": sha,

@@ -516,7 +516,7 @@ class StreamingBenchmark(abc.ABC):
         ctx = ItemContext(self.path, self.resolver)
         counts = {"episodes": 0, "questions": 0, "images": 0, "missing_images": 0}
         self._counts, self._missing, self._sha = counts, ctx.missing_list, None
-        seen: set[str] = set()
+        seen: dict[str, int] = {}  # question id -> index of its item
         keep = self.keep
         reader = HashingReader(self.path)
         self._reader = reader  # its background digest serves manifest() if we stop early
@@ -524,11 +524,12 @@ class StreamingBenchmark(abc.ABC):
             skip = None if part is None else (lambda i: i % part[1] != part[0])
             items = iter_json_items(reader, skip)
 
-            def note_id(qid: str) -> None:
-                if qid in seen:
-                    raise InputError(f"duplicate question_id {qid!r}", file=self.path,
-                                     item=qid, field="question_id")
-                seen.add(qid)
+            def note_id(qid: str, index: int) -> None:
+                first = seen.setdefault(qid, index)
+                if first != index:
+                    raise InputError(f"duplicate question_id {qid!r}: items #{first} and "
+                                     f"#{index} both have it", file=self.path,
+                                     item=f"#{index}", field="question_id")
 
             while True:
                 # Reading and converting one item makes ~3,000 acyclic containers per 500
@@ -547,7 +548,7 @@ class StreamingBenchmark(abc.ABC):
                         qid = raw.get("question_id") if type(raw) in (dict, RawItem) else None
                         # a malformed item is reported by the part that owns it
                         if type(qid) is str and (keep is None or qid in keep):
-                            note_id(qid)
+                            note_id(qid, index)
                         continue
                     ep = self._parse(raw, index, ctx)
                     del raw
@@ -556,7 +557,7 @@ class StreamingBenchmark(abc.ABC):
                         gc.enable()
                 if ep is None:
                     continue
-                note_id(ep.episode_id)
+                note_id(ep.episode_id, index)
                 counts["episodes"] += 1
                 counts["questions"] += len(ep.questions)
                 counts["images"] = ctx.images
@@ -566,7 +567,7 @@ class StreamingBenchmark(abc.ABC):
         finally:
             reader.close()
         if keep is not None:
-            absent = sorted(keep - seen)
+            absent = sorted(keep - seen.keys())
             if absent:
                 shown = ", ".join(absent[:20]) + (f" … ({len(absent)} in all)"
                                                   if len(absent) > 20 else "")

@@ -27,6 +27,7 @@ class ReplayModel:
         self.path = path
         self.name = f"replay:{Path(path).name}"
         self.predictions: dict[str, str] = {}
+        self._entry: dict[str, int] = {}  # question id -> the entry it came from
         reader = HashingReader(path)
         try:
             for index, item in iter_json_items(reader):
@@ -34,21 +35,34 @@ class ReplayModel:
             self.sha256 = reader.hexdigest()
         finally:
             reader.close()
+        if not self._entry:
+            raise InputError("no predictions in the file: it would answer nothing",
+                             file=self.path)
 
     def _add(self, item: Any, index: int) -> None:
         where = f"#{index + 1}"
         if not isinstance(item, dict):
             raise InputError("prediction entry must be an object", file=self.path, item=where)
         qid = item.get("question_id")
-        if not isinstance(qid, str | int):
-            raise InputError("missing required field", file=self.path, item=where,
+        if isinstance(qid, bool) or not isinstance(qid, str | int):
+            raise InputError("missing required field" if qid is None else
+                             f"expected str, got {type(qid).__name__}", file=self.path,
+                             item=where, field="question_id")
+        ours = "status" in item and "episode_id" in item  # one of our records.jsonl lines
+        first = self._entry.setdefault(str(qid), index)
+        if first != index and not ours:
+            raise InputError(f"duplicate question_id {qid!r}: entries #{first + 1} and "
+                             f"#{index + 1} both have it", file=self.path, item=where,
                              field="question_id")
         if item.get("status") == "error":  # one of our records that failed: no prediction
+            self.predictions.pop(str(qid), None)
             return
         text = next((item[k] for k in _TEXT_FIELDS if isinstance(item.get(k), str)), None)
         if text is None:
             raise InputError(f"no prediction text (looked for {', '.join(_TEXT_FIELDS)})",
                              file=self.path, item=str(qid), field="prediction")
+        # A run's records.jsonl may hold a question twice (a failure, then its retry): the
+        # later line wins, as it does for `memgauge report`.
         self.predictions[str(qid)] = text
 
     def describe(self) -> dict[str, Any]:

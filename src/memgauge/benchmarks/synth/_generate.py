@@ -376,7 +376,7 @@ def _clear_or_refuse(root: Path, overwrite: bool) -> None:
     try:
         manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
         ours = isinstance(manifest, dict) and "generator_version" in manifest
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # unreadable, not JSON, or nested too deep
         ours = False
     if not ours:
         raise ConfigError(f"--out {root} holds something other than a generated benchmark "

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..._json_limits import load_document
 from ...errors import InputError
 from ...media import ImageResolver
 from ...registry import benchmark
@@ -24,7 +24,7 @@ class SynthBenchmark:
             if not manifest.exists():
                 raise InputError("not a generated benchmark folder (no manifest.json)",
                                  file=str(data))
-            tiers = list(json.loads(manifest.read_text(encoding="utf-8"))["tiers"])
+            tiers = _tiers(load_document(manifest, what="a benchmark manifest"), str(manifest))
             tier = opts.tier or (tiers[0] if len(tiers) == 1 else None)
             if tier is None:
                 raise InputError(f"this benchmark has tiers {', '.join(tiers)}: pick one with "
@@ -32,10 +32,14 @@ class SynthBenchmark:
             if tier not in tiers:
                 raise InputError(f"no tier {tier!r} (have {', '.join(tiers)})", file=str(data))
             self.root, self.path, self.tier = data, data / "tiers" / tier / "episodes.jsonl", tier
+        elif not data.is_file():
+            raise InputError("no such file or folder", file=str(data), field="--data")
         else:
             self.path = data
             self.root = data.parents[2] if data.parent.parent.name == "tiers" else data.parent
             self.tier = opts.tier or data.parent.name
+        if not self.path.is_file():
+            raise InputError("no episodes file for this tier", file=str(self.path))
         self.opts = opts
         self.resolver = ImageResolver(opts.image_dir or self.root,
                                       allow_missing=opts.allow_missing_images)
@@ -49,13 +53,19 @@ class SynthBenchmark:
             from .._base import read_id_list
 
             keep = read_id_list(self.opts.question_ids)
+        episode_at: dict[str, int] = {}  # id -> the line it is on, to name both of a pair
+        question_at: dict[str, int] = {}
         try:
             for index, raw in iter_json_items(reader):
                 try:
                     ep = Episode.model_validate(raw)
                 except Exception as exc:  # noqa: BLE001 - any failure is bad input at this line
-                    raise InputError(f"not a valid episode ({exc})", file=str(self.path),
+                    raise InputError(f"not a valid episode ({_why(exc)})", file=str(self.path),
                                      item=f"line {index + 1}") from None
+                self._unique(episode_at, ep.episode_id, index, "episode_id", "episode")
+                for k, q in enumerate(ep.questions):
+                    self._unique(question_at, q.question_id, index,
+                                 f"questions[{k}].question_id", "question")
                 if keep is not None:
                     ep.questions = [q for q in ep.questions if q.question_id in keep]
                     if not ep.questions:
@@ -67,6 +77,14 @@ class SynthBenchmark:
             self._digest = reader.hexdigest()
         finally:
             reader.close()
+
+    def _unique(self, seen: dict[str, int], key: str, index: int, field: str,
+                what: str) -> None:
+        first = seen.setdefault(key, index)
+        if first != index:
+            raise InputError(f"duplicate {what} id {key!r}: lines {first + 1} and {index + 1} "
+                             "both have it", file=str(self.path), item=f"line {index + 1}",
+                             field=field)
 
     def _resolve(self, ep: Episode) -> None:
         for s in ep.sessions:
@@ -83,6 +101,8 @@ class SynthBenchmark:
         under --question-ids): the progress bar's total before reading."""
         if self.opts.question_ids:
             return None
+        import json
+
         try:
             tiers = json.loads((self.root / "manifest.json").read_text(encoding="utf-8"))["tiers"]
             count = tiers[self.tier]["questions"]
@@ -94,6 +114,29 @@ class SynthBenchmark:
         digest = self._digest or HashingReader(self.path).hexdigest()
         return {"name": self.name, "loader_version": "1", "tier": self.tier,
                 "inputs": {str(self.path): digest}, "counts": dict(self._counts)}
+
+
+def _tiers(manifest: Any, file: str) -> list[str]:
+    if not isinstance(manifest, dict):
+        raise InputError(f"expected an object, got {type(manifest).__name__}", file=file)
+    tiers = manifest.get("tiers")
+    if not isinstance(tiers, dict | list) or not tiers or \
+            not all(isinstance(t, str) for t in tiers):
+        raise InputError("expected a non-empty object (or list) of tier names, got "
+                         f"{type(tiers).__name__ if not tiers else tiers!r}"[:200], file=file,
+                         field="tiers")
+    return list(tiers)
+
+
+def _why(exc: Exception) -> str:
+    """A validation failure: the first fields and what is wrong with them, on one line."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return " ".join(str(exc).split())[:300]
+    parts = [f"{'.'.join(str(x) for x in e.get('loc', ())) or 'episode'}: {e.get('msg', '?')}"
+             for e in errors()[:3]]
+    more = len(errors()) - len(parts)
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
 @benchmark("synth")

@@ -58,8 +58,17 @@ def validate(root: str | Path, *, ocr: bool | None = None,
     mpath = root / "manifest.json"
     if not mpath.exists():
         raise InputError("not a generated benchmark folder (no manifest.json)", file=str(root))
-    manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    from ..._json_limits import load_document
     from ._generate import parse_tier
+    from ._loader import _tiers
+
+    manifest = load_document(mpath, what="a benchmark manifest")
+    _tiers(manifest, str(mpath))  # an object with tier names, else an error naming the field
+    for key in ("digest", "generator_version"):
+        if not isinstance(manifest.get(key), str | int):
+            raise InputError("missing required field" if manifest.get(key) is None else
+                             f"expected a string, got {type(manifest[key]).__name__}",
+                             file=str(mpath), field=key)
 
     tiers = sorted(manifest["tiers"], key=parse_tier)  # smallest first; JSON keys are sorted
     say = progress or (lambda msg: None)
