@@ -42,30 +42,42 @@ class CacheHits:
             self.unknown += 1
         elif cached:
             self.from_cache += 1
-        per_judge = judge_cache if isinstance(judge_cache, Mapping) else {}
         for name in scores:
-            if "judge" not in name:
-                continue
-            j = self.judges.setdefault(name, JudgeHits())
-            j.judged += 1
-            use = per_judge.get(name)
-            if not isinstance(use, Mapping):
-                j.unknown += 1
-                continue
-            hits, misses = _count(use.get("hits")), _count(use.get("misses"))
-            j.hits += hits
-            j.lookups += hits + misses
-            j.from_cache += hits > 0 and misses == 0
+            if "judge" in name:
+                self._add_judge(name, judge_cache)
 
-    def add_raw(self, obj: Mapping[str, Any]) -> None:
-        """A record as parsed JSON (the runner's cheap pass over records.jsonl)."""
+    def _add_judge(self, name: str, judge_cache: Any) -> None:
+        j = self.judges.get(name)
+        if j is None:
+            j = self.judges[name] = JudgeHits()
+        j.judged += 1
+        use = judge_cache.get(name) if isinstance(judge_cache, Mapping) else None
+        if not isinstance(use, Mapping):
+            j.unknown += 1
+            return
+        hits, misses = _count(use.get("hits")), _count(use.get("misses"))
+        j.hits += hits
+        j.lookups += hits + misses
+        j.from_cache += hits > 0 and misses == 0
+
+    def add_raw(self, obj: dict[str, Any]) -> None:
+        """A record as parsed JSON (the runner's cheap pass over records.jsonl: this runs
+        once per record at the end of every run, so it reads only what it needs)."""
+        if obj.get("status") != "ok":
+            return
         response = obj.get("response")
-        response = response if isinstance(response, Mapping) else {}
-        meta = obj.get("meta")
+        cached = response.get("cached") if type(response) is dict else None
         scores = obj.get("scores")
-        self.add(obj.get("status"), bool(response["cached"]) if "cached" in response else None,
-                 scores if isinstance(scores, Mapping) else (),
-                 meta.get("judge_cache") if isinstance(meta, Mapping) else None)
+        if not scores or type(scores) is not dict:
+            self.answers += 1
+            if cached is None:
+                self.unknown += 1
+            elif cached:
+                self.from_cache += 1
+            return
+        meta = obj.get("meta")
+        self.add("ok", None if cached is None else bool(cached), scores,
+                 meta.get("judge_cache") if type(meta) is dict else None)
 
     def add_record(self, rec: Any) -> None:
         """A :class:`~memgauge.schema.Record` read from a folder."""
