@@ -38,14 +38,15 @@ A, T = Ability, AnswerType
     ('{"score": 3}', None),
     ('{"score": -1}', None),
     ("no json", None),
+    ('{"score": 0 or 0.25 or 0.5 or 0.75 or 1, "reasoning": "..."}', None),  # the template
 ])
 def test_memeye_levels_are_kept(reply, value):
     assert parse_level(reply) == value
 
 
 def test_prompt_versions_carry_a_digest():
-    assert re.fullmatch(r"1\.[0-9a-f]{8}", JUDGE_PROMPT_VERSION)
-    assert re.fullmatch(r"1\.[0-9a-f]{8}", MemEyeRubric.version)
+    assert re.fullmatch(r"2\.[0-9a-f]{8}", JUDGE_PROMPT_VERSION)
+    assert re.fullmatch(r"2\.[0-9a-f]{8}", MemEyeRubric.version)
     assert MemEyeRubric.version != JUDGE_PROMPT_VERSION
 
 

@@ -105,7 +105,10 @@ def prepare(prediction: str, mode: str = "default") -> Prepared:
 
 _FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL | re.IGNORECASE)
 _OBJECT = re.compile(r"\{[^{}]*\}", re.DOTALL)
-_SCORE_FIELD = re.compile(r'"(?:answer_score|score)"\s*:\s*"?(-?\d+(?:\.\d+)?)', re.IGNORECASE)
+# A bare field's number must end the value: `"score": 0 or 1` (the reply template, echoed
+# back by a small model) is not a verdict of 0.
+_SCORE_FIELD = re.compile(r'"(?:answer_score|score)"\s*:\s*"?(-?\d+(?:\.\d+)?)"?\s*(?=[,}\]\n]|$)',
+                          re.IGNORECASE)
 
 
 def json_objects(text: str) -> list[dict[str, Any]]:
@@ -150,6 +153,18 @@ def read_score(text: str) -> float | None:
             return value
     m = _SCORE_FIELD.search(text or "")
     return float(m.group(1)) if m else None
+
+
+def read_verdict(text: str, levels: tuple[float, ...], tolerance: float = 1e-9) -> float | None:
+    """The verdict in a reply when it is one of the rubric's ``levels`` (within
+    ``tolerance``); None otherwise. A value outside the levels (a 4 on a 0/1 rubric, a -1)
+    is not clamped into one: the reply is unreadable, so the judge is asked again and, if it
+    never answers on the scale, the case is a judge failure, never a score."""
+    value = read_score(text)
+    if value is None:
+        return None
+    nearest = min(levels, key=lambda level: abs(level - value))
+    return nearest if abs(nearest - value) <= tolerance else None
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ._judge import JudgeCase, read_score
+from ._judge import JudgeCase, read_verdict
 
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 SNAP = 0.05
@@ -50,16 +50,13 @@ _REPLY = """\
 Reply with one JSON object and nothing else, keeping the reasoning short:
 {"score": 0 or 0.25 or 0.5 or 0.75 or 1, "reasoning": "..."}"""
 
-VERSION = "1." + hashlib.sha256(f"{_PROMPT}\x00{_REPLY}".encode()).hexdigest()[:8]
+# 2: an echoed reply template is unreadable (1 read `"score": 0 or 0.25 …` as 0)
+VERSION = "2." + hashlib.sha256(f"{_PROMPT}\x00{_REPLY}".encode()).hexdigest()[:8]
 
 
 def parse_level(reply: str) -> float | None:
     """The five-level score in a reply; None when absent or not near a level."""
-    value = read_score(reply)
-    if value is None:
-        return None
-    nearest = min(LEVELS, key=lambda level: abs(level - value))
-    return nearest if abs(nearest - value) <= SNAP else None
+    return read_verdict(reply, LEVELS, SNAP)
 
 
 class MemEyeRubric:

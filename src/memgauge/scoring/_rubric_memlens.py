@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 
 from ..schema import Ability
-from ._judge import JudgeCase, read_score
+from ._judge import JudgeCase, read_verdict
 
 TASK_KEYS = (
     "IE_Entity", "IE_PreviousInfo", "MSR_Arithmetic", "MSR_Counting", "MSR_YesNo",
@@ -137,20 +137,21 @@ def build_prompt(question_text: str, gold: str | list[str], prediction: str, key
 
 
 def parse_reply(text: str) -> float | None:
-    """The verdict in a judge reply, clamped to 0 or 1; None when there is none.
+    """The verdict in a judge reply, 0 or 1; None when there is none, or when it is not 0
+    or 1 (never clamped: a "score": 4 is not a 1).
 
     Reads, in order: the whole reply as JSON, a fenced ```json block, any flat ``{...}``
     object, then a bare ``"score": n`` / ``"answer_score": n`` field (the reference's form).
     """
-    value = read_score(text)
-    return None if value is None else (1.0 if value >= 1 else 0.0)
+    return read_verdict(text, (0.0, 1.0))
 
 
 def _digest(*texts: str) -> str:
     return hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:8]
 
 
-VERSION = "1." + _digest(_RULES, *(f"{k}={v}" for k, v in sorted(_CRITERIA.items())), _REPLY)
+# 2: a value other than 0 or 1, or an echoed template, is unreadable (1 clamped it)
+VERSION = "2." + _digest(_RULES, *(f"{k}={v}" for k, v in sorted(_CRITERIA.items())), _REPLY)
 
 
 class MemLensRubric:
