@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from memgauge.analysis import RunData, build_tables
 from memgauge.cli import app
 from memgauge.errors import ConfigError
-from memgauge.report import render_html
+from memgauge.report import render_html, render_tables_markdown
 from memgauge.report._html import script_json
 
 pytest.importorskip("matplotlib")
@@ -108,7 +108,7 @@ def test_tables_and_question_rows(page):
     assert len(rows) == 17
     assert len(re.findall(r'data-correct="wrong"', page)) == 6  # A: 2, B: 3, evil run: 1
     assert len(re.findall(r'data-label="answerability_failure"', page)) == 1
-    assert 'id="q-count">17 of 17 shown<' in page
+    assert 'id="q-count">17 of 17 match<' in page
     for key in ("run", "ability", "tier", "correct", "label"):
         assert f'<select id="f-{key}" data-key="{key}">' in page
     assert f'<option value="{IE}">' in page
@@ -141,3 +141,94 @@ def test_cli_html_writes_the_page(tmp_path, monkeypatch):
     r = runner.invoke(app, ["report", dirs[0], "--format", "html"])
     assert r.exit_code == 0, r.output
     assert "<title>memgauge report: A</title>" in (tmp_path / "report.html").read_text()
+
+
+_ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "h3",
+                 "nav", "a", "ul", "li", "b", "i", "code", "section", "p", "figure", "img",
+                 "div", "table", "thead", "tbody", "tr", "th", "td", "br", "small", "span",
+                 "details", "summary", "label", "select", "option", "input", "button", "dl",
+                 "dt", "dd", "script"}
+
+
+class _TagParser(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def test_hostile_text_in_every_field_makes_no_tag_or_handler():
+    bad = rec("q<b>1", 0.0, prediction="<img src=x onerror=alert(1)>", question=EVIL,
+              gold="<iframe src=javascript:alert(2)>", retrieved=("<svg onload=alert(3)>",),
+              x="X1", y="Y1")
+    bad.subtype = "<marquee>sub"
+    bad.scores["<i onmouseover=alert(4)>judge"] = 1.0
+    err = rec("q2", None, status="error")
+    err.response.error.message = "<script>alert(5)</script>\nsecond line"
+    page = render_html(build_tables([RunData("<u>run", identity("<s>sys", "<em>8k"),
+                                             [bad, err])]), title=EVIL)
+    parser = _TagParser()
+    parser.feed(page)
+    assert {tag for tag, _ in parser.tags} <= _ALLOWED_TAGS
+    assert not [(tag, k) for tag, attrs in parser.tags for k in attrs if k.startswith("on")]
+    assert all(attrs["src"].startswith("data:image/png;base64,")
+               for tag, attrs in parser.tags if tag == "img")
+    assert [tag for tag, _ in parser.tags].count("script") == 2
+    assert "&lt;script&gt;alert(5)&lt;/script&gt;" in page
+
+
+def test_heatmaps_have_a_colour_scale():
+    from matplotlib.figure import Figure
+
+    from memgauge.analysis import Cell
+    from memgauge.report._html import _heatmap, _Plots
+
+    fig = Figure()
+    grid = {"A": {"x": Cell(0.5, 2), "y": Cell(float("nan"), 0)}}
+    _heatmap(_Plots(), fig.add_subplot(), grid, ["A"], ["x", "y"], "t")
+    assert len(fig.axes) == 2  # the map and its colour bar
+    scale = fig.axes[1]
+    assert scale.get_ylabel() == "accuracy" and scale.get_ylim() == (0.0, 1.0)
+    assert [t.get_text() for t in scale.get_yticklabels()] == ["0%", "25%", "50%", "75%",
+                                                               "100%"]
+    assert "scale beside each map" in render_html(build_tables(three_runs()), title="t")
+
+
+def test_a_single_tier_is_drawn_as_bars_not_a_one_point_line():
+    from matplotlib.figure import Figure
+
+    from memgauge.report._html import _colors, _Plots, _tier_bars
+
+    tables = build_tables([RunData("A", identity("s1", "8k"), three_runs()[0].records)])
+    system = tables.systems[0]
+    assert system.tiers == ["8k"]
+    ax = Figure().add_subplot()
+    _tier_bars(ax, tables.tier_curves[system.label], system, _colors(_Plots(), tables.abilities))
+    assert len(ax.patches) == 2 and not ax.lines  # IE and TR bars, no curve
+    assert {t.get_text() for t in ax.texts} == {"66.7% (n=3)", "50.0% (n=2)"}
+    assert ax.get_xlabel() == "accuracy at tier 8k"
+    page = render_html(tables, title="t")
+    assert 'alt="Accuracy per ability at the one tier run, as bars"' in page
+    assert "a curve needs two tiers or more" in page
+    mixed = render_html(build_tables(three_runs()), title="t")  # s1 two tiers, s2 one
+    assert "one line per ability; systems with one tier as bars" in mixed
+
+
+def test_x_and_y_levels_are_explained(page):
+    for level, name in (("X1", "scene"), ("X2", "region"), ("X3", "instance"),
+                        ("X4", "pixel"), ("Y1", "atomic"), ("Y2", "relational"),
+                        ("Y3", "evolutionary")):
+        assert f"<dt>{level} {name}</dt><dd>" in page
+    assert "how fine the visual evidence is" in page
+    md = render_tables_markdown(build_tables(three_runs()))
+    assert "- **X4 pixel:** fine detail: colour, texture, small text, subtle shape" in md
+    assert "- **Y3 evolutionary:**" in md
+
+
+def test_question_browser_has_search_and_pages(page):
+    assert '<input type="search" id="q-search"' in page
+    assert '<option value="50" selected>50</option>' in page
+    assert '<option value="all">all</option>' in page
+    assert 'id="q-prev"' in page and 'id="q-next"' in page

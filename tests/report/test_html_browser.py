@@ -78,10 +78,10 @@ def test_filters_narrow_rows_and_update_the_counter(opened):
     page, _ = opened
     total = 17  # A 6, B 5, C 5, D 1
     assert visible_rows(page) == total
-    assert page.inner_text("#q-count") == f"{total} of {total} shown"
+    assert page.inner_text("#q-count") == f"{total} of {total} match"
     page.select_option("#f-correct", "wrong")  # A: q3, q6; B: q2, q3, q4; D: q1
     assert visible_rows(page) == 6
-    assert page.inner_text("#q-count") == f"6 of {total} shown"
+    assert page.inner_text("#q-count") == f"6 of {total} match"
     page.select_option("#f-run", "B")
     assert visible_rows(page) == 3
     page.select_option("#f-correct", "")
@@ -92,7 +92,7 @@ def test_filters_narrow_rows_and_update_the_counter(opened):
     page.select_option("#f-label", "")
     page.select_option("#f-correct", "error")
     page.select_option("#f-tier", "8k")
-    assert visible_rows(page) == 1 and page.inner_text("#q-count") == f"1 of {total} shown"
+    assert visible_rows(page) == 1 and page.inner_text("#q-count") == f"1 of {total} match"
 
 
 def test_hostile_prediction_is_shown_as_text(opened):
@@ -102,3 +102,65 @@ def test_hostile_prediction_is_shown_as_text(opened):
     assert EVIL in page.inner_text("#q-table tbody tr:visible")
     assert events["dialog"] == []
     assert page.evaluate("document.querySelectorAll('script').length") == 2
+
+
+def test_search_box_matches_every_word_in_any_column(opened):
+    page, _ = opened
+    page.fill("#q-search", "lyon")  # A q3's prediction
+    assert visible_rows(page) == 1 and page.inner_text("#q-count") == "1 of 17 match"
+    page.fill("#q-search", "oslo q3")  # all words, any column: B q3
+    assert visible_rows(page) == 1
+    page.fill("#q-search", "temporal")
+    assert visible_rows(page) == 4
+    page.select_option("#f-run", "A")  # search and filters combine
+    assert visible_rows(page) == 2
+    page.fill("#q-search", "")
+    assert visible_rows(page) == 6
+
+
+@pytest.fixture
+def many(browser, tmp_path):
+    """120 question rows: three pages of 50."""
+    runs = [RunData("P", {}, [rec(f"q{i:03d}", float(i % 2)) for i in range(120)])]
+    path = tmp_path / "many.html"
+    path.write_text(render_html(build_tables(runs), title="pages"), encoding="utf-8")
+    page = browser.new_page()
+    page.goto(path.as_uri())
+    yield page
+    page.close()
+
+
+def first_visible_id(page) -> str:
+    return page.inner_text("#q-table tbody tr:visible td:nth-child(2)").split()[0]
+
+
+def test_pages_of_rows(many):
+    page = many
+    assert visible_rows(page) == 50 and first_visible_id(page) == "q000"
+    assert page.inner_text("#q-page") == "rows 1–50, page 1 of 3"
+    assert page.is_disabled("#q-prev") and not page.is_disabled("#q-next")
+    page.click("#q-next")
+    assert first_visible_id(page) == "q050" and page.inner_text("#q-page") == "rows 51–100, page 2 of 3"
+    page.click("#q-next")
+    assert visible_rows(page) == 20 and page.is_disabled("#q-next")
+    page.click("#q-prev")
+    assert first_visible_id(page) == "q050"
+    page.select_option("#q-size", "all")
+    assert visible_rows(page) == 120 and page.inner_text("#q-page") == "rows 1–120, page 1 of 1"
+    page.select_option("#q-size", "25")
+    page.select_option("#f-correct", "right")  # a filter goes back to page 1 of what matches
+    assert visible_rows(page) == 25 and first_visible_id(page) == "q001"
+    assert page.inner_text("#q-count") == "60 of 120 match"
+    assert page.inner_text("#q-page") == "rows 1–25, page 1 of 3"
+    page.fill("#q-search", "no such words")
+    assert visible_rows(page) == 0 and page.inner_text("#q-page") == "no rows"
+
+
+@pytest.mark.parametrize("width", [900, 1280])
+def test_leaderboard_fits_the_page(opened, width):
+    page, _ = opened
+    page.set_viewport_size({"width": width, "height": 800})
+    board = page.evaluate("(() => { const d = document.querySelector('#leaderboard .scroll');"
+                          " return [d.scrollWidth, d.clientWidth]; })()")
+    assert board[0] <= board[1]  # no horizontal scrolling needed
+    assert page.evaluate("document.documentElement.scrollWidth") <= width

@@ -1,7 +1,7 @@
 """The cross-run report as one self-contained, offline HTML page.
 
 No external URL: plots are matplotlib PNGs embedded as ``data:`` URIs, the question browser
-is a plain table filtered by a few lines of inline JavaScript. Everything that comes from
+is a plain table that a few lines of inline JavaScript filter, search and show in pages. Everything that comes from
 records (questions, answers, predictions, labels, run names) is untrusted and escaped.
 matplotlib is an optional dependency (``pip install 'memgauge[report]'``), imported only here.
 """
@@ -22,6 +22,9 @@ from memgauge.errors import ConfigError
 from memgauge.report._tables_md import (
     DEPTH_NOTE,
     MISSING,
+    X_LEVELS,
+    XY_NOTE,
+    Y_LEVELS,
     fmt_cell,
     fmt_ci,
     fmt_pct,
@@ -35,6 +38,12 @@ __all__ = ["render_html", "script_json"]
 DPI = 100
 CORRECTNESS = ("right", "wrong", "error", "unscored")
 NO_LABEL = "none"
+PAGE_SIZES = (25, 50, 100, 500)
+PAGE_SIZE = 50
+HEATMAP_NOTE = ("Colour: accuracy from 0% to 100% (scale beside each map); grey with —: no "
+                "scored question in that cell.")
+ONE_TIER_NOTE = ("A system run at one tier is drawn as bars (accuracy per ability at that "
+                 "tier): a curve needs two tiers or more.")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 _MPL_RC = {
     "text.parse_math": False,  # run names and abilities are text, never mathtext
@@ -117,8 +126,13 @@ def _heatmap(plots: _Plots, ax: Any, grid: Mapping[str, Mapping[str, Cell]],
             cell = grid.get(r, {}).get(c)
             if cell is not None and cell.n:
                 values[i, j] = cell.accuracy
-    ax.imshow(np.ma.masked_invalid(values), cmap=plots.cmap("viridis"), vmin=0, vmax=1,
-              aspect="auto")
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=plots.cmap("viridis"), vmin=0,
+                      vmax=1, aspect="auto")
+    scale = ax.figure.colorbar(image, ax=ax, fraction=0.05, pad=0.03,
+                               ticks=[0, 0.25, 0.5, 0.75, 1])
+    scale.ax.set_yticklabels(["0%", "25%", "50%", "75%", "100%"])
+    scale.set_label("accuracy")
+    scale.outline.set_visible(False)
     for i, r in enumerate(rows):
         for j, c in enumerate(cols):
             cell = grid.get(r, {}).get(c)
@@ -280,6 +294,9 @@ def _tiers(t: ReportTables, plots: _Plots) -> str:
 
     def draw(ax: Any, i: int) -> None:
         system = t.systems[i]
+        if len(system.tiers) == 1:
+            _tier_bars(ax, t.tier_curves.get(system.label, {}), system, colors)
+            return
         xs = range(len(system.tiers))
         for ability, cells in t.tier_curves.get(system.label, {}).items():
             ys = [cells[tier].accuracy if cells[tier].n else math.nan for tier in system.tiers]
@@ -294,12 +311,36 @@ def _tiers(t: ReportTables, plots: _Plots) -> str:
         ax.set_title(_short(system.label, 50))
         ax.grid(alpha=0.3)
 
-    img = ""
+    img = note = ""
     if t.systems and t.abilities:
         n = len(t.systems)
-        img = _fig(_panels(plots, n, panel_w=4.2, panel_h=3.2, ncols=3, draw=draw,
-                           alt="Accuracy against tier, one line per ability", legend=True))
-    return _section("tiers", "Accuracy vs tier, per ability", img, tables)
+        single = sum(1 for s in t.systems if len(s.tiers) == 1)
+        alt = ("Accuracy per ability at the one tier run, as bars" if single == n else
+               "Accuracy against tier, one line per ability"
+               + ("; systems with one tier as bars" if single else ""))
+        img = _fig(_panels(plots, n, panel_w=4.2, panel_h=3.2, ncols=3, draw=draw, alt=alt,
+                           legend=True))
+        note = _note(ONE_TIER_NOTE) if single else ""
+    return _section("tiers", "Accuracy vs tier, per ability", note, img, tables)
+
+
+def _tier_bars(ax: Any, curves: Mapping[str, Mapping[str, Cell]], system: Any,
+               colors: Mapping[str, Any]) -> None:
+    """One tier: a bar per ability, labelled with its accuracy and n."""
+    tier = system.tiers[0]
+    abilities = [a for a, cells in curves.items() if cells[tier].n]
+    ys = list(range(len(abilities)))[::-1]
+    for y, ability in zip(ys, abilities, strict=True):
+        cell = curves[ability][tier]
+        ax.barh(y, cell.accuracy, color=colors[ability], label=ability, height=0.6)
+        ax.text(cell.accuracy + 0.02, y, f"{fmt_pct(cell.accuracy)} (n={cell.n})",
+                va="center", fontsize=8)
+    ax.set_yticks(ys, [_short(a, 22) for a in abilities])
+    ax.set_xlim(0, 1.3)
+    ax.set_xticks([0, 0.5, 1], ["0%", "50%", "100%"])
+    ax.set_xlabel(f"accuracy at tier {tier}")
+    ax.set_title(_short(system.label, 50))
+    ax.grid(axis="x", alpha=0.3)
 
 
 def _abilities(t: ReportTables, plots: _Plots) -> str:
@@ -310,7 +351,7 @@ def _abilities(t: ReportTables, plots: _Plots) -> str:
         _heatmap(plots, fig.add_subplot(), t.ability_matrix, runs, t.abilities,
                  "accuracy by run and ability")
         img = plots.img(fig, "Heatmap of accuracy by run and ability")
-    return _section("abilities", "Accuracy by ability", _fig(img),
+    return _section("abilities", "Accuracy by ability", _note(HEATMAP_NOTE), _fig(img),
                     _grid_table(t.ability_matrix, t.abilities, "Run"))
 
 
@@ -325,12 +366,12 @@ def _depth(t: ReportTables, plots: _Plots) -> str:
         _heatmap(plots, ax, grid, list(grid), tiers.get(systems[i], []), systems[i])
         ax.set_ylabel("evidence depth")
 
-    width = 1.6 + 1.0 * max(len(v) for v in tiers.values())
+    width = 2.3 + 1.0 * max(len(v) for v in tiers.values())  # 0.7 for the colour scale
     img = _panels(plots, len(systems), panel_w=width, panel_h=3.0, ncols=3, draw=draw,
                   alt="Heatmaps of accuracy by evidence depth and tier")
     tables = "".join(f"<h3>{_e(s)}</h3>" + _grid_table(g, tiers.get(s, []), "Depth")
                      for s, g in t.depth.items())
-    note = _note(DEPTH_NOTE)
+    note = _note(f"{DEPTH_NOTE} {HEATMAP_NOTE}")
     return _section("depth", "Accuracy by evidence depth × tier", note, _fig(img), tables)
 
 
@@ -342,14 +383,28 @@ def _xy(t: ReportTables, plots: _Plots) -> str:
 
     def draw(ax: Any, i: int) -> None:
         grid = t.xy[runs[i]]
-        _heatmap(plots, ax, grid, list(grid), list(next(iter(grid.values()))), runs[i])
+        xs, ys = list(grid), list(next(iter(grid.values())))
+        _heatmap(plots, ax, grid, xs, ys, runs[i])
+        ax.set_yticks(range(len(xs)), [f"{x} {X_LEVELS[x][0]}" for x in xs])
+        ax.set_xticks(range(len(ys)), [f"{y}\n{Y_LEVELS[y][0]}" for y in ys],
+                      rotation=0, ha="center")
+        ax.set_ylabel("granularity (X)")
+        ax.set_xlabel("reasoning depth (Y)")
 
-    img = _panels(plots, len(runs), panel_w=3.4, panel_h=3.0, ncols=4, draw=draw,
-                  alt="Heatmaps of accuracy by X and Y label")
+    img = _panels(plots, len(runs), panel_w=4.8, panel_h=3.4, ncols=3, draw=draw,
+                  alt="Heatmaps of accuracy by visual granularity (X) and reasoning depth (Y)")
     tables = "".join(f"<h3>{_e(run)}</h3>"
                      + _grid_table(g, list(next(iter(g.values()))), "X \\ Y")
                      for run, g in t.xy.items())
-    return _section("xy", title, _fig(img), tables)
+    return _section("xy", title, _note(XY_NOTE), _levels(), _note(HEATMAP_NOTE), _fig(img),
+                    tables)
+
+
+def _levels() -> str:
+    """What X1–X4 and Y1–Y3 mean, as a definition list."""
+    items = "".join(f"<dt>{_e(level)} {_e(name)}</dt><dd>{_e(meaning)}</dd>"
+                    for level, (name, meaning) in {**X_LEVELS, **Y_LEVELS}.items())
+    return f'<dl class="levels">{items}</dl>'
 
 
 def _errors(t: ReportTables, plots: _Plots) -> str:
@@ -436,21 +491,46 @@ _FILTERS = (("run", "Run"), ("ability", "Ability"), ("tier", "Tier"),
 _BROWSER_JS = """
 (function () {
   var rows = Array.prototype.slice.call(document.querySelectorAll("#q-table tbody tr"));
+  var texts = rows.map(function (tr) { return tr.textContent.toLowerCase(); });
   var selects = Array.prototype.slice.call(document.querySelectorAll("select[data-key]"));
+  var search = document.getElementById("q-search");
+  var size = document.getElementById("q-size");
+  var prev = document.getElementById("q-prev");
+  var next = document.getElementById("q-next");
   var counter = document.getElementById("q-count");
-  function apply() {
-    var shown = 0;
-    rows.forEach(function (tr) {
-      var keep = selects.every(function (s) {
-        return s.value === "" || tr.getAttribute("data-" + s.dataset.key) === s.value;
-      });
-      tr.hidden = !keep;
-      if (keep) { shown += 1; }
-    });
-    counter.textContent = shown + " of " + rows.length + " shown";
+  var where = document.getElementById("q-page");
+  var matching = [];
+  var page = 0;
+  function show() {
+    var per = size.value === "all" ? Math.max(matching.length, 1) : parseInt(size.value, 10);
+    var pages = Math.max(1, Math.ceil(matching.length / per));
+    page = Math.min(Math.max(page, 0), pages - 1);
+    var first = page * per;
+    var last = Math.min(first + per, matching.length);
+    rows.forEach(function (tr) { tr.hidden = true; });
+    for (var i = first; i < last; i += 1) { matching[i].hidden = false; }
+    counter.textContent = matching.length + " of " + rows.length + " match";
+    where.textContent = matching.length === 0 ? "no rows" :
+      "rows " + (first + 1) + "\u2013" + last + ", page " + (page + 1) + " of " + pages;
+    prev.disabled = page === 0;
+    next.disabled = page >= pages - 1;
   }
-  selects.forEach(function (s) { s.addEventListener("change", apply); });
-  apply();
+  function filter() {
+    var words = search.value.toLowerCase().split(/\\s+/).filter(Boolean);
+    matching = rows.filter(function (tr, i) {
+      return selects.every(function (s) {
+        return s.value === "" || tr.getAttribute("data-" + s.dataset.key) === s.value;
+      }) && words.every(function (w) { return texts[i].indexOf(w) !== -1; });
+    });
+    page = 0;
+    show();
+  }
+  selects.forEach(function (s) { s.addEventListener("change", filter); });
+  search.addEventListener("input", filter);
+  size.addEventListener("change", function () { page = 0; show(); });
+  prev.addEventListener("click", function () { page -= 1; show(); });
+  next.addEventListener("click", function () { page += 1; show(); });
+  filter();
 })();
 """
 
@@ -505,10 +585,19 @@ def _browser(t: ReportTables) -> str:
         body.append(f"<tr {attrs}>" + "".join(f"<td>{c}</td>" for c in _question_cells(q))
                     + "</tr>")
     n = len(t.questions)
+    sizes = "".join(f'<option value="{k}"{" selected" if k == PAGE_SIZE else ""}>{k}</option>'
+                    for k in PAGE_SIZES)
+    search = ('<label>Search <input type="search" id="q-search" size="24" '
+              'placeholder="words in any column"></label>')
+    pager = ('<span class="pager"><button type="button" id="q-prev">‹ previous</button> '
+             f'<span id="q-page">rows 1–{min(n, PAGE_SIZE)}</span> '
+             '<button type="button" id="q-next">next ›</button> '
+             f'<label>per page <select id="q-size">{sizes}<option value="all">all</option>'
+             "</select></label></span>")
     return _section(
         "questions", "Questions",
-        f'<div class="filters">{"".join(selects)} <span id="q-count">{n} of {n} shown</span>'
-        "</div>",
+        f'<div class="filters">{search}{"".join(selects)} '
+        f'<span id="q-count">{n} of {n} match</span> {pager}</div>',
         f'<div class="scroll"><table id="q-table"><thead><tr>{head}</tr></thead>'
         f'<tbody>{"".join(body)}</tbody></table></div>')
 
@@ -528,8 +617,14 @@ figure{margin:.8em 0} figure img{max-width:100%;height:auto}
 .legend .key{margin-right:1.2em;white-space:nowrap}
 .swatch{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:-.1em}
 .filters{position:sticky;top:0;background:#fff;padding:.5em 0;z-index:2}
-.filters label{margin-right:1em} #q-count{font-weight:600}
-.scroll{overflow-x:auto} #q-table td{max-width:26em} table.wide td{white-space:nowrap}
+.filters label{margin-right:1em} #q-count{font-weight:600;margin-right:1em;white-space:nowrap}
+.pager{white-space:nowrap} .pager button{font:inherit}
+.scroll{overflow-x:auto;max-width:100%} #q-table td{max-width:26em}
+table.wide{font-size:12px} table.wide th,table.wide td{padding:.25em .4em}
+table.wide th,table.wide td.num{white-space:normal}
+table.wide td{overflow-wrap:break-word} table.wide td:not(.num){min-width:5em}
+dl.levels{display:grid;grid-template-columns:max-content 1fr;gap:.1em 1em}
+dl.levels dt{font-weight:600} dl.levels dd{margin:0}
 td.nowrap{white-space:nowrap}
 .clip{max-height:9em;overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere}
 .tag{padding:0 .4em;border-radius:3px} .right{background:#d9f2d9} .wrong{background:#f8d7d7}

@@ -12,12 +12,35 @@ from typing import Any
 from memgauge.analysis import Cell, ReportTables, RunRow
 from memgauge.report._md import cell, code, table
 
-__all__ = ["fmt_cell", "fmt_ci", "fmt_pct", "fmt_rho", "fmt_se", "ranked",
-           "render_tables_json", "render_tables_markdown", "tables_payload"]
+__all__ = [
+    "XY_NOTE",
+    "X_LEVELS",
+    "Y_LEVELS",
+    "fmt_cell",
+    "fmt_ci",
+    "fmt_pct",
+    "fmt_rho",
+    "fmt_se",
+    "ranked",
+    "render_tables_json",
+    "render_tables_markdown",
+    "tables_payload",
+]
 
 MISSING = "—"
 DEPTH_NOTE = ("Evidence depth: share of the history after the earliest evidence session "
               "(0 = the most recent session, towards 1 = the start of a long history).")
+# MemEye's two axes (benchmark/prompt/sys_prompt.txt there), which our labels reuse.
+XY_NOTE = ("X: how fine the visual evidence is that the answer needs; Y: how much reasoning "
+           "over the history it takes (MemEye's two axes).")
+X_LEVELS = {"X1": ("scene", "the whole scene's content"),
+            "X2": ("region", "a localised region or the layout"),
+            "X3": ("instance", "one specific entity seen before"),
+            "X4": ("pixel", "fine detail: colour, texture, small text, subtle shape")}
+Y_LEVELS = {"Y1": ("atomic", "one fact from one session"),
+            "Y2": ("relational", "facts tied together across sessions or modalities"),
+            "Y3": ("evolutionary", ("constraints combined, contradictions found, beliefs "
+                                    "revised by newer evidence"))}
 
 
 def fmt_pct(x: float | None) -> str:
@@ -103,6 +126,10 @@ def _xy_section(t: ReportTables) -> list[str]:
     out = ["### Visual granularity (X) × reasoning depth (Y)", ""]
     if not t.xy:
         return [*out, "No record carries both X and Y labels.", ""]
+    out += [XY_NOTE, ""]
+    out += [f"- **{level} {name}:** {meaning}"
+            for level, (name, meaning) in {**X_LEVELS, **Y_LEVELS}.items()]
+    out.append("")
     for run, grid in t.xy.items():
         cols = list(next(iter(grid.values()), {}))
         out += [f"**{cell(run)}**", "", _grid(grid, cols, "X \\ Y"), ""]
