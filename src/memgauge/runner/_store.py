@@ -90,9 +90,21 @@ def write_json_atomic(path: Path, obj: Any) -> None:
 
 
 def iter_record_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
-    """(line number, parsed object or None when the line is torn/unparseable)."""
-    with open(path, "rb") as f:
-        for n, line in enumerate(f, 1):
+    """(line number, parsed object or None when the line is torn/unparseable). A line over
+    ``MAX_ITEM_BYTES`` is refused before it is read whole (docs/design/0017)."""
+    from .._json_limits import MAX_ITEM_BYTES
+
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed by the with below
+    except OSError as exc:
+        raise InputError(f"cannot be read ({exc.strerror or exc})", file=str(path)) from None
+    with f:
+        n = 0
+        while line := f.readline(MAX_ITEM_BYTES + 1):
+            n += 1
+            if len(line) > MAX_ITEM_BYTES:
+                raise InputError(f"line over {MAX_ITEM_BYTES:,} bytes (refused: is it a run's "
+                                 "records file?)", file=str(path), item=f"line {n}")
             if not line.strip():
                 continue
             try:
@@ -148,7 +160,9 @@ def load_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     path = Path(run_dir) / MANIFEST
     if not path.exists():
         return None
-    return orjson.loads(path.read_bytes())
+    from ._manifest import read_manifest  # checks its shape: docs/design/0017
+
+    return read_manifest(path)
 
 
 def rewrite_records(run_dir: str | os.PathLike[str], records: Iterable[Record]) -> None:
