@@ -148,6 +148,9 @@ def run(
     judge_mode: Annotated[str, typer.Option(help="default | memlens-compat")] = "default",
     judge_rubric: Annotated[str, typer.Option(help="auto | memlens | memeye")] = "auto",
     judge_name: Annotated[str, typer.Option(help="Score name (must contain 'judge')")] = "judge",
+    judge_prompt_file: Annotated[str | None, typer.Option(
+        help="The judge's prompt text from a file (TOML: template, criteria per task key; "
+             "README, 'Reproducing a published judge')")] = None,
     extract: Annotated[bool, typer.Option(
         help="Also score by LLM extraction then rule match ('extract-match')")] = False,
     label_errors: Annotated[bool, typer.Option(
@@ -179,7 +182,8 @@ def run(
             cache=not no_cache, cache_path=cache_path, argv=sys.argv[1:],
             judge=judge, judge_base_url=judge_base_url, judge_api_key_env=judge_api_key_env,
             judge_options=JudgeOptions(name=judge_name, rubric=judge_rubric, mode=judge_mode,
-                                       extract=extract, label_errors=label_errors))
+                                       extract=extract, label_errors=label_errors,
+                                       prompt_file=judge_prompt_file))
         config.judge_options.check()
         _execute(config)
     except MemgaugeError as exc:
@@ -761,6 +765,9 @@ def score(
         help="Env var holding the judge's API key")] = "OPENAI_API_KEY",
     concurrency: Annotated[int, typer.Option(help="Judge calls in flight")] = 8,
     timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds")] = 120.0,
+    prompt_file: Annotated[str | None, typer.Option(
+        "--prompt-file", "--judge-prompt-file",
+        help="The judge's prompt text from a file (as on run)")] = None,
     config_file: Annotated[str | None, typer.Option(
         "--config", help=_CONFIG_HELP, is_eager=True, callback=_config_file)] = None,
 ) -> None:
@@ -772,7 +779,7 @@ def score(
     from .scoring import JudgeOptions, judge_run
 
     options = JudgeOptions(name=name, rubric=rubric, mode=mode, extract=extract,
-                           label_errors=label_errors)
+                           label_errors=label_errors, prompt_file=prompt_file)
 
     async def _go(model) -> dict:  # type: ignore[no-untyped-def]
         try:

@@ -32,6 +32,7 @@ from ..schema import Question, Record
 from ._extract import ExtractMatchScorer
 from ._judge import MODES, RUBRICS, JudgeCase, JudgeFailure, JudgeScorer
 from ._judge_labels import label_wrong_answer
+from ._rubric_file import PromptFileRubric
 
 AUTO = "auto"
 
@@ -44,6 +45,8 @@ class JudgeOptions:
     extract: bool = False
     label_errors: bool = True
     max_attempts: int = 3
+    # a judge prompt text from a file (--judge-prompt-file): replaces the rubric's wording
+    prompt_file: str | None = None
 
     def check(self) -> None:
         if self.mode not in MODES:
@@ -54,6 +57,8 @@ class JudgeOptions:
         if "judge" not in self.name:
             raise InputError(f"judge score names must contain 'judge' (got {self.name!r}) so "
                              "reports and audits can tell them from rule scores")
+        if self.prompt_file is not None:
+            PromptFileRubric(self.prompt_file)  # every mistake in it named before a call
 
 
 def case_of(rec: Record) -> JudgeCase:
@@ -80,10 +85,17 @@ class JudgePipeline:
         self.model = model
         self.scorers = {name: JudgeScorer(model, rubric=name, mode=o.mode, name=o.name,
                                           max_attempts=o.max_attempts) for name in RUBRICS}
+        self.prompt_file = PromptFileRubric(o.prompt_file) if o.prompt_file else None
+        if self.prompt_file is not None:
+            self.scorers[self.prompt_file.name] = JudgeScorer(
+                model, rubric=self.prompt_file, mode=o.mode, name=o.name,
+                max_attempts=o.max_attempts)
         self.extractor = ExtractMatchScorer(model, max_attempts=o.max_attempts) if o.extract \
             else None
 
     def scorer_for(self, rec: Record) -> JudgeScorer:
+        if self.prompt_file is not None:  # the user's text judges every question
+            return self.scorers[self.prompt_file.name]
         rubric = self.options.rubric
         if rubric == AUTO:
             open_ended = str(rec.answer_type) == "free_text"
@@ -189,6 +201,7 @@ class JudgePipeline:
             "model": describe() if callable(describe) else repr(self.model),
             **asdict(self.options),
             "prompt_versions": {name: s.version for name, s in self.scorers.items()},
+            **({"prompt_file_sha256": self.prompt_file.sha256} if self.prompt_file else {}),
             **({"extract_version": self.extractor.version} if self.extractor else {}),
         }
 
@@ -199,7 +212,8 @@ class JudgePipeline:
         entry["failures"] = sum(r.meta.get("judge_error", {}).get("scorer", name) == name
                                 for r in records if "judge_error" in r.meta)
         # the version of the MemLens rubric, kept under its historical key
-        entry["prompt_version"] = self.scorers["memlens"].version
+        entry["prompt_version"] = self.scorers[
+            self.prompt_file.name if self.prompt_file else "memlens"].version
         return entry
 
 

@@ -117,18 +117,22 @@ Reply with one JSON object and nothing else, keeping the reason short:
 {"score": 0 or 1, "reason": "..."}"""
 
 
+def standard_answer(gold: str | list[str], key: str) -> str:
+    """The standard answer a judge is shown: for refusal questions always "Insufficient
+    information" (as the reference does); several accepted answers joined with OR."""
+    if key == "AR_AnswerRefusal":
+        return "Insufficient information"
+    if isinstance(gold, list):
+        return gold[0] if len(gold) == 1 else " OR ".join(gold) + " (any one is correct)"
+    return gold
+
+
 def build_prompt(question_text: str, gold: str | list[str], prediction: str, key: str,
                  old_answer: str | None = None) -> str:
     """The full judge prompt for one answer (a single user message)."""
     if key not in _CRITERIA:
         raise ValueError(f"unknown task key {key!r}")
-    if key == "AR_AnswerRefusal":
-        standard = "Insufficient information"
-    elif isinstance(gold, list):
-        standard = gold[0] if len(gold) == 1 else " OR ".join(gold) + " (any one is correct)"
-    else:
-        standard = gold
-    case = [f"Question: {question_text}", f"Standard answer: {standard}"]
+    case = [f"Question: {question_text}", f"Standard answer: {standard_answer(gold, key)}"]
     if key == "KU_KnowledgeUpdate" and old_answer:
         case.append(f"Old (outdated) answer: {old_answer}")
     case.append(f"Student answer: {prediction}")
