@@ -1,18 +1,25 @@
 """Any OpenAI-compatible chat endpoint (vLLM, SGLang, Ollama, hosted APIs).
 
-The wire protocol is OpenAI's chat completions; the transport is ``_http`` (h11 over asyncio).
+The wire protocol is OpenAI's chat completions; the transport is ``_http`` (httptools over
+asyncio).
 We measured the ``openai`` SDK on this path: importing it costs ~1.3 s (it builds hundreds
 of typed models), which alone breaks a 1 s time-to-first-request, and its per-request
 layers (parameter transformation, typed responses, an httpx-style wrapper) cost more CPU
 than the request itself at high concurrency. The body is serialised once with orjson; the
 reply is parsed with orjson. Retries are ours: backoff with full jitter on 408/409/429/5xx,
-timeouts and connection errors, honouring ``Retry-After`` (docs/design/0002).
+timeouts and connection errors, honouring ``Retry-After`` in seconds or as an HTTP date,
+capped at 60 s (docs/design/0002). Never retried: a certificate that does not verify (kind
+``tls``) and a redirect that was not followed (kind ``redirect``, naming the status, the
+``Location`` and the ``--base-url`` to use; docs/design/0016).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
+import email.utils
+import math
 import os
 import random
 import re
@@ -31,7 +38,7 @@ from ..media import EncodedImage, ImageEncoder, ImagePolicy
 from ..registry import model
 from ..schema import Usage
 from ._base import GenerateConfig, ImagePart, Message, ModelError, ModelOutput, TextPart
-from ._http import HttpClient, HttpError
+from ._http import HttpClient, HttpError, TlsVerifyError, proxy_for, redirect_advice
 
 _CONTEXT_HINTS = ("context length", "context_length", "maximum context", "too long",
                   "max_model_len", "reduce the length", "exceeds", "context size")
@@ -86,6 +93,15 @@ class OpenAICompatModel:
         if urlsplit(base).scheme not in ("http", "https") or not urlsplit(base).hostname:
             raise ConfigError(f"--base-url must be an http:// or https:// URL, got {base!r}")
         self._url = f"{base}/chat/completions"
+        self.base = base
+        try:
+            self.proxy = proxy_for(self._url)
+        except ValueError as exc:
+            raise ConfigError(f"{exc} (for {redact_url(base)})") from None
+        # What the server says it serves (its /models entry for this name), set by the
+        # run's pre-flight; part of the cache key once known (docs/design/0016).
+        self.served: dict[str, Any] | None = None
+        self.served_note: str | None = None
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
@@ -113,7 +129,29 @@ class OpenAICompatModel:
                 "base_url": redact_url(s.base_url) or "https://api.openai.com/v1",
                 "api_key_env": s.api_key_env, "concurrency": s.concurrency,
                 "timeout_s": s.timeout_s, "max_attempts": s.max_attempts,
-                "image_mode": s.image_mode, "image_policy": self.encoder.policy.describe()}
+                "image_mode": s.image_mode, "image_policy": self.encoder.policy.describe(),
+                **self._network_facts()}
+
+    def _network_facts(self) -> dict[str, Any]:
+        """The proxy (no credentials) and what the server said it serves, where known."""
+        out: dict[str, Any] = {}
+        if self.proxy is not None:
+            out["proxy"] = self.proxy.url
+        if self.served is not None:
+            out["served"] = self.served
+        if self.served_note:
+            out["served_note"] = self.served_note
+        return out
+
+    def preflight_target(self) -> tuple[str, dict[str, str]] | None:
+        """The base URL and request headers a pre-flight checks (runner/_preflight.py);
+        None where there is nothing to check."""
+        return self.base, dict(self._headers)
+
+    def note_served(self, entry: dict[str, Any] | None, note: str | None = None) -> None:
+        """Record the pre-flight's finding: the server's entry for this model, or why
+        there is none (the cache is then keyed on the URL and name only)."""
+        self.served, self.served_note = entry, note
 
     async def _image(self, ref: Any) -> EncodedImage:
         hit = self.encoder.cached(ref)
@@ -125,8 +163,10 @@ class OpenAICompatModel:
         hashes instead of bytes; only with ``keyed_form``, else empty), and the encoded images
         the markers stand for."""
         inline = self.settings.image_mode == "inline"
+        # An image goes by its URL in url mode, and in inline mode too when there is no
+        # file to inline (a dataset that keeps only the photo's URL: never fetched here).
         refs = [p.image for m in messages for p in m.parts if isinstance(p, ImagePart)
-                if inline or not p.image.url]
+                if not _by_url(p.image, inline)]
         # Images already encoded are taken as they are; the rest are encoded together, in
         # threads (a task per image only where there is work to wait for).
         cached = self.encoder.cached
@@ -152,7 +192,7 @@ class OpenAICompatModel:
                         kparts.append(part.text)
                 elif isinstance(part, ImagePart):
                     ref = part.image
-                    if not inline and ref.url:
+                    if _by_url(ref, inline):
                         content.append({"type": "image_url", "image_url": {"url": ref.url}})
                         kparts.append({"url": ref.url})
                     else:
@@ -232,7 +272,10 @@ class OpenAICompatModel:
     def cache_identity(self) -> dict[str, Any]:
         """What names the model in cache keys (a local server overrides it: its port is new
         every run, its model file is what matters)."""
-        return {"model": self.name, "base_url": self.settings.base_url}
+        ident: dict[str, Any] = {"model": self.name, "base_url": self.settings.base_url}
+        if self.served is not None:  # a new checkpoint under the same name is a new model
+            ident["served"] = self.served
+        return ident
 
     def request_timeout(self, body_bytes: int, max_tokens: int) -> float:
         """The timeout of one request (a local server scales it with the prompt)."""
@@ -262,8 +305,11 @@ class OpenAICompatModel:
                     resp = await self._http().post(pieces, timeout)
                 body, status = resp.body, resp.status
                 retry_after = _retry_after(resp.headers.get("retry-after"))
-                if status < 400:
+                if status < 300:
                     return _to_output(body, attempt, self.observe)
+                if status < 400:
+                    raise ModelError("redirect", redact_text(redirect_advice(
+                        resp, self._url, "/chat/completions"), self._secrets), attempts=attempt)
                 kind, msg, retryable, details = classify_error(status, body)
                 msg = redact_text(msg, self._secrets)  # a server may echo the key back
                 # A validation or template failure that repeats word for word is
@@ -276,6 +322,8 @@ class OpenAICompatModel:
             except TimeoutError:
                 kind, msg = "timeout", f"no reply within {timeout:g} s"
                 retryable = self.timeout_retryable()
+            except TlsVerifyError as exc:
+                kind, msg, retryable = "tls", f"{exc} (not retried)", False
             except HttpError as exc:
                 kind, msg, retryable = "connection", str(exc), True
             if not retryable or attempt == s.max_attempts:
@@ -290,6 +338,10 @@ class OpenAICompatModel:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+def _by_url(ref: Any, inline: bool) -> bool:
+    return bool(ref.url) and (not inline or ref.path is None)
 
 
 def _to_output(raw: bytes, attempt: int, observe: Any = None) -> ModelOutput:
@@ -401,11 +453,28 @@ def bounded(text: str, limit: int = ERROR_TEXT_LIMIT) -> str:
     return f"{flat[:limit]}… ({len(flat) - limit} more characters)"
 
 
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return min(float(value), 60.0) if value else None
-    except ValueError:
+RETRY_AFTER_CAP_S = 60.0
+
+
+def _retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (RFC 9110: a number of seconds, or an
+    HTTP date), at most ``RETRY_AFTER_CAP_S``; a date in the past is 0; None when absent or
+    unreadable."""
+    if not value:
         return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value.strip())
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:  # an HTTP date is GMT, whatever zone it fails to name
+            when = when.replace(tzinfo=datetime.UTC)
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if math.isnan(seconds):
+        return None
+    return min(max(seconds, 0.0), RETRY_AFTER_CAP_S)
 
 
 @model("openai")
