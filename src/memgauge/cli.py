@@ -206,6 +206,8 @@ def _json_object(text: str | None, flag: str = "--extra-body") -> dict[str, Any]
         obj = json.loads(text)
     except ValueError as exc:
         raise MemgaugeError(f"{flag} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise MemgaugeError(f"{flag} is nested too deep to be read") from None
     if not isinstance(obj, dict):
         raise MemgaugeError(f"{flag} must be a JSON object ({{...}}), got {type(obj).__name__}")
     return obj

@@ -435,3 +435,11 @@ def test_question_ids_over_the_size_bound(tmp_path, monkeypatch):
     ids.write_text("q000\n" * 1000)
     out = check(run_args("memlens", data, tmp_path, "--question-ids", str(ids)), names="ids.txt")
     assert "1,000-byte limit" in out
+
+
+@pytest.mark.parametrize("body", ["[", "[1]", deep(), '{"a": ' + deep() + "}"])
+def test_extra_body(tmp_path, body):
+    data = tmp_path / "dataset.json"
+    data.write_text(json.dumps(memlens_valid(tmp_path)))
+    out = check(run_args("memlens", data, tmp_path, "--extra-body", body), names=None)
+    assert "--extra-body" in out, out
