@@ -65,6 +65,14 @@ class SystemContext:
             self.count_tokens = True
     options: dict[str, Any] = field(default_factory=dict)
 
+    def image_size(self, part: Any) -> tuple[int, int]:
+        """The size an image part is sent at (after the resize policy): what its tokens are
+        counted at (docs/design/0003). (0, 0) for an image of unknown size."""
+        im = part.image
+        if not im.width or not im.height:
+            return (0, 0)
+        return self.image_policy.target_size(im.width, im.height)
+
     def typed_options(self, system: str,
                       schema: dict[str, type] | dict[str, tuple[type, str]]) -> dict[str, Any]:
         """The ``--system-option`` values this system takes, converted to ``schema``'s

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from ..errors import ContextOverflowError, InputError
-from ..models import ImagePart, ModelError
+from ..models import ModelError
 from ..registry import system
 from ..schema import Episode, ErrorInfo, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
@@ -35,12 +35,6 @@ class FullContext:
     async def ingest(self, session: Session) -> None:
         self.sessions.append(session)
 
-    def _image_size(self, part: ImagePart) -> tuple[int, int]:
-        im = part.image
-        if not im.width or not im.height:
-            return (0, 0)
-        return self.ctx.image_policy.target_size(im.width, im.height)
-
     async def answer(self, question: Question) -> Response:
         c = self.ctx
         meta: dict[str, Any] = {}
@@ -48,7 +42,7 @@ class FullContext:
             prompt = build_prompt(self.sessions, question, mode=c.context_mode,
                                   instruction=c.instruction, label_images=c.label_images,
                                   counter=c.counter if c.count_tokens else None,
-                                  image_size=self._image_size,
+                                  image_size=c.image_size,
                                   max_tokens=c.max_context_tokens, overflow=c.overflow)
         except ContextOverflowError as exc:
             return Response(error=ErrorInfo(kind="context_overflow", message=str(exc)),

@@ -78,6 +78,7 @@ class Rag:
             prompt = build_prompt(chosen, question, mode=c.context_mode, instruction=c.instruction,
                                   label_images=c.label_images,
                                   counter=c.counter if c.count_tokens else None,
+                                  image_size=c.image_size,  # counted at the size sent
                                   max_tokens=c.max_context_tokens, overflow=c.overflow)
             out = await c.model.generate(prompt.messages, c.generate,
                                          question_id=question.question_id)
@@ -93,7 +94,9 @@ class Rag:
         return Response(text=clean_prediction(out.text, c.instruction), usage=out.usage,
                         latency_s=time.perf_counter() - t0, cached=out.cached,
                         retrieved=retrieved, meta={"raw": out.text,
-                                                   "input_tokens": prompt.tokens})
+                                                   "input_tokens": prompt.tokens,
+                                                   "dropped_sessions": prompt.dropped_sessions,
+                                                   "n_images": len(prompt.images)})
 
 
 def _factory(retriever: str):  # type: ignore[no-untyped-def]
