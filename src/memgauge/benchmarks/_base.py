@@ -632,8 +632,9 @@ def _load_line(line: bytes, path: str, line_no: int) -> Any:
 
 
 def read_id_list(path: str) -> set[str]:
-    """Read a question-id list: a JSON list, a JSON object with a list under a key such as
-    ``question_ids``, or one id per line."""
+    """Read a question-id list: a JSON list (of ids, or of items carrying ``question_id``),
+    a JSON object ``{"question_ids": [...]}``, or one id per line (``#`` starts a comment
+    line). Anything else is refused by name."""
 
     from .._json_limits import MAX_DOCUMENT_BYTES, read_bounded
 
@@ -665,11 +666,17 @@ def _parse_id_list(text: str, path: str) -> set[str]:
     if stripped[:1] in ("[", "{"):
         obj = loads(text, file=path)
         if isinstance(obj, dict):
-            lists = [v for k, v in obj.items() if isinstance(v, list) and "id" in k.lower()]
-            if not lists:
-                raise InputError("no list of question ids found (looked for keys containing 'id')",
-                                 file=path)
-            obj = lists[0]
+            # Only the one key: a file may hold other id lists ("excluded_ids", "episode_ids"),
+            # and taking the first list under any key with "id" in it selected the wrong one.
+            if not isinstance(obj.get("question_ids"), list):
+                keys = ", ".join(map(repr, list(obj)[:8])) or "none"
+                raise InputError("expected a JSON list of question ids, or an object whose "
+                                 f"'question_ids' is that list (its keys: {keys})",
+                                 file=path, field="--question-ids")
+            obj = obj["question_ids"]
+        elif not isinstance(obj, list):
+            raise InputError(f"expected a JSON list of question ids, got {type(obj).__name__}",
+                             file=path, field="--question-ids")
         ids = set()
         for i, v in enumerate(obj):
             if isinstance(v, dict):
