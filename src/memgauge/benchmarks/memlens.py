@@ -9,6 +9,11 @@ answer_refusal), ``question_type``, ``question_subtype``, ``question_date``,
 ``haystack_sessions`` (each a list of turns or ``{"date", "session"}``), ``haystack_dates``,
 ``old_answer`` (knowledge_update) and, if the data has them, ``answer_session_ids`` /
 ``evidence``. A turn is ``{role, content, images?}``.
+
+Session dates follow the reference: a bare turn list takes its ``haystack_dates`` entry, an
+object only its own ``date``; a session without one is shown as ``Date: unknown``. One
+deliberate difference: a ``null`` date is shown as ``unknown`` too, where the reference's
+f-string prints ``None``.
 """
 
 from __future__ import annotations
@@ -296,11 +301,11 @@ def parse_sessions(item: dict[str, Any], ctx: ItemContext, session_ids: list[str
         if type(entry) is dict:
             if "session" not in entry:
                 raise ctx.error("missing required field", f"{field}.session")
-            own = entry.get("date")
-            if own is not None:
-                if type(own) is not str:
-                    raise ctx.error(f"expected str, got {_tname(own)}", f"{field}.date")
-                date = own
+            # As the reference: an object's own date, never haystack_dates (which serves
+            # bare turn lists only); without one it is shown as "unknown".
+            date = entry.get("date")
+            if date is not None and type(date) is not str:
+                raise ctx.error(f"expected str, got {_tname(date)}", f"{field}.date")
             turns_raw = entry["session"]
             field = f"{field}.session"
         elif type(entry) is list:
