@@ -67,6 +67,8 @@ from memgauge.analysis._tables import (
     SystemInfo,
     build_tables,
     load_runs,
+    measure_of,
+    scorer_label,
 )
 
 __all__ = [
@@ -115,6 +117,7 @@ __all__ = [
     "load_runs",
     "mcnemar_exact",
     "mean",
+    "measure_of",
     "naive_se",
     "near_duplicates",
     "normalize_for_match",
@@ -123,6 +126,7 @@ __all__ = [
     "rapidocr_text",
     "render_gates_markdown",
     "retrieval_recall",
+    "scorer_label",
     "session_text",
     "spearman",
     "summarize",

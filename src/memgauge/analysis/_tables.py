@@ -37,14 +37,34 @@ __all__ = [
     "SystemInfo",
     "build_tables",
     "load_runs",
+    "measure_of",
     "model_label",
     "run_labels",
+    "scorer_label",
     "sent_modality",
     "tier_sort_key",
 ]
 
 NO_TIER = "-"
 NO_MODEL = "no model"
+# What a scorer's mean is: the f1 scorer's values are token F1s, and their mean is not an
+# accuracy (issue 12); every other built-in scorer gives 0/1 (or judge levels).
+MEASURES = {"f1": "mean token-F1"}
+
+
+def measure_of(scorer: str | None, *, title: bool = False) -> str:
+    """What the mean of ``scorer``'s values is called in a report (``title``: capitalised
+    for the start of a label, "Mean token-F1")."""
+    measure = MEASURES.get(scorer or "", "accuracy")
+    return measure[:1].upper() + measure[1:] if title else measure
+
+
+def scorer_label(scorer: str) -> str:
+    """A scorer as a column or row label: its name, and what its mean is where that is not
+    an accuracy (``f1 (mean token-F1)``)."""
+    measure = MEASURES.get(scorer)
+    return f"{scorer} ({measure})" if measure else scorer
+
 NOTHING_SENT = "nothing sent (no model)"
 X_LABELS = ("X1", "X2", "X3", "X4")
 Y_LABELS = ("Y1", "Y2", "Y3")

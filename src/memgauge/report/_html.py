@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from memgauge.analysis import Cell, QuestionRow, ReportTables, RunRow
+from memgauge.analysis import Cell, QuestionRow, ReportTables, RunRow, measure_of, scorer_label
 from memgauge.errors import ConfigError
 from memgauge.report._tables_md import (
     DEPTH_NOTE,
@@ -239,7 +239,7 @@ def _header(t: ReportTables, title: str,
 
 def _leaderboard(t: ReportTables, plots: _Plots) -> str:
     ranked_runs = ranked(t.runs)
-    ci = f"Accuracy (micro) {t.confidence * 100:g}% CI"
+    ci = f"{measure_of(t.primary, title=True)} (micro) {t.confidence * 100:g}% CI"
     header = ["Run", "System", "Tier", "n ok", "Errors", ci, "Macro (abilities)",
               "SE clustered (episodes)", "Coverage", "Per-answer acc.", "Refusal acc.",
               "Evidence recall"]
@@ -258,7 +258,8 @@ def _leaderboard(t: ReportTables, plots: _Plots) -> str:
                      _e(f"{fmt_pct(r.refusal_accuracy)} (n={r.n_refusal})"),
                      _e(f"{fmt_pct(r.evidence_recall)} (n={r.n_recall})"),
                      *(_e(fmt_cell(r.scores.get(s))) for s in others)])
-    table = _table([*map(_e, header), *map(_e, others)], rows, left=3, cls="wide")
+    table = _table([*map(_e, header), *(_e(scorer_label(s)) for s in others)], rows, left=3,
+                   cls="wide")
     table = f'<div class="scroll">{table}</div>'
     plot = _fig(_leaderboard_plot(ranked_runs, plots))
     return _section("leaderboard", "Leaderboard", _note("Best micro accuracy first."), table,

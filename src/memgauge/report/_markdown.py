@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from memgauge.analysis import GroupStat, Summary
+from memgauge.analysis import GroupStat, Summary, measure_of, scorer_label
 from memgauge.analysis._json import json_safe
 from memgauge.report._md import cell, code, table
 
@@ -113,16 +113,17 @@ def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | N
         if summary.primary_note:
             facts.append(("Why this scorer", _cell(summary.primary_note)))
         if head is not None:
-            facts.append(("Accuracy (micro)",
+            facts.append((f"{measure_of(summary.primary, title=True)} (micro)",
                           f"{_pct(summary.micro_accuracy)} {_ci(head.ci_low, head.ci_high)}"))
         n_abilities = sum(1 for g in summary.by_ability.values()
                           if summary.primary in g.scores and g.scores[summary.primary].n)
-        facts.append((f"Task-averaged accuracy (macro over {n_abilities} abilities)",
+        facts.append(((f"Task-averaged {measure_of(summary.primary)} (macro over {n_abilities} "
+                      "abilities)"),
                       _pct(summary.macro_accuracy)))
         cov = summary.coverage
         facts.append(("Coverage", (f"{_pct(cov.coverage)} ({cov.n_attempted}/"
                                    f"{cov.n_answerable} answerable attempted)")))
-        facts.append(("Per-answer accuracy", _pct(cov.per_answer_accuracy)))
+        facts.append((f"Per-answer {measure_of(summary.primary)}", _pct(cov.per_answer_accuracy)))
         facts.append(("Refusal accuracy", (f"{_pct(cov.refusal_accuracy)} "
                                            f"(n={cov.n_refusal})")))
     out += [f"- **{k}:** {v}" for k, v in facts]
@@ -133,9 +134,10 @@ def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | N
     if summary.scorers:
         rows = []
         for name, st in summary.overall.items():
-            label = f"{_cell(name)} (primary)" if name == summary.primary else _cell(name)
+            label = _cell(scorer_label(name)) + (" (primary)" if name == summary.primary else "")
             rows.append([label, str(st.n), _pct(st.accuracy), _ci(st.ci_low, st.ci_high)])
-        out.append(table(["Scorer", "n", "Accuracy", _ci_label(summary)], rows))
+        # "Mean": an accuracy for 0/1 scorers, a mean token-F1 for f1 (named in the row)
+        out.append(table(["Scorer", "n", "Mean", _ci_label(summary)], rows))
     else:
         out.append("No scored records.")
     out.append("")

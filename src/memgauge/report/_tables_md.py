@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memgauge.analysis import Cell, ReportTables, RunRow
+from memgauge.analysis import Cell, ReportTables, RunRow, measure_of, scorer_label
 from memgauge.report._md import cell, code, table
 
 __all__ = [
@@ -84,11 +84,12 @@ def _grid(rows: Mapping[str, Mapping[str, Cell]], cols: Sequence[str], corner: s
 
 def _leaderboard(t: ReportTables) -> list[str]:
     ci = f"{t.confidence * 100:g}% CI"
-    header = ["Run", "System", "Tier", "n ok", "Errors", f"Accuracy (micro) {ci}",
+    header = ["Run", "System", "Tier", "n ok", "Errors",
+              f"{measure_of(t.primary, title=True)} (micro) {ci}",
               "Macro (abilities)", "SE clustered (episodes)", "Coverage", "Per-answer acc.",
               "Refusal acc.", "Evidence recall"]
     others = [s for s in t.scorers if s != t.primary]
-    header += [cell(s) for s in others]
+    header += [cell(scorer_label(s)) for s in others]
     rows = []
     for r in ranked(t.runs):
         row = [cell(r.run), cell(r.system), cell(r.tier), str(r.n_ok), str(r.n_errors),
