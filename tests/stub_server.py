@@ -2,7 +2,8 @@
 
 It records every request body, answers with ``answer(body) -> str``, and can be scripted to
 fail (``plan`` is a list of status codes or "hang" consumed one per request before normal
-answers resume).
+answers resume). ``models`` (a list of ``/models`` entries) makes it answer ``GET .../models``
+with that list; left None, a GET is refused with 501 as before. GETs never consume ``plan``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ class StubServer:
         self.raw_bodies: list[bytes] = []
         self.headers: list[dict[str, str]] = []
         self.plan: list[int | str] = []
+        self.models: list[dict[str, Any]] | None = None
+        self.gets: list[str] = []  # the paths of GET requests, in order
         self.hang_s = 30.0
         self._lock = threading.Lock()
         stub = self
@@ -33,6 +36,17 @@ class StubServer:
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
+
+            def do_GET(self) -> None:
+                with stub._lock:
+                    stub.gets.append(self.path)
+                    models = stub.models
+                if models is None:
+                    self.send_error(501, f"Unsupported method ({self.command!r})")
+                elif self.path.rstrip("/").endswith("/models"):
+                    self._send(200, {"object": "list", "data": models})
+                else:
+                    self._send(404, {"error": {"message": "not found"}})
 
             def do_POST(self) -> None:
                 n = int(self.headers.get("Content-Length", "0"))

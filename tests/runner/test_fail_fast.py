@@ -158,17 +158,19 @@ def test_empty_inputs_and_id_lists_are_errors_not_empty_successes(tmp_path, cont
     data = write_memlens(tmp_path, 2)
     if content is not None:
         data.write_text(content)
-    args = ["run", "--bench", "memlens", "--data", str(data), "--image-dir", str(data.parent),
-            "--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1",  # never reached
-            "--out", str(tmp_path / "r")]
-    if ids is not None:
-        path = tmp_path / "ids.json"
-        if ids == "dir":
-            path.mkdir()
-        elif ids != "missing":
-            path.write_text(ids)
-        args += ["--question-ids", str(path)]
-    res = CliRunner().invoke(app, args)
+    with StubServer() as stub:  # a live endpoint: the pre-flight passes, no question is sent
+        args = ["run", "--bench", "memlens", "--data", str(data), "--image-dir",
+                str(data.parent), "--model", "openai:m", "--base-url", stub.base_url,
+                "--out", str(tmp_path / "r")]
+        if ids is not None:
+            path = tmp_path / "ids.json"
+            if ids == "dir":
+                path.mkdir()
+            elif ids != "missing":
+                path.write_text(ids)
+            args += ["--question-ids", str(path)]
+        res = CliRunner().invoke(app, args)
+    assert stub.requests == []
     assert res.exit_code == 2, res.output
     assert "Traceback" not in res.output and "error:" in res.output
     if says:

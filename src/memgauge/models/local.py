@@ -45,6 +45,10 @@ BYTES_PER_TOKEN = 3.0
 
 OPTION_TYPES: dict[str, type] = {"n_ctx": int, "n_parallel": int, "threads": int,
                                  "mmproj": str, "flash_attn": str, "chat_template": str}
+OPTION_HELP: dict[str, str] = {  # memgauge list
+    "n_ctx": "tokens per request (default 8192)", "n_parallel": "server slots (default 1)",
+    "threads": "CPU threads (default: every core)", "mmproj": "a multimodal projector GGUF",
+    "flash_attn": "auto | on | off", "chat_template": "a llama.cpp built-in template name"}
 
 
 def parse_options(raw: dict[str, str], flag: str = "--model-option") -> dict[str, Any]:
@@ -180,6 +184,11 @@ class LocalModel(OpenAICompatModel):
 
     def timeout_retryable(self) -> bool:
         return False
+
+    def preflight_target(self) -> None:
+        """Nothing to check: this process started the server and sent it a first request
+        (``_measure``), and the cache names the model file by sha256."""
+        return
 
     def observe(self, reply: dict[str, Any]) -> None:
         t = reply.get("timings")

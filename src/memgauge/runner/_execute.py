@@ -325,6 +325,7 @@ class Runner:
                  on_progress: Callable[[RunResult, Record], None] | None = None) -> None:
         self.config = config.resolved()
         self.on_progress = on_progress
+        self._endpoints: dict[tuple[str, str], Any] = {}  # pre-flight findings, per endpoint
         self.run_dir = Path(config.out)
 
     def _check_identity(self) -> dict[str, Any] | None:
@@ -422,9 +423,24 @@ class Runner:
             else:
                 counter = TokenCounter(tokenizer=c.tokenizer or "o200k_base",
                                        image_formula=c.image_formula)
-            return self._setup_rest(c, bench, policy, cache, model, counter)
+            setup = self._setup_rest(c, bench, policy, cache, model, counter)
+            self._preflight(setup)
+            return setup
         except BaseException:
             _close_now(model)  # a started local server must not outlive a failed setup
+            raise
+
+    def _preflight(self, s: Setup) -> None:
+        """One request per distinct endpoint before the first question (runner/_preflight.py).
+        The findings are kept on the runner: a worker process's setup asks nothing again."""
+        from ._preflight import JUDGE, MODEL, check
+
+        models = [(s.model, MODEL)] + ([(s.judging.model, JUDGE)] if s.judging else [])
+        try:
+            check(models, self._endpoints)
+        except BaseException:
+            if s.judging is not None:
+                _close_now(s.judging.model)
             raise
 
     def _setup_rest(self, c: RunConfig, bench: Any, policy: ImagePolicy,
@@ -739,10 +755,15 @@ class RunStopped(ConfigError):
 
 class _Breaker:
     """Stops a run whose first answers show the configuration cannot work: image parts sent
-    to a model that cannot see (at once), or the first few prompts all over the length limit
-    (a tier that does not fit the model)."""
+    to a model that cannot see (at once), the first few prompts all over the length limit
+    (a tier that does not fit the model), or the first few questions all failing with one
+    and the same cause that no retry changes (a refused key, a wrong path, a redirect, a
+    certificate, the same 400) before anything was answered."""
 
     OVERFLOW_STREAK = 3
+    SAME_CAUSE_STREAK = 3
+    # what the endpoint says about every request alike (not a question's own input)
+    ENDPOINT_KINDS = ("http_", "redirect", "tls", "bad_response")
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
@@ -750,6 +771,8 @@ class _Breaker:
         self.answered = 0
         self.reason: str | None = None  # set once the run must stop
         self.seen = 0
+        self.cause: tuple[str, str] | None = None  # the latest non-retryable endpoint failure
+        self.same = 0  # how many in a row had that cause
 
     def _limit_text(self) -> str:
         c = self.config
@@ -774,6 +797,15 @@ class _Breaker:
             return
         if err.kind == "no_vision":
             self.reason = f"stopped after {self.seen} question(s): {err.message}"
+        elif (self.answered == 0 and not err.retryable
+              and err.kind.startswith(self.ENDPOINT_KINDS)):
+            cause = (err.kind, err.message)
+            self.same = self.same + 1 if cause == self.cause else 1
+            self.cause = cause
+            if self.same >= self.SAME_CAUSE_STREAK:
+                self.reason = (f"stopped: the first {self.same} questions all failed with "
+                               f"the same cause, which no retry changes, and none was "
+                               f"answered: {err.kind}: {err.message}")
         elif err.kind == "context_overflow" and self.answered == 0:
             self.overflows += 1
             if self.overflows >= self.OVERFLOW_STREAK and self.config.overflow == "error":
