@@ -306,7 +306,7 @@ def sent_modality(run: RunData) -> str:
     """What the run's system sent its model, from what the run recorded rather than what
     was asked: ``--context-mode image`` sends no image to a model that gets none (a
     benchmark without images, a system that passes text on). In order: no model → nothing
-    sent; records' ``n_images`` (full-context writes it) > 0 → ``image``, all 0 → the text
+    sent; records' ``n_images`` (full-context and RAG write it) > 0 → ``image``, all 0 → the text
     mode; a benchmark manifest counting 0 images → ``text``; else the context mode."""
     ident = run.identity
     if model_label(ident.get("model")) == NO_MODEL and ident:
