@@ -79,6 +79,13 @@ def test_a_failed_write_is_cut_back_to_the_last_whole_line(tmp_path, monkeypatch
     assert later is first  # one failure stops the writer: nothing lands after a gap
 
 
+def _quiet(stub: StubServer) -> StubServer:
+    """The stub's threads print a traceback when a stopping run drops a connection mid-reply;
+    that is the test server's, and CliRunner would mix it into memgauge's output."""
+    stub._server.handle_error = lambda request, address: None
+    return stub
+
+
 def _run_args(data: Path, base_url: str, out: Path) -> list[str]:
     return ["run", "--bench", "memlens", "--data", str(data), "--image-dir", str(data.parent),
             "--model", "openai:stub", "--base-url", base_url, "--out", str(out),
@@ -100,6 +107,7 @@ def test_disk_full_mid_run_stops_cleanly_and_a_rerun_completes(tmp_path, monkeyp
     out = tmp_path / "run"
     disk = FullDisk(room=12_000)  # a few records' worth
     with StubServer(answer=colour_answer) as stub:
+        _quiet(stub)
         monkeypatch.setattr(_store, "os", disk)
         res = CliRunner().invoke(app, _run_args(data, stub.base_url, out))
         assert res.exit_code == 2, res.output
@@ -125,6 +133,7 @@ def test_a_fragment_between_whole_lines_is_dropped_on_resume(tmp_path):
     data = write_memlens(tmp_path / "data", 6)
     out = tmp_path / "run"
     with StubServer(answer=colour_answer) as stub:
+        _quiet(stub)
         assert CliRunner().invoke(app, _run_args(data, stub.base_url, out)).exit_code == 0
         lines = (out / RECORDS).read_bytes().splitlines(keepends=True)
         # what the buffered writer used to leave: the rest of a failed batch's last line,
@@ -164,6 +173,7 @@ def test_a_real_full_disk(tmp_path, small_disk):
     data = write_memlens(tmp_path / "data", 120)
     out = small_disk / "run"
     with StubServer(answer=colour_answer) as stub:
+        _quiet(stub)
         res = CliRunner().invoke(app, _run_args(data, stub.base_url, out))
         assert res.exit_code == 2, res.output
         assert f"no space left on device writing {out}" in res.output
