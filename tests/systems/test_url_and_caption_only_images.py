@@ -74,7 +74,8 @@ def test_labelled_caption_stand_ins_keep_their_number() -> None:
     from memgauge.schema import ImageRef
     from memgauge.systems._context import turn_parts
 
-    only_caption = ImageRef(source="D1:2:blip_caption", captions={"generic": "a grey cat"})
+    only_caption = ImageRef(source="D1:2:blip_caption", captions={"generic": "a grey cat"},
+                            meta={"caption_only": True})
     with_file = ImageRef(source="x.png", path="/data/x.png")
     parts, nxt = turn_parts("two photos", [with_file, only_caption], "image", True, 4)
     assert nxt == 6

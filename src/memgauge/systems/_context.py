@@ -52,11 +52,11 @@ def _caption_text(ref: ImageRef) -> str:
 
 
 def _image_or_caption(ref: ImageRef) -> Part:
-    """An image part, or, for a shared photo the data kept only as a caption (LoCoMo: the
-    release dropped its URL), the caption in its place: the data has no image to send, and
-    its caption is what it holds of it. A missing file is never replaced: it stays an
-    image part and fails as missing (docs/design/0004)."""
-    if ref.path is None and not ref.url and not ref.missing:
+    """An image part, or, for a shared photo the data kept only as a caption (a loader marks
+    it ``meta["caption_only"]``; LoCoMo's release dropped some URLs), the caption in its
+    place: the data has no image to send, and its caption is what it holds of it. A missing
+    file is never replaced: it stays an image part and fails as missing (design 0004)."""
+    if ref.path is None and not ref.url and ref.meta.get("caption_only"):
         return _text_part(_caption_text(ref))
     return _image_part(ref)
 
@@ -72,8 +72,7 @@ def turn_parts(text: str, images: Sequence[ImageRef], mode: str, label_images: b
             parts.append(text_part(stripped))
         return parts, image_offset + (0 if mode == "text" else len(images))
     n = len(images)
-    if mode == "image" and not all(im.path is not None or im.url or im.missing
-                                   for im in images):
+    if mode == "image" and any(im.path is None and not im.url for im in images):
         image_part = _image_or_caption
     if not label_images and mode == "image":  # the common case, without the helper below
         if "<image>" not in text:
