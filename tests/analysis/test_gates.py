@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import random
 
 import pytest
 
 from memgauge.analysis import (
     accuracy_gate,
     caption_proof,
-    indistinguishability,
     near_duplicates,
     normalize_for_match,
     render_gates_markdown,
     retrieval_recall,
     visual_necessity_gate,
 )
+from memgauge.analysis._gates import overall_verdict
 from memgauge.schema import (
     BenchmarkInfo,
     Episode,
@@ -50,59 +49,8 @@ def make_episode(qid, sessions, *, needed=(), x="X1", family="fam", evidence=Non
                    benchmark=BenchmarkInfo(name="t"))
 
 
-VOCAB = [f"w{i}" for i in range(150)]
-
-
-def corpus(telltale: bool, *, n_questions=40, seed=1):
-    """40 questions x (2 evidence + 6 haystack from a shared pool of 120) + 1 filler each."""
-    rng = random.Random(seed)
-
-    def words(n=30):
-        return " ".join(rng.choice(VOCAB) for _ in range(n))
-
-    pool = [text_session(f"h{i}", "haystack", words()) for i in range(120)]
-    eps = []
-    for q in range(n_questions):
-        ev = [text_session(f"q{q}:e{k}", "evidence",
-                           words() + (" receipt attached" if telltale else "")) for k in range(2)]
-        hay = rng.sample(pool, 6)
-        filler = text_session(f"q{q}:f", "filler", "receipt attached " * 5)
-        eps.append(make_episode(f"q{q}", [*ev, *hay, filler]))
-    return eps
-
-
 # ---------------------------------------------------------------------------------------
-# 1. indistinguishability
-
-
-def test_indistinguishability_fails_on_a_telltale_word():
-    pytest.importorskip("sklearn")
-    res = indistinguishability(corpus(telltale=True))
-    assert res.auc > 0.95 and not res.passed
-    assert res.n_evidence == 80 and res.folds == 5 and res.n_groups == 40
-
-
-def test_indistinguishability_passes_when_well_mixed():
-    pytest.importorskip("sklearn")
-    eps = corpus(telltale=False)
-    res = indistinguishability(eps, seed=3)
-    assert 0.35 < res.auc <= 0.60 and res.passed
-    # Haystack repeats across episodes are kept once; fillers are skipped.
-    used = {s.session_id for ep in eps for s in ep.sessions if s.meta["role"] == "haystack"}
-    assert res.n_haystack == len(used) and res.n_haystack_repeats == 40 * 6 - len(used)
-    assert res.n_evidence == 80
-    json.dumps(res.to_dict())
-    assert dataclasses.asdict(res) == res.to_dict()
-    # Fillers as extra negatives: one per question here, and they carry the telltale words.
-    wide = indistinguishability(corpus(telltale=True), negatives=("haystack", "filler"))
-    assert wide.n_haystack == len(used) + 40 and wide.negatives == ["haystack", "filler"]
-    assert wide.auc < indistinguishability(corpus(telltale=True)).auc
-
-
-def test_indistinguishability_needs_two_groups():
-    pytest.importorskip("sklearn")
-    res = indistinguishability(corpus(telltale=False, n_questions=1))
-    assert res.auc is None and not res.passed and res.note
+# 1. indistinguishability: tests/analysis/test_indistinguishability.py
 
 
 # ---------------------------------------------------------------------------------------
@@ -152,7 +100,7 @@ def test_near_duplicates_classifies_pairs(tmp_path):
     res = near_duplicates(items)
     assert res.n_images == 7 and res.n_files == 5 and res.missing_files
     assert res.exact_different_facts == 2  # b vs a, b vs a2
-    assert not res.passed
+    assert res.verdict == "FAIL"
     assert res.same_facts == 1  # a vs a2
     assert res.different_facts == 3  # c vs a, c vs a2, c vs b
     assert res.different_facts_by_kind == {"receipt": 3}
@@ -166,7 +114,7 @@ def test_near_duplicates_passes_without_exact_duplicates(tmp_path):
     c = draw(tmp_path / "c.png", dots=[(70, 20)])
     res = near_duplicates([(a, "label", {"x": 1}), (c, "label", {"x": 2}),
                            (draw_other(tmp_path / "o.png"), "clock", {"x": 1})])
-    assert res.passed and res.exact_different_facts == 0
+    assert res.verdict == "PASS" and res.exact_different_facts == 0
     assert res.different_facts == 1 and res.different_facts_by_kind == {"label": 1}
     assert res.examples_different_facts[0]["distance"] <= 4
 
@@ -175,7 +123,7 @@ def test_near_duplicates_one_file_with_two_fact_sets(tmp_path):
     pytest.importorskip("imagehash")
     a = draw(tmp_path / "a.png")
     res = near_duplicates([(a, "label", {"x": 1}), (a, "label", {"x": 2})])
-    assert res.exact_different_facts == 1 and not res.passed
+    assert res.exact_different_facts == 1 and res.verdict == "FAIL"
     assert res.examples_exact_different_facts[0]["distance"] == 0
 
 
@@ -282,13 +230,13 @@ def rec(qid, score, *, status="ok", dep="essential", answer_type="free_text"):
 def test_accuracy_gate():
     good = {f"q{i}": rec(f"q{i}", 1.0) for i in range(5)}
     res = accuracy_gate(good)
-    assert res.passed and res.accuracy == 1.0 and res.failing == [] and res.n == 5
+    assert res.verdict == "PASS" and res.accuracy == 1.0 and res.failing == [] and res.n == 5
     bad = [*good.values(), rec("qx", 0.0), rec("qe", None, status="error")]
     res = accuracy_gate(bad)
-    assert not res.passed and res.n_error == 1 and res.failing == ["qe", "qx"]
+    assert res.verdict == "FAIL" and res.n_error == 1 and res.failing == ["qe", "qx"]
     assert res.accuracy == pytest.approx(5 / 7)
-    assert accuracy_gate(bad, expect=0.7).passed
-    assert not accuracy_gate([]).passed
+    assert accuracy_gate(bad, expect=0.7).verdict == "PASS"
+    assert accuracy_gate([rec("qe", None, status="error")]).verdict == "FAIL"
     json.dumps(res.to_dict())
 
 
@@ -300,10 +248,33 @@ def test_visual_necessity_gate():
              rec("err", None, status="error")]
     res = visual_necessity_gate(recs)
     assert res.n == 61 and res.n_error == 1 and res.answered == ["lucky"]
-    assert res.fraction == pytest.approx(1 / 61, abs=1e-6) and res.passed
+    assert res.fraction == pytest.approx(1 / 61, abs=1e-6) and res.verdict == "PASS"
     res = visual_necessity_gate(recs, threshold=0.01)
-    assert not res.passed
-    assert not visual_necessity_gate([]).passed
+    assert res.verdict == "FAIL"
+    # Image-essential questions that all errored: nothing was checked, and that fails.
+    assert visual_necessity_gate([rec("err", None, status="error")]).verdict == "FAIL"
+
+
+def test_gates_with_nothing_to_check_are_not_applicable(tmp_path):
+    pytest.importorskip("imagehash")
+    assert accuracy_gate([]).verdict == "N/A"
+    assert visual_necessity_gate([]).verdict == "N/A"
+    only_text = [rec("t", 1.0, dep="text"), rec("r", 1.0, answer_type="refusal")]
+    assert visual_necessity_gate(only_text).verdict == "N/A"
+    assert near_duplicates([]).verdict == "N/A"
+
+
+def test_overall_verdict_fails_on_a_failure_only():
+    na, ok = accuracy_gate([]).to_dict(), accuracy_gate([rec("q", 1.0)]).to_dict()
+    bad = accuracy_gate([rec("q", 0.0)]).to_dict()
+    assert overall_verdict({"a": ok, "b": na, "info": {"n": 3}}) == {
+        "passed": True, "verdict": "PASS", "failed": [], "not_applicable": ["b"]}
+    assert overall_verdict({"a": bad, "b": na}) == {
+        "passed": False, "verdict": "FAIL", "failed": ["a"], "not_applicable": ["b"]}
+    md = render_gates_markdown({**overall_verdict({"a": ok, "8k oracle": na}),
+                                "tiers": {"8k": {"oracle": na}}})
+    assert "**Overall: PASS** (N/A, nothing to check: 8k oracle)" in md
+    assert "| 8k | oracle accuracy | – (0/0, 0 errors) | ≥ 100.0% | N/A |" in md
 
 
 # ---------------------------------------------------------------------------------------
@@ -324,10 +295,12 @@ def test_render_gates_markdown():
                        visual_necessity_gate([rec("q1", 1.0)])),
                    "retrieval": {"bm25": retrieval_recall([ep], ks=(1, 3))}}
             for tier in ("8k", "32k")},
-        "indistinguishability": {"auc": 0.55, "threshold": 0.6, "passed": True,
-                                 "n_evidence": 10, "n_haystack": 30, "n_haystack_repeats": 2,
-                                 "n_groups": 5, "folds": 5, "note": None},
-        "near_duplicates": {"n_images": 3, "n_files": 3, "max_distance": 4, "passed": True,
+        "indistinguishability": {"auc": 0.45, "auc_without_fillers": 0.52,
+                                 "max_deviation": 0.1, "verdict": "PASS", "n_evidence": 10,
+                                 "n_other": 30, "n_fillers": 12, "n_repeats": 2,
+                                 "n_groups": 5, "folds": 5, "note": None,
+                                 "features_file": "indistinguishability_features.json"},
+        "near_duplicates": {"n_images": 3, "n_files": 3, "max_distance": 4, "verdict": "PASS",
                             "same_facts": 0, "different_facts": 2,
                             "different_facts_by_kind": {"clock": 2}, "exact_different_facts": 0,
                             "examples_different_facts": [],
@@ -339,7 +312,10 @@ def test_render_gates_markdown():
     assert "| 8k | oracle accuracy | 100.0% (1/1, 0 errors) | ≥ 100.0% | PASS |" in md
     assert "| 32k | text-only oracle on image-essential | 100.0% (1/1, 0 errors)" in md
     assert "FAIL answered: `q1`" in md
-    assert "indistinguishability — PASS" in md and "**0.550**" in md
+    assert "indistinguishability — PASS" in md and "**0.450**" in md
+    assert "pass if |AUC − 0.5| ≤ 0.10, i.e. 0.40–0.60" in md
+    assert "Without the fillers: 0.520" in md and "12 of them fillers" in md
+    assert "`indistinguishability_features.json`" in md
     assert "| clock | 2 |" in md
     assert ("| tier | retriever | questions | sessions/episode | R@1 | R@3 | all@1 | all@3 "
             "| MRR |") in md

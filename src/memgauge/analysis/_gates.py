@@ -1,12 +1,13 @@
 """Validation gates: checks that a generated benchmark measures what it claims.
 
 Pure functions over episodes, image files and run records; each returns a small frozen
-dataclass (``to_dict()`` gives plain JSON; ``dataclasses.asdict`` works too). Gates with a
-threshold carry ``passed``; reports (near-duplicate counts per kind, caption-proof survival,
+dataclass (``to_dict()`` gives plain JSON; ``dataclasses.asdict`` works too). Gates carry a
+``verdict``: PASS, FAIL, or N/A when they have nothing to check (which fails nothing; see
+:func:`overall_verdict`); reports (near-duplicate counts per kind, caption-proof survival,
 retrieval difficulty) are information.
 
-- :func:`indistinguishability`: can a text classifier tell evidence sessions from haystack
-  sessions? (out-of-fold ROC AUC; should be near 0.5)
+- :func:`indistinguishability`: can a text classifier tell evidence sessions from all other
+  sessions? (out-of-fold ROC AUC; must be near 0.5 on either side)
 - :func:`near_duplicates`: perceptual-hash near-duplicate images, and exact pixel
   duplicates drawn from different facts (a bug).
 - :func:`caption_proof`: do the strings a question needs survive OCR of its evidence
@@ -31,7 +32,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -40,16 +41,21 @@ from memgauge.errors import InputError
 from memgauge.schema import Episode, Record
 
 __all__ = [
+    "FAIL",
+    "NOT_APPLICABLE",
+    "PASS",
     "AccuracyGateResult",
     "CaptionProofResult",
     "IndistinguishabilityResult",
     "NearDuplicateResult",
+    "Verdict",
     "VisualNecessityResult",
     "accuracy_gate",
     "caption_proof",
     "indistinguishability",
     "near_duplicates",
     "normalize_for_match",
+    "overall_verdict",
     "rapidocr_text",
     "render_gates_markdown",
     "visual_necessity_gate",
@@ -70,108 +76,177 @@ class _ToDict:
 
 
 # ---------------------------------------------------------------------------------------
+# 0. Verdicts
+
+Verdict = Literal["PASS", "FAIL", "N/A"]
+PASS: Verdict = "PASS"
+FAIL: Verdict = "FAIL"
+NOT_APPLICABLE: Verdict = "N/A"
+
+
+def _verdict_of(applicable: bool, ok: bool) -> Verdict:
+    """N/A when the gate has nothing to check (neither a pass nor a failure)."""
+    if not applicable:
+        return NOT_APPLICABLE
+    return PASS if ok else FAIL
+
+
+def overall_verdict(gates: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The benchmark's verdict from its gates' dicts (``{name: gate}``): FAIL when any gate
+    fails, else PASS; N/A gates do not fail it and are listed. ``passed`` is the bool the
+    CLI's exit status follows."""
+    failed = sorted(k for k, g in gates.items() if g.get("verdict") == FAIL)
+    skipped = sorted(k for k, g in gates.items() if g.get("verdict") == NOT_APPLICABLE)
+    return {"passed": not failed, "verdict": FAIL if failed else PASS, "failed": failed,
+            "not_applicable": skipped}
+
+
+# ---------------------------------------------------------------------------------------
 # 1. Indistinguishability of evidence and haystack sessions
 
 
 @dataclass(frozen=True)
 class IndistinguishabilityResult(_ToDict):
     """Out-of-fold ROC AUC of a TF-IDF + logistic-regression classifier that tries to tell
-    evidence sessions (label 1) from haystack sessions (label 0) by their text.
+    evidence sessions (label 1) from the other sessions (label 0) by their text.
 
-    ``passed`` iff ``auc <= threshold``; ``auc`` is ``None`` (and the gate fails) when there
-    are too few documents or groups to cross-validate. Haystack sessions are de-duplicated by
-    session id (``n_haystack_repeats`` copies dropped); ``n_groups`` is the number of
-    questions (GroupKFold groups); ``folds`` the folds actually used; ``negatives`` the
-    session roles counted as label 0.
+    ``auc`` (gated) compares evidence with *every* other session, fillers included;
+    ``auc_without_fillers`` with the non-filler ones only (haystack and decoys; the former
+    comparison, reported). The verdict is PASS iff ``|auc - 0.5| <= max_deviation``: an AUC
+    far below 0.5 separates evidence just as well, inverted. N/A (``auc`` ``None``) when
+    there are no evidence or no other sessions, or fewer than 2 questions to cross-validate.
+
+    Sessions are de-duplicated by (role, session id) (``n_repeats`` copies dropped);
+    ``n_other`` counts all label-0 documents, ``n_fillers`` the fillers among them;
+    ``n_groups`` is the number of questions (GroupKFold groups); ``folds`` the folds used.
+    ``top_features``: ``{"evidence": [...], "other": [...]}``, the n-grams with the largest
+    positive / negative coefficients of the classifier refitted on all documents, each
+    ``{"ngram", "weight", "evidence_docs", "other_docs"}`` (documents containing it).
     """
 
     auc: float | None
-    threshold: float
-    passed: bool
+    auc_without_fillers: float | None
+    max_deviation: float
+    verdict: Verdict
     n_evidence: int
-    n_haystack: int
-    n_haystack_repeats: int
+    n_other: int
+    n_fillers: int
+    n_repeats: int
     n_groups: int
     folds: int
-    negatives: list[str] = field(default_factory=lambda: ["haystack"])
+    top_features: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     note: str | None = None
 
 
-def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: int = 0,
-                         threshold: float = 0.60, negatives: Sequence[str] = ("haystack",),
-                         ) -> IndistinguishabilityResult:
-    """Can the text of a session tell whether it is evidence? One document per evidence or
-    haystack session (``Session.meta["role"]``; by default "filler" and unlabelled sessions
-    are skipped),
-    its text being :func:`~memgauge.analysis._retrieval.session_text` (no captions).
-    ``negatives``: the roles that form label 0 (e.g. ``("haystack", "filler")`` to compare
-    evidence with every distractor; ``n_haystack`` then counts all of them).
+def _classifier(sk_text: Any, sk_linear: Any) -> tuple[Any, Any]:
+    vec = sk_text.TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=1)
+    return vec, sk_linear.LogisticRegression(max_iter=1000, class_weight="balanced")
 
-    Groups are the episode's (first) question id, so a question's sessions never straddle
-    train and test. A haystack session that recurs across episodes (a shared pool) is kept
-    once, in the group of its first episode. Classifier: TF-IDF of word 1-2 grams with
-    sublinear tf, then logistic regression; AUC pooled over the out-of-fold scores of
-    ``GroupKFold(folds)`` (folds capped at the number of groups). ``seed`` fixes the
-    assignment of groups to folds (groups are shuffled by it before splitting).
-    """
+
+def _oof_auc(docs: Sequence[str], y: np.ndarray, groups: Sequence[str], *, folds: int,
+             seed: int) -> tuple[float | None, int]:
+    """Pooled out-of-fold ROC AUC over ``GroupKFold`` (None when it cannot be computed)."""
     sk_text = require("sklearn.feature_extraction.text", purpose="the indistinguishability gate")
     sk_linear = require("sklearn.linear_model")
     sk_metrics = require("sklearn.metrics")
     sk_sel = require("sklearn.model_selection")
-
-    docs: list[str] = []
-    labels: list[int] = []
-    groups: list[str] = []
-    seen: set[tuple[str, str]] = set()
-    repeats = 0
-    wanted = {"evidence", *negatives}
-    for ep in episodes:
-        group = ep.questions[0].question_id if ep.questions else ep.episode_id
-        for s in ep.sessions:
-            role = s.meta.get("role")
-            if role not in wanted:
-                continue
-            key = (role, s.session_id)
-            if key in seen:
-                repeats += role != "evidence"
-                continue
-            seen.add(key)
-            docs.append(session_text(s))
-            labels.append(1 if role == "evidence" else 0)
-            groups.append(group)
-    n_ev = sum(labels)
-    n_hay = len(labels) - n_ev
-    n_groups = len(set(groups))
-    k = min(folds, n_groups)
-
-    def result(auc: float | None, used: int, note: str | None = None) -> IndistinguishabilityResult:
-        return IndistinguishabilityResult(
-            auc=_round(auc, 4), threshold=threshold, passed=auc is not None and auc <= threshold,
-            n_evidence=n_ev, n_haystack=n_hay, n_haystack_repeats=repeats, n_groups=n_groups,
-            folds=used, negatives=list(negatives), note=note)
-
-    if n_ev == 0 or n_hay == 0 or k < 2:
-        return result(None, 0, "needs evidence and haystack sessions in at least 2 questions")
-
+    uniq = sorted(set(groups))
+    k = min(folds, len(uniq))
+    if k < 2 or y.sum() == 0 or y.sum() == len(y):
+        return None, 0
     # Shuffle group order (by seed) so GroupKFold's size-balanced assignment does not follow
     # the dataset's order; GroupKFold itself is deterministic.
     rng = np.random.default_rng(seed)
-    uniq = sorted(set(groups))
     code = {g: int(i) for i, g in zip(rng.permutation(len(uniq)), uniq, strict=True)}
     g_arr = np.array([code[g] for g in groups])
-    y = np.array(labels)
     oof = np.full(len(docs), np.nan)
     for train, test in sk_sel.GroupKFold(n_splits=k).split(docs, y, g_arr):
         if len(set(y[train])) < 2:
             oof[test] = 0.5
             continue
-        vec = sk_text.TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True, min_df=1)
-        x_train = vec.fit_transform([docs[i] for i in train])
-        clf = sk_linear.LogisticRegression(max_iter=1000, class_weight="balanced")
-        clf.fit(x_train, y[train])
+        vec, clf = _classifier(sk_text, sk_linear)
+        clf.fit(vec.fit_transform([docs[i] for i in train]), y[train])
         oof[test] = clf.predict_proba(vec.transform([docs[i] for i in test]))[:, 1]
-    auc = float(sk_metrics.roc_auc_score(y, oof))
-    return result(auc, k)
+    return float(sk_metrics.roc_auc_score(y, oof)), k
+
+
+def _top_features(docs: Sequence[str], y: np.ndarray, n: int) -> dict[str, list[dict[str, Any]]]:
+    """The classifier refitted on every document: its ``n`` strongest n-grams each way."""
+    sk_text = require("sklearn.feature_extraction.text", purpose="the indistinguishability gate")
+    sk_linear = require("sklearn.linear_model")
+    vec, clf = _classifier(sk_text, sk_linear)
+    x = vec.fit_transform(docs)
+    clf.fit(x, y)
+    names = vec.get_feature_names_out()
+    coef = clf.coef_[0]
+    present = x > 0
+    in_evidence = np.asarray(present[y == 1].sum(axis=0)).ravel()
+    in_other = np.asarray(present[y == 0].sum(axis=0)).ravel()
+
+    def entries(order: np.ndarray, sign: int) -> list[dict[str, Any]]:
+        return [{"ngram": str(names[i]), "weight": _round(coef[i], 4),
+                 "evidence_docs": int(in_evidence[i]), "other_docs": int(in_other[i])}
+                for i in order[:n] if sign * coef[i] > 0]
+
+    return {"evidence": entries(np.argsort(-coef, kind="stable"), 1),
+            "other": entries(np.argsort(coef, kind="stable"), -1)}
+
+
+def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: int = 0,
+                         max_deviation: float = 0.10, n_features: int = 30,
+                         ) -> IndistinguishabilityResult:
+    """Can the text of a session tell whether it is evidence? One document per session
+    (:func:`~memgauge.analysis._retrieval.session_text`, no captions): label 1 for
+    ``Session.meta["role"] == "evidence"``, label 0 for every other session (fillers and
+    unlabelled ones included). See :class:`IndistinguishabilityResult`.
+
+    Groups are the episode's (first) question id, so a question's sessions never straddle
+    train and test. A session that recurs across episodes (a shared pool) is kept once, in
+    the group of its first episode. Classifier: TF-IDF of word 1-2 grams with sublinear tf,
+    then logistic regression (balanced class weights); AUC pooled over the out-of-fold
+    scores of ``GroupKFold(folds)`` (folds capped at the number of groups). ``seed`` fixes
+    the assignment of groups to folds. The same folds score both comparisons.
+    """
+    docs: list[str] = []
+    labels: list[int] = []
+    groups: list[str] = []
+    filler: list[bool] = []
+    seen: set[tuple[str, str]] = set()
+    repeats = 0
+    for ep in episodes:
+        group = ep.questions[0].question_id if ep.questions else ep.episode_id
+        for s in ep.sessions:
+            role = str(s.meta.get("role"))
+            key = (role, s.session_id)
+            if key in seen:
+                repeats += 1
+                continue
+            seen.add(key)
+            docs.append(session_text(s))
+            labels.append(int(role == "evidence"))
+            groups.append(group)
+            filler.append(role == "filler")
+    y = np.array(labels, dtype=int)
+    is_filler = np.array(filler, dtype=bool)
+    n_ev = int(y.sum())
+    n_groups = len(set(groups))
+
+    auc, used = _oof_auc(docs, y, groups, folds=folds, seed=seed)
+    keep = np.flatnonzero(~is_filler)
+    auc_wo, _ = _oof_auc([docs[i] for i in keep], y[keep], [groups[i] for i in keep],
+                         folds=folds, seed=seed)
+    note = None
+    if auc is None:
+        note = ("not applicable: needs evidence and other sessions in at least 2 questions "
+                f"(found {n_ev} evidence and {len(y) - n_ev} other sessions; questions: "
+                f"{n_groups})")
+    top = _top_features(docs, y, n_features) if 0 < n_ev < len(y) else {}
+    return IndistinguishabilityResult(
+        auc=_round(auc, 4), auc_without_fillers=_round(auc_wo, 4), max_deviation=max_deviation,
+        verdict=_verdict_of(auc is not None,
+                            auc is not None and abs(auc - 0.5) <= max_deviation + 1e-12),
+        n_evidence=n_ev, n_other=len(y) - n_ev, n_fillers=int(is_filler.sum()),
+        n_repeats=repeats, n_groups=n_groups, folds=used, top_features=top, note=note)
 
 
 # ---------------------------------------------------------------------------------------
@@ -187,7 +262,7 @@ class NearDuplicateResult(_ToDict):
     - ``different_facts``: different facts that look alike (information: a model must tell
       them apart at the pixel level), also counted per kind (``"a|b"`` for mixed kinds);
     - ``exact_different_facts``: pixel-identical images (or one file) given different facts
-      — a generator bug. ``passed`` iff there are none.
+      — a generator bug. FAIL if there are any; N/A when there are no images.
 
     ``examples_*`` list up to 20 pairs each: ``{"a", "b", "kind_a", "kind_b", "distance"}``.
     """
@@ -195,7 +270,7 @@ class NearDuplicateResult(_ToDict):
     n_images: int
     n_files: int
     max_distance: int
-    passed: bool
+    verdict: Verdict
     same_facts: int
     different_facts: int
     different_facts_by_kind: dict[str, int]
@@ -292,7 +367,7 @@ def near_duplicates(image_paths_with_meta: Iterable[tuple[str, str, Any]], *,
                         ex_diff.append(example)
     return NearDuplicateResult(
         n_images=n_images, n_files=len(by_path) - len(missing), max_distance=max_distance,
-        passed=exact == 0, same_facts=same, different_facts=diff,
+        verdict=_verdict_of(n_images > 0, exact == 0), same_facts=same, different_facts=diff,
         different_facts_by_kind=dict(sorted(by_kind.items())), exact_different_facts=exact,
         examples_different_facts=ex_diff, examples_exact_different_facts=ex_exact,
         missing_files=sorted(missing)[:MAX_LISTED])
@@ -445,7 +520,7 @@ def _records(records: Iterable[Record] | Mapping[str, Record]) -> list[Record]:
 @dataclass(frozen=True)
 class AccuracyGateResult(_ToDict):
     """Oracle accuracy: the share of records with ``status == "ok"`` and score 1.0 (errors
-    count as failures). ``passed`` iff there are records and ``accuracy >= expect``.
+    count as failures). PASS iff ``accuracy >= expect``; N/A when there are no records.
     ``failing``: up to 20 question ids that are not correct."""
 
     scorer: str
@@ -454,7 +529,7 @@ class AccuracyGateResult(_ToDict):
     n_correct: int
     accuracy: float | None
     expect: float
-    passed: bool
+    verdict: Verdict
     failing: list[str] = field(default_factory=list)
 
 
@@ -470,16 +545,18 @@ def accuracy_gate(records: Iterable[Record] | Mapping[str, Record], *, expect: f
     return AccuracyGateResult(
         scorer=scorer, n=n, n_error=sum(r.status != "ok" for r in recs), n_correct=n - len(wrong),
         accuracy=_round(acc), expect=expect,
-        passed=acc is not None and acc >= expect - 1e-12, failing=wrong[:MAX_LISTED])
+        verdict=_verdict_of(n > 0, acc is not None and acc >= expect - 1e-12), failing=wrong[:MAX_LISTED])
 
 
 @dataclass(frozen=True)
 class VisualNecessityResult(_ToDict):
     """Among image-essential, answerable questions (``labels.image_dependency ==
     "essential"``, answer type not ``refusal``) with ``status == "ok"`` in the text-only
-    oracle run, the share answered correctly (score 1.0). ``passed`` iff there are such
-    records and ``fraction <= threshold``. ``n_error``: such records that errored (left out).
-    ``answered``: up to 20 question ids answered correctly without their images."""
+    oracle run, the share answered correctly (score 1.0). PASS iff there are such
+    records and ``fraction <= threshold``; N/A when there are no image-essential, answerable
+    questions at all. When there are some but every one errored, nothing was checked: FAIL.
+    ``n_error``: such records that errored (left out). ``answered``: up to 20 question ids
+    answered correctly without their images."""
 
     scorer: str
     n: int
@@ -487,7 +564,7 @@ class VisualNecessityResult(_ToDict):
     n_correct: int
     fraction: float | None
     threshold: float
-    passed: bool
+    verdict: Verdict
     answered: list[str] = field(default_factory=list)
 
 
@@ -505,7 +582,8 @@ def visual_necessity_gate(records: Iterable[Record] | Mapping[str, Record], *,
     return VisualNecessityResult(
         scorer=scorer, n=len(ok), n_error=len(essential) - len(ok), n_correct=len(correct),
         fraction=_round(frac), threshold=threshold,
-        passed=frac is not None and frac <= threshold, answered=correct[:MAX_LISTED])
+        verdict=_verdict_of(bool(essential), frac is not None and frac <= threshold),
+        answered=correct[:MAX_LISTED])
 
 
 # ---------------------------------------------------------------------------------------
@@ -533,9 +611,7 @@ def _fmt(x: Any, nd: int = 3) -> str:
 
 
 def _verdict(gate: Mapping[str, Any]) -> str:
-    if "passed" not in gate:
-        return "INFO"
-    return "PASS" if gate["passed"] else "FAIL"
+    return str(gate.get("verdict", "INFO"))
 
 
 def _pct(x: Any) -> str:
@@ -548,15 +624,30 @@ def _ids(ids: Sequence[str], total: int) -> str:
     return shown + (f" (+{more} more)" if more > 0 else "")
 
 
+def _feature_list(features: Sequence[Mapping[str, Any]], n: int) -> str:
+    return ", ".join(f"`{f['ngram']}` ({f['evidence_docs']} evidence / {f['other_docs']} other)"
+                     for f in features[:n]) or "–"
+
+
 def _md_indist(g: Mapping[str, Any]) -> list[str]:
+    dev = float(g.get("max_deviation", 0.10))
     out = [f"## Evidence/haystack indistinguishability — {_verdict(g)}", "",
-           (f"Out-of-fold ROC AUC of a TF-IDF + logistic-regression classifier separating "
-            f"evidence from haystack sessions by their text: **{_fmt(g.get('auc'))}** "
-            f"(pass if ≤ {_fmt(g.get('threshold'), 2)}; 0.5 = indistinguishable)."), "",
-           (f"- documents: {g.get('n_evidence')} evidence, {g.get('n_haystack')} "
-            f"{'/'.join(g.get('negatives') or ['haystack'])} "
-            f"(+{g.get('n_haystack_repeats', 0)} repeated copies dropped)"),
+           ("Out-of-fold ROC AUC of a TF-IDF + logistic-regression classifier separating "
+            "evidence from all other sessions (haystack, decoys and text-only fillers) by "
+            f"their text: **{_fmt(g.get('auc'))}** (pass if |AUC − 0.5| ≤ {dev:.2f}, i.e. "
+            f"{0.5 - dev:.2f}–{0.5 + dev:.2f}; 0.5 = indistinguishable, far below 0.5 = "
+            "separable the other way). Without the fillers: "
+            f"{_fmt(g.get('auc_without_fillers'))} (reported, not gated)."), "",
+           (f"- documents: {g.get('n_evidence')} evidence, {g.get('n_other')} other "
+            f"({g.get('n_fillers')} of them fillers; +{g.get('n_repeats', 0)} repeated copies "
+            "dropped)"),
            f"- questions (groups): {g.get('n_groups')}, folds: {g.get('folds')}"]
+    if g.get("features_file"):
+        out.append(f"- the classifier's top n-grams each way: `{g['features_file']}`")
+    top = g.get("top_features") or {}
+    if g.get("verdict") == FAIL and top:
+        out += [f"- what gives evidence away: {_feature_list(top.get('evidence', []), 5)}",
+                f"- what marks the others: {_feature_list(top.get('other', []), 5)}"]
     if g.get("note"):
         out.append(f"- note: {g['note']}")
     return out
@@ -658,6 +749,7 @@ def render_gates_markdown(results: Mapping[str, Any]) -> str:
         {
           "benchmark": {"digest": str, "tiers": [str], "generator_version": str},
           "passed": bool,                       # overall verdict, if computed
+          "not_applicable": [str],              # gates that were N/A (see overall_verdict)
           "tiers": {
             "<tier>": {
               "oracle": AccuracyGateResult,
@@ -670,7 +762,8 @@ def render_gates_markdown(results: Mapping[str, Any]) -> str:
           "caption_proof": CaptionProofResult | {"skipped": "<why>"},
         }
 
-    Gates show PASS/FAIL against their thresholds; reports show INFO.
+    Gates show PASS/FAIL against their thresholds (N/A with nothing to check); reports
+    show INFO.
     """
     r = _plain(results)
     lines = ["# Validation gates", ""]
@@ -682,7 +775,9 @@ def render_gates_markdown(results: Mapping[str, Any]) -> str:
                  if isinstance(v, list)]
         lines += ["; ".join(bits), ""]
     if "passed" in r:
-        lines += [f"**Overall: {'PASS' if r['passed'] else 'FAIL'}**", ""]
+        na = r.get("not_applicable") or []
+        lines += [f"**Overall: {'PASS' if r['passed'] else 'FAIL'}**"
+                  + (f" (N/A, nothing to check: {', '.join(na)})" if na else ""), ""]
     tiers = r.get("tiers") or {}
     sections = [_md_oracles(tiers)]
     if r.get("indistinguishability"):

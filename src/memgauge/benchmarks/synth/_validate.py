@@ -2,7 +2,8 @@
 
 Oracles run through the normal runner (their run folders land in ``DIR/validation``), the
 other gates read the episodes directly. Results go to ``DIR/validation/gates.json`` and
-``gates.md``.
+``gates.md``; the indistinguishability classifier's strongest n-grams to
+``DIR/validation/indistinguishability_features.json``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,32 @@ def _episodes(root: Path, tier: str) -> list[Any]:
     return list(lookup("benchmark", "synth")(BenchmarkOptions(data=str(root), tier=tier)).episodes())
 
 
+FEATURES_FILE = "indistinguishability_features.json"
+
+
+def indistinguishability_gate(episodes: list[Any], out: Path) -> dict[str, Any]:
+    """The indistinguishability gate as a dict, its top features also written to
+    ``out/FEATURES_FILE`` (named in the dict's ``features_file``), so a failing gate shows
+    which words give evidence away."""
+    from ...analysis import indistinguishability
+
+    result = _plain(indistinguishability(episodes))
+    out.mkdir(parents=True, exist_ok=True)
+    features = {
+        "what": ("n-grams with the largest positive (evidence) and negative (other sessions) "
+                 "coefficients of the TF-IDF + logistic-regression classifier of the "
+                 "indistinguishability gate, refitted on all documents; *_docs count the "
+                 "documents containing each"),
+        **{k: result[k] for k in ("auc", "auc_without_fillers", "verdict", "n_evidence",
+                                  "n_other", "n_fillers")},
+        **result["top_features"],
+    }
+    (out / FEATURES_FILE).write_text(json.dumps(features, indent=2, ensure_ascii=False) + "\n",
+                                     encoding="utf-8")
+    result["features_file"] = FEATURES_FILE
+    return result
+
+
 def _oracle_run(root: Path, tier: str, system: str) -> dict[str, Any]:
     from ...runner import RunConfig, Runner, read_records
 
@@ -47,7 +74,6 @@ def validate(root: str | Path, *, ocr: bool | None = None,
     from ...analysis import (
         accuracy_gate,
         caption_proof,
-        indistinguishability,
         near_duplicates,
         render_gates_markdown,
         retrieval_recall,
@@ -59,6 +85,7 @@ def validate(root: str | Path, *, ocr: bool | None = None,
     if not mpath.exists():
         raise InputError("not a generated benchmark folder (no manifest.json)", file=str(root))
     from ..._json_limits import load_document
+    from ...analysis._gates import overall_verdict
     from ._generate import parse_tier
     from ._loader import _tiers
 
@@ -91,7 +118,8 @@ def validate(root: str | Path, *, ocr: bool | None = None,
         }
     largest = tiers[-1]
     say("indistinguishability")
-    results["indistinguishability"] = _plain(indistinguishability(episodes_by_tier[largest]))
+    results["indistinguishability"] = indistinguishability_gate(episodes_by_tier[largest],
+                                                                root / "validation")
     say("near-duplicate images")
     # Every (file, facts) pair: one file drawn from two different fact sets is the bug to catch.
     seen: dict[tuple[str, str], tuple[str, str, dict[str, Any]]] = {}
@@ -116,10 +144,10 @@ def validate(root: str | Path, *, ocr: bool | None = None,
         results["caption_proof"] = _plain(caption_proof(episodes_by_tier[tiers[0]]))
     else:
         results["caption_proof"] = {"skipped": "install memgauge[ocr] (rapidocr) to run it"}
-    gates = [results["indistinguishability"], results["near_duplicates"]]
-    for t in results["tiers"].values():
-        gates += [t["oracle"], t["visual_necessity"]]
-    results["passed"] = all(g.get("passed", True) for g in gates)
+    gates = {name: results[name] for name in ("indistinguishability", "near_duplicates")}
+    for tier, t in results["tiers"].items():
+        gates.update({f"{tier} {name}": t[name] for name in ("oracle", "visual_necessity")})
+    results.update(overall_verdict(gates))
     out = root / "validation"
     out.mkdir(parents=True, exist_ok=True)
     (out / "gates.json").write_text(json.dumps(results, indent=2, sort_keys=True, default=str)

@@ -1,0 +1,147 @@
+"""The two-sided indistinguishability gate (evidence vs every other session, fillers
+included), its top-features file, and N/A verdicts, on small hand-built episodes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+
+import pytest
+from typer.testing import CliRunner
+
+from memgauge.analysis import indistinguishability, render_gates_markdown
+from memgauge.benchmarks.synth._validate import FEATURES_FILE, indistinguishability_gate
+from memgauge.cli import app
+from memgauge.schema import BenchmarkInfo, Episode, Labels, Question, Session, Turn
+
+pytest.importorskip("sklearn")
+
+VOCAB = [f"w{i}" for i in range(60)]
+
+
+def session(sid, role, text):
+    return Session(session_id=sid, meta={"role": role},
+                   turns=[Turn(turn_id=f"{sid}:1", role="user", text=text),
+                          Turn(turn_id=f"{sid}:2", role="assistant", text="Okay.")])
+
+
+def episode(qid, sessions):
+    q = Question(question_id=qid, text="q?", answer="a", answer_type="free_text",
+                 ability="information_extraction", labels=Labels())
+    return Episode(episode_id=qid, sessions=sessions, questions=[q],
+                   benchmark=BenchmarkInfo(name="t"))
+
+
+def mixed(*, filler_tell: str = "", shared_tell: str = "", n_questions=40, seed=1):
+    """Per question: 2 evidence, 3 haystack and 3 filler sessions of random VOCAB words.
+    ``shared_tell`` is added to evidence and haystack (what image-sharing sessions say),
+    never to fillers; ``filler_tell`` only to fillers."""
+    rng = random.Random(seed)
+
+    def words(n=120):  # long documents of one distribution: little chance separation
+        return " ".join(rng.choice(VOCAB) for _ in range(n))
+
+    eps = []
+    for q in range(n_questions):
+        ss = [session(f"q{q}:e{k}", "evidence", f"{words()} {shared_tell}") for k in range(2)]
+        ss += [session(f"q{q}:h{k}", "haystack", f"{words()} {shared_tell}") for k in range(3)]
+        ss += [session(f"q{q}:f{k}", "filler", f"{words()} {filler_tell}") for k in range(3)]
+        eps.append(episode(f"q{q}", ss))
+    return eps
+
+
+def inverted(n_questions=40, seed=0):
+    """Each question's evidence is about its own topic; its haystack is about the next
+    questions' topics. Trained on other questions, a topic's words mean 'haystack', so the
+    held-out evidence scores low: perfectly separable, with an out-of-fold AUC near 0."""
+    rng = random.Random(seed)
+
+    def text(topic):
+        return " ".join([*(f"topic{topic}word{k}" for k in range(5)), *rng.choices(VOCAB, k=10)])
+
+    return [episode(f"q{g}", [
+        *(session(f"q{g}:e{k}", "evidence", text(g)) for k in range(2)),
+        *(session(f"q{g}:h{k}", "haystack", text((g + 1 + k) % n_questions)) for k in range(4)),
+    ]) for g in range(n_questions)]
+
+
+def test_an_inverted_separation_fails_though_it_passed_the_one_sided_gate():
+    res = indistinguishability(inverted())
+    assert res.auc < 0.2  # would have passed the former "AUC <= 0.60"
+    assert res.verdict == "FAIL"
+    assert res.auc_without_fillers == res.auc and res.n_fillers == 0
+
+
+def test_fillers_that_give_evidence_away_fail_only_when_included():
+    # Evidence and haystack both share a receipt; the text-only fillers never do.
+    res = indistinguishability(mixed(shared_tell="receipt attached " * 3))
+    assert 0.4 <= res.auc_without_fillers <= 0.6  # the former comparison: would pass
+    assert res.auc > 0.6 and res.verdict == "FAIL"
+    assert res.n_evidence == 80 and res.n_other == 40 * 6 and res.n_fillers == 120
+    assert res.top_features["evidence"][0]["ngram"] in {"receipt", "attached",
+                                                        "receipt attached"}
+
+
+def test_indistinguishable_sessions_pass_with_fillers_included():
+    # 80 questions: chance alone moves this AUC by ~0.03 (one standard error).
+    res = indistinguishability(mixed(n_questions=80))
+    assert 0.4 <= res.auc <= 0.6 and 0.4 <= res.auc_without_fillers <= 0.6
+    assert res.verdict == "PASS" and res.folds == 5 and res.n_groups == 80
+    json.dumps(res.to_dict())
+    assert dataclasses.asdict(res) == res.to_dict()
+
+
+def test_shared_sessions_are_kept_once():
+    eps = mixed()
+    pool = [session(f"p{i}", "filler", "shared filler text") for i in range(3)]
+    eps = [ep.model_copy(update={"sessions": [*ep.sessions, *pool]}) for ep in eps]
+    res = indistinguishability(eps)
+    assert res.n_fillers == 120 + 3 and res.n_repeats == 39 * 3
+
+
+@pytest.mark.parametrize("eps", [
+    mixed(n_questions=1),  # one question: nothing to cross-validate
+    [episode("q0", [session("q0:h", "haystack", "a b c")]),
+     episode("q1", [session("q1:h", "haystack", "d e f")])],  # no evidence
+])
+def test_nothing_to_check_is_not_applicable(eps):
+    res = indistinguishability(eps)
+    assert res.verdict == "N/A" and res.auc is None and res.folds == 0
+    assert res.note.startswith("not applicable")
+
+
+def test_features_file_holds_the_separating_word(tmp_path):
+    gate = indistinguishability_gate(mixed(filler_tell="weather chat " * 3), tmp_path / "validation")
+    assert gate["verdict"] == "FAIL" and gate["features_file"] == FEATURES_FILE
+    saved = json.loads((tmp_path / "validation" / FEATURES_FILE).read_text(encoding="utf-8"))
+    assert saved["auc"] == gate["auc"] and saved["n_fillers"] == 120
+    assert len(saved["other"]) == 30 and len(saved["evidence"]) == 30
+    top = saved["other"][0]
+    assert top["ngram"] in {"weather", "chat", "weather chat"}
+    assert top["weight"] < 0 and top["evidence_docs"] == 0 and top["other_docs"] == 120
+    # The failing gate's report names the file and shows what gives it away.
+    md = render_gates_markdown({"indistinguishability": gate})
+    assert "indistinguishability — FAIL" in md and f"`{FEATURES_FILE}`" in md
+    assert f"`{top['ngram']}` (0 evidence / 120 other)" in md
+    passing = indistinguishability_gate(mixed(n_questions=80), tmp_path / "ok")
+    assert "what gives evidence away" not in render_gates_markdown(
+        {"indistinguishability": passing})
+
+
+def test_validate_exits_0_when_gates_have_nothing_to_check(tmp_path):
+    for module in ("imagehash", "bm25s", "model2vec"):
+        pytest.importorskip(module)
+    bench = tmp_path / "bench"
+    runner = CliRunner()
+    made = runner.invoke(app, ["generate", "synth", "--out", str(bench), "--questions", "1",
+                               "--tiers", "8k"])
+    assert made.exit_code == 0, made.output
+    result = runner.invoke(app, ["validate", str(bench), "--no-ocr"])
+    assert result.exit_code == 0, result.output  # one question: nothing to cross-validate
+    gates = json.loads((bench / "validation" / "gates.json").read_text(encoding="utf-8"))
+    assert gates["indistinguishability"]["verdict"] == "N/A"
+    assert "indistinguishability" in gates["not_applicable"]
+    assert gates["passed"] and gates["verdict"] == "PASS" and gates["failed"] == []
+    assert "Evidence/haystack indistinguishability — N/A" in result.output
+    assert (bench / "validation" / FEATURES_FILE).is_file()
