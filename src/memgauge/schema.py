@@ -93,7 +93,12 @@ class EvidenceRef(_Model):
 class Labels(_Model):
     x: Literal["X1", "X2", "X3", "X4"] | None = None  # visual granularity (MemEye)
     y: Literal["Y1", "Y2", "Y3"] | None = None  # reasoning depth (MemEye)
-    image_dependency: Literal["essential", "supportive", "text"] | None = None
+    # What the answer needs: image facts only (essential), image and text facts (mixed; the
+    # older name "supportive" means the same), or text only. Generated benchmarks compute it
+    # from the facts the answer is computed from; other loaders infer it from whether the
+    # evidence turns carry images (``image_dependency_inferred``).
+    image_dependency: Literal["essential", "mixed", "supportive", "text"] | None = None
+    image_dependency_inferred: bool = False
 
 
 class Question(_Model):

@@ -214,7 +214,8 @@ def test_stale_beats_closed_set():
 
 @pytest.mark.parametrize(
     ("dep", "category"),
-    [("essential", "visual"), ("supportive", "mixed"), ("text", "textual"), (None, "unknown")],
+    [("essential", "visual"), ("mixed", "mixed"), ("supportive", "mixed"), ("text", "textual"),
+     (None, "unknown")],
 )
 def test_category_folding(dep, category):
     assert label_error(rec("London", dep=dep)).category == category

@@ -58,7 +58,8 @@ JUDGE_ASSIGNED = (GROUNDING_FAILURE, UNSUPPORTED_ANSWER)
 
 _NUMERIC = frozenset({AnswerType.INTEGER, AnswerType.NUMBER, AnswerType.CURRENCY})
 _CLOSED = frozenset({AnswerType.CHOICE, AnswerType.YES_NO, AnswerType.ORDER, AnswerType.MCQ})
-_DEP_CATEGORY = {"essential": "visual", "supportive": "mixed", "text": "textual"}
+_DEP_CATEGORY = {"essential": "visual", "mixed": "mixed", "supportive": "mixed",
+                 "text": "textual"}
 
 DEGENERATE_MIN_CHARS = 500
 DEGENERATE_MIN_RATIO = 0.40

@@ -19,7 +19,7 @@ import orjson
 
 from .._json_limits import MAX_ITEM_BYTES, BoundedStream, LimitExceeded, describe_json_error
 from ..errors import InputError
-from ..schema import Episode
+from ..schema import Episode, Labels, Question, Session
 
 
 @dataclass(frozen=True)
@@ -629,6 +629,30 @@ def _load_line(line: bytes, path: str, line_no: int) -> Any:
         return orjson.loads(line)
     except orjson.JSONDecodeError as exc:
         raise InputError(describe_json_error(exc), file=path, item=f"line {line_no}") from None
+
+
+def inferred_labels(question: Question, sessions: list[Session]) -> Labels:
+    """``question``'s labels with the image dependency inferred from its evidence: every
+    evidence turn carries an image → ``essential``; some do → ``mixed``; none → ``text``.
+    A session-level pointer stands for the whole session (an image anywhere in it counts).
+    Without evidence pointers it stays unknown (None). Marked as inferred: the data says
+    where the answer is, not which of the turn's text or image holds it."""
+    if question.labels.image_dependency is not None:  # the data's own label wins
+        return question.labels
+    by_id = {s.session_id: s for s in sessions}
+    bearing: list[bool] = []
+    for ref in question.evidence:
+        session = by_id.get(ref.session_id)
+        if session is None:
+            continue
+        turns = [t for t in session.turns if ref.turn_id is None or t.turn_id == ref.turn_id]
+        if turns:
+            bearing.append(any(t.images for t in turns))
+    if not bearing:
+        return question.labels
+    dep = "essential" if all(bearing) else "mixed" if any(bearing) else "text"
+    return question.labels.model_copy(update={"image_dependency": dep,
+                                              "image_dependency_inferred": True})
 
 
 def read_id_list(path: str) -> set[str]:

@@ -36,7 +36,14 @@ from ..schema import (
     Session,
     Turn,
 )
-from ._base import BenchmarkOptions, HashingReader, file_sha256, iter_json_items, read_id_list
+from ._base import (
+    BenchmarkOptions,
+    HashingReader,
+    file_sha256,
+    inferred_labels,
+    iter_json_items,
+    read_id_list,
+)
 from .memlens import _tname, build_image, build_session, build_turn
 
 LOADER_VERSION = "1"
@@ -247,6 +254,8 @@ class LoCoMoBenchmark:
                       f"expected list, got {_tname(qa)}", "qa")
         questions = [self._question(q, k, episode_id, dia_session, err)
                      for k, q in enumerate(qa)]
+        for q in questions:  # the dia_id evidence says whether a shared photo is involved
+            q.labels = inferred_labels(q, sessions)
         meta: dict[str, Any] = {"speaker_a": next(iter(speakers)),
                                 "speaker_b": list(speakers)[1], "file": path.name}
         orphan_dates = sorted(set(dated) - set(numbers))

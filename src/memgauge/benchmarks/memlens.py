@@ -45,6 +45,7 @@ from ._base import (
     HashingReader,
     RawItem,
     file_sha256,
+    inferred_labels,
     iter_json_items,
     read_id_list,
     require,
@@ -471,6 +472,7 @@ def parse_item(raw: Any, index: int, ctx: ItemContext, info: BenchmarkInfo,
         question_date=question_date,
         meta={"question_type": qtype, "question_subtype": subtype},
     )
+    q.labels = inferred_labels(q, sessions)
     return Episode(episode_id=qid, sessions=sessions, questions=[q], benchmark=info,
                    meta={"index": index})
 

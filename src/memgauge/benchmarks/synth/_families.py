@@ -99,7 +99,7 @@ def plan_ie_entity(rng: random.Random, when: When) -> QuestionPlan:
         family="ie_entity", ability=Ability.INFORMATION_EXTRACTION, subtype="entity",
         answer_type=AnswerType.FREE_TEXT,
         question=f"Where is the maker of the {product} I have every morning based?",
-        answer=origin, labels=Labels(x="X2", y="Y2", image_dependency="essential"),
+        answer=origin, labels=Labels(x="X2", y="Y2"),
         sessions=[_evidence(s1, t1), _evidence(s2, t2)],
         program={"op": "brand_origin"}, exclusive={f"label:{product}"}, needed=[brand])
 
@@ -150,7 +150,7 @@ def plan_ie_previnfo(rng: random.Random, when: When) -> QuestionPlan:
         decoys=[_decoy(decoy, when.days(rng, 1)[0])],
         family="ie_previnfo", ability=Ability.INFORMATION_EXTRACTION, subtype="previnfo",
         answer_type=AnswerType.FREE_TEXT, question=q, answer=ref,
-        labels=Labels(x="X4", y="Y1", image_dependency="essential"),
+        labels=Labels(x="X4", y="Y1"),
         sessions=[_evidence(s, t1)], program={"op": "ui_field", "field": label},
         exclusive={f"app_ui:{kind}"}, needed=[ref])
 
@@ -181,7 +181,7 @@ def plan_ie_scene(rng: random.Random, when: When) -> QuestionPlan:
         family="ie_scene", ability=Ability.INFORMATION_EXTRACTION, subtype="previnfo",
         answer_type=AnswerType.FREE_TEXT,
         question=f"What colour was the table-top in the photo of the {thing} I arranged?",
-        answer=facts["background"], labels=Labels(x="X1", y="Y1", image_dependency="essential"),
+        answer=facts["background"], labels=Labels(x="X1", y="Y1"),
         sessions=[_evidence(s, t1)], program={"op": "scene_background"},
         needed=[facts["background"]],  # a colour: no caption of the text in the image has it
         exclusive={f"arranged:{thing}", f"arranged:{other}"})
@@ -211,7 +211,7 @@ def plan_msr_arithmetic(rng: random.Random, when: When) -> QuestionPlan:
         family="msr_arithmetic", ability=Ability.MULTI_SESSION_REASONING, subtype="arithmetic",
         answer_type=AnswerType.CURRENCY,
         question=f"How much did I spend in total at {store}, adding up all the receipts I shared from there?",
-        answer=answer, labels=Labels(x="X2", y="Y2", image_dependency="essential"),
+        answer=answer, labels=Labels(x="X2", y="Y2"),
         sessions=sessions, program={"op": "sum_totals", "store": store},
         exclusive={f"store:{store}"}, needed=totals)
 
@@ -251,7 +251,7 @@ def plan_msr_counting(rng: random.Random, when: When) -> QuestionPlan:
         family="msr_counting", ability=Ability.MULTI_SESSION_REASONING, subtype="counting",
         answer_type=AnswerType.INTEGER,
         question=f"How many different {kind}s from my collection have I shown you photos of?",
-        answer=str(distinct), labels=Labels(x="X3", y="Y2", image_dependency="essential"),
+        answer=str(distinct), labels=Labels(x="X3", y="Y2"),
         sessions=sessions, program={"op": "count_distinct", "kind": kind},
         needed=sorted({f"{i['body']} {i['pattern']}" for i in identities}),
         exclusive={f"entity:{kind}"})
@@ -290,7 +290,7 @@ def plan_msr_entity(rng: random.Random, when: When) -> QuestionPlan:
         family="msr_entity", ability=Ability.MULTI_SESSION_REASONING, subtype="entity_resolution",
         answer_type=AnswerType.YES_NO,
         question=f"Was the {kind} that {owner} brought along the same {kind} as {name}?",
-        answer="Yes" if same else "No", labels=Labels(x="X3", y="Y2", image_dependency="essential"),
+        answer="Yes" if same else "No", labels=Labels(x="X3", y="Y2"),
         sessions=[_evidence(s1, t1), _evidence(s2, t2)], program={"op": "same_entity"},
         needed=[f"{named['body']} {named['pattern']}"],
         exclusive={f"entity:{kind}"})
@@ -326,7 +326,7 @@ def plan_tr_duration(rng: random.Random, when: When) -> QuestionPlan:
     return QuestionPlan(
         family="tr_duration", ability=Ability.TEMPORAL_REASONING, subtype="duration_comparison",
         answer_type=AnswerType.CHOICE, question=q, answer=answer,
-        labels=Labels(x="X2", y="Y2", image_dependency="essential"), sessions=sessions,
+        labels=Labels(x="X2", y="Y2"), sessions=sessions,
         needed=[f"{c['hour']:02d}:{c['minute']:02d}" for pair in facts_all for c in pair],
         program={"op": "duration_compare"}, exclusive={f"activity:{a1}", f"activity:{a2}"})
 
@@ -368,7 +368,7 @@ def plan_tr_order(rng: random.Random, when: When) -> QuestionPlan:
     return QuestionPlan(
         family="tr_order", ability=Ability.TEMPORAL_REASONING, subtype="order_ranking",
         answer_type=AnswerType.ORDER, question=q, answer=answer,
-        labels=Labels(x="X2", y="Y2", image_dependency="essential"), sessions=sessions,
+        labels=Labels(x="X2", y="Y2"), sessions=sessions,
         needed=[t["date"] for t in tickets],
         program={"op": "order_by_ticket_date",
                  "events": [W.EVENTS[events[j]].removeprefix("the ").title() for j in listing]},
@@ -405,7 +405,7 @@ def plan_tr_date(rng: random.Random, when: When) -> QuestionPlan:
         family="tr_date", ability=Ability.TEMPORAL_REASONING, subtype="temporal_info_extraction",
         answer_type=AnswerType.DATE, question=f"On what date is my {what}? Answer as YYYY/MM/DD.",
         answer=target.strftime("%Y/%m/%d"),
-        labels=Labels(x="X2", y="Y1", image_dependency="essential"), sessions=[_evidence(s, t1)],
+        labels=Labels(x="X2", y="Y1"), sessions=[_evidence(s, t1)],
         program={"op": "marked_date"}, exclusive={f"what:{what}", f"what:{other}"},
         needed=[str(target)])  # the marked day is a circle, not text
 
@@ -435,7 +435,7 @@ def plan_ku_update(rng: random.Random, when: When) -> QuestionPlan:
         family="ku_update", ability=Ability.KNOWLEDGE_UPDATE, subtype=None,
         answer_type=AnswerType.FREE_TEXT, question="Which bay is my car parked in now?",
         answer=spots[-1], old_answers=spots[:-1],
-        labels=Labels(x="X2", y="Y3", image_dependency="essential"), sessions=sessions,
+        labels=Labels(x="X2", y="Y3"), sessions=sessions,
         program={"op": "latest_field", "field": "Bay"}, exclusive={"app_ui:parking"},
         needed=[spots[-1]])
 
@@ -469,7 +469,40 @@ ANSWERABLE = tuple(FAMILIES)
 AR_FAMILY = "ar"
 
 
+def evidence_facts(plan: QuestionPlan) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(image facts, text facts) of a plan's evidence turns, as an oracle sees them."""
+    images: list[dict[str, Any]] = []
+    texts: list[dict[str, Any]] = []
+    for session in plan.sessions:
+        for turn in session.turns:
+            if not any(f.get("needle") for f in turn.facts):
+                continue
+            texts += [f for f in turn.facts if not f.get("needle")]
+            images += [{**facts, "_kind": kind} for kind, facts in turn.images]
+    return images, texts
+
+
+def with_image_dependency(plan: QuestionPlan) -> QuestionPlan:
+    """The plan labelled by the facts its answer is computed from: its family's solver is
+    run on the image facts alone and on the text facts alone. An answer that needs the
+    images and not the text is ``essential``, one that needs both is ``mixed``, one that
+    needs only text is ``text``."""
+    images, texts = evidence_facts(plan)
+    solver = FAMILIES[plan.family].solve
+    if solver(plan.program, images, texts) != plan.answer:
+        raise AssertionError(f"{plan.family}: the evidence does not give the answer")
+    needs_images = solver(plan.program, [], texts) != plan.answer
+    needs_texts = solver(plan.program, images, []) != plan.answer
+    dep = ("mixed" if needs_images and needs_texts else "essential" if needs_images
+           else "text")
+    plan.labels = plan.labels.model_copy(update={"image_dependency": dep})
+    return plan
+
+
 def make_refusal(plan: QuestionPlan) -> QuestionPlan:
+    """The answerable ``plan`` with its evidence left out; it keeps the source's labels (the
+    modality of what is missing)."""
+    plan = with_image_dependency(plan)
     return QuestionPlan(
         family=AR_FAMILY, ability=Ability.ANSWER_REFUSAL, subtype=None,
         answer_type=AnswerType.REFUSAL, question=plan.question, answer=REFUSAL,

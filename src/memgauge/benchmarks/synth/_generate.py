@@ -29,11 +29,18 @@ from ...schema import (
     Turn,
 )
 from ...tokens import TokenCounter
-from ._families import AR_FAMILY, FAMILIES, QuestionPlan, When, make_refusal
+from ._families import (
+    AR_FAMILY,
+    FAMILIES,
+    QuestionPlan,
+    When,
+    make_refusal,
+    with_image_dependency,
+)
 from ._haystack import haystack_session
 from ._text import SessionPlan, chat_session
 
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"  # 2: image_dependency computed from the facts an answer needs
 TOLERANCE = 0.03
 FAMILY_CYCLE = (*FAMILIES, AR_FAMILY)
 _WEEKDAY = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
@@ -224,7 +231,7 @@ class Generator:
                 source = rng.choice(sorted(FAMILIES))
                 plan = make_refusal(FAMILIES[source].plan(rng, when))
             else:
-                plan = FAMILIES[family].plan(rng, when)
+                plan = with_image_dependency(FAMILIES[family].plan(rng, when))
             yield f"synth-{seed}-{i:04d}", plan, qdate, rng
 
     # -- assembly ---------------------------------------------------------------------------
