@@ -29,7 +29,12 @@ def test_list_names_everything_the_flags_can_name_with_options() -> None:
     assert set(rag["options"]) == {"top_k", "reader"}
     local = next(e for e in cat["models"] if e["name"] == "local")
     assert "n_ctx" in local["options"] and "smollm2" in local["catalogue"]
-    assert all(e["help"] for group in cat.values() for e in group), "every entry has help"
+    from memgauge.registry import _REGISTRY
+
+    ours = {(k + "s", n) for k in _REGISTRY for n, fn in _REGISTRY[k].items()
+            if fn.__module__.startswith("memgauge.")}  # tests may register their own
+    assert all(e["help"] for group, entries in cat.items() for e in entries
+               if (group, e["name"]) in ours), "every built-in entry has help"
     text = runner.invoke(app, ["list"]).output
     assert "--system-option top_k=" in text and "``" not in text
 
@@ -42,6 +47,8 @@ def test_the_listed_options_are_the_ones_the_system_accepts(tmp_path: Path) -> N
 
     for name in names("system"):
         fn = _REGISTRY["system"][name]
+        if not fn.__module__.startswith("memgauge."):
+            continue  # registered by another test
         with pytest.raises(ConfigError, match="its options: (.*)") as exc:
             fn(SystemContext(model=NoModel(), options={"no_such_key": "1"}))
         said = exc.value.args[0].split("its options: ")[1].rstrip(")")

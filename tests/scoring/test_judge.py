@@ -118,7 +118,8 @@ def _record(qid, ability, subtype, gold, prediction, status="ok", **meta):
 
 def _write_run(run_dir):
     run_dir.mkdir()
-    (run_dir / "manifest.json").write_text(json.dumps({"run_id": "r1"}))
+    # the least a run manifest holds (memgauge run writes much more)
+    (run_dir / "manifest.json").write_text(json.dumps({"run_id": "r1", "config": {"identity": {}}}))
     recs = [
         _record("q_right", A.INFORMATION_EXTRACTION, "entity", "Paris", "It is Paris."),
         _record("q_old", A.KNOWLEDGE_UPDATE, None, "brioche", "sourdough",
@@ -191,7 +192,7 @@ def test_judge_run_end_to_end(tmp_path):
 def test_judge_run_compat_auto_zero(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    (run_dir / "manifest.json").write_text("{}")
+    (run_dir / "manifest.json").write_text('{"config": {"identity": {}}}')
     rec = _record("q_long", A.INFORMATION_EXTRACTION, "entity", "Paris", "abcd " * 600)
     (run_dir / "records.jsonl").write_text(rec.model_dump_json() + "\n")
     with StubServer(answer=_answer) as stub:

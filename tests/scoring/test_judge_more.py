@@ -61,7 +61,7 @@ def _rec(qid, gold, prediction, *, answer_type=T.FREE_TEXT, ability=A.INFORMATIO
 
 def _write(run_dir, recs):
     run_dir.mkdir()
-    (run_dir / "manifest.json").write_text("{}")
+    (run_dir / "manifest.json").write_text('{"config": {"identity": {}}}')
     (run_dir / "records.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in recs))
 
 
