@@ -482,7 +482,9 @@ def validate(
         results = run_validate(bench_dir, ocr=ocr, progress=lambda m: err.print(m, highlight=False))
     except MemgaugeError as exc:
         _fail(exc)
-    print((Path(bench_dir) / "validation" / "gates.md").read_text(encoding="utf-8"))
+    from .report import show_controls
+
+    print(show_controls((Path(bench_dir) / "validation" / "gates.md").read_text(encoding="utf-8")))
     if not results["passed"]:
         err.print("[bold red]some gates failed[/]")
         raise typer.Exit(1)
@@ -807,6 +809,11 @@ def score(
             model_options=_options(judge_model_option or [], "--judge-model-option"),
             options_flag="--judge-model-option"))
         try:
+            from .runner._preflight import Role
+            from .runner._preflight import check as preflight
+
+            # the judge's endpoint is checked before the first verdict, as run's are
+            preflight([(model, Role("judge", "--judge-base-url", "--api-key-env"))], {})
             counts = asyncio.run(_go(model))
         finally:
             cache.close()
@@ -832,7 +839,9 @@ def main() -> None:
         try:
             load_env_file()  # ./.env: keys and endpoints kept out of shell history
         except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            from .report import show_controls
+
+            print(f"error: {show_controls(str(exc))}", file=sys.stderr)
             sys.exit(EXIT_CONFIG)
         app()
     finally:

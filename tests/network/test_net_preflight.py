@@ -183,3 +183,17 @@ def test_each_endpoint_is_asked_once_and_a_worker_asks_nothing(monkeypatch):
     assert stub.gets == ["/v1/models"]
     assert model.served == judge.served == again.served == {"id": "m", "owned_by": "me"}
     assert isinstance(next(iter(known.values())), Listing)
+
+
+def test_score_checks_the_judge_endpoint_before_judging(tmp_path):
+    with StubServer(answer=lambda body: "red") as stub:
+        res = _run(tmp_path, stub.base_url, n=2)
+    assert res.exit_code in (0, 3), res.output
+    before = (tmp_path / "r" / "records.jsonl").read_text()
+    base = f"http://127.0.0.1:{_refused_port()}/v1"
+    res = CliRunner().invoke(app, ["score", str(tmp_path / "r"), "--judge", "openai:j",
+                                   "--judge-base-url", base])
+    assert res.exit_code == 2, res.output
+    out = _flat(res.output)
+    assert f"nothing answers at the judge endpoint {base}" in out and "--judge-base-url" in out
+    assert (tmp_path / "r" / "records.jsonl").read_text() == before  # nothing judged or lost
