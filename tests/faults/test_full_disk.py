@@ -189,3 +189,39 @@ def test_a_real_full_disk(tmp_path, small_disk):
         res = CliRunner().invoke(app, _run_args(data, stub.base_url, out))
         assert res.exit_code == 0, res.output
     _check_complete(out, 120)
+
+
+def test_a_lock_file_that_cannot_be_written_is_a_storage_error_or_harmless(tmp_path, monkeypatch):
+    """Taking the run lock on a full disk: creating the file fails → a StorageError naming
+    it (exit 2 in the CLI); writing the holder's details fails → the lock is held anyway."""
+    import errno as _errno
+    import os as _os
+
+    import pytest as _pytest
+
+    from memgauge.runner._lock import RunLock
+    from memgauge.runner._store import StorageError
+
+    real_open, real_pwrite = _os.open, _os.pwrite
+
+    def full_open(path, flags, mode=0o777):
+        if str(path).endswith(".lock") and flags & _os.O_CREAT:
+            raise OSError(_errno.ENOSPC, "No space left on device")
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(_os, "open", full_open)
+    with _pytest.raises(StorageError, match="no space left on device writing .*\\.lock"):
+        RunLock.acquire(tmp_path)
+    monkeypatch.setattr(_os, "open", real_open)
+
+    def full_pwrite(fd, data, offset):
+        raise OSError(_errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_os, "pwrite", full_pwrite)
+    lock = RunLock.acquire(tmp_path)
+    monkeypatch.setattr(_os, "pwrite", real_pwrite)
+    from memgauge.errors import ConfigError
+
+    with _pytest.raises(ConfigError, match="in use by another memgauge process"):
+        RunLock.acquire(tmp_path)  # still held
+    lock.release()

@@ -40,7 +40,12 @@ class RunLock:
     @classmethod
     def acquire(cls, run_dir: Path) -> RunLock:
         path = Path(run_dir) / LOCK_NAME
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:  # a full disk (no inode left), a read-only folder
+            from ._store import StorageError
+
+            raise StorageError(path, exc) from None
         if fcntl is not None:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -52,8 +57,11 @@ class RunLock:
                                   "folder") from None
         info = {"pid": os.getpid(), "host": socket.gethostname(),
                 "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(info).encode(), 0)
+        # Who holds it is a courtesy for the refusal message: on a full disk the lock is held
+        # all the same, and the run's own writes report the disk.
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(info).encode(), 0)
         return cls(fd, path)
 
     def release(self) -> None:
