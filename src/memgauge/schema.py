@@ -178,6 +178,28 @@ class Score(_Model):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
+class Cost(_Model):
+    """What one question cost its system, as the runner measured it (design 0027).
+
+    Ingest figures are this question's share of what was ingested for it: the sessions read
+    since the previous answer point of the episode (the reset included in the first), split
+    evenly among the ``ingest_shared_by`` questions asked at this point, so the shares of an
+    episode sum to its total. Token and call shares are whole numbers (the remainder goes to
+    the first questions of the batch). ``None``: the system reported nothing of that kind.
+    """
+
+    answer_s: float | None = None  # the system's answer call alone, without queueing
+    ingest_s: float = 0.0
+    ingest_sessions: int = 0  # sessions ingested for this answer point (shared, not split)
+    ingest_shared_by: int = 1
+    ingest_calls: int | None = None
+    ingest_cached: int | None = None
+    ingest_prompt_tokens: int | None = None
+    ingest_completion_tokens: int | None = None
+    memory_items: int | None = None  # the memory's size when this question was answered
+    memory_bytes: int | None = None
+
+
 class Record(_Model):
     """One line of records.jsonl: one (run, episode, question)."""
 
@@ -201,6 +223,7 @@ class Record(_Model):
     dropped_sessions: int = 0  # sessions removed by the over-length policy
     missing_images: list[str] = Field(default_factory=list)
     timings: dict[str, float] = Field(default_factory=dict)
+    cost: Cost | None = None  # absent in records written before issue 13: unknown
     meta: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("scores")

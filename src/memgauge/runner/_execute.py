@@ -24,7 +24,7 @@ from ..errors import ConfigError, InputError
 from ..media import ImageEncoder, ImagePolicy
 from ..models import GenerateConfig, ModelSettings, create_model
 from ..registry import lookup
-from ..schema import Episode, ErrorInfo, Question, Record, Response
+from ..schema import Cost, Episode, ErrorInfo, Question, Record, Response
 from ..scoring import (
     JudgeOptions,
     JudgePipeline,
@@ -36,6 +36,7 @@ from ..scoring import (
 from ..systems import SystemContext
 from ..tokens import TokenCounter
 from ._gc import quiet_gc, restore_gc
+from ._ingest_cost import IngestMeter, Share
 from ._lock import RunLock
 from ._manifest import build_manifest, config_hash, package_versions
 from ._store import (
@@ -279,7 +280,7 @@ def evidence_depth(episode: Episode, question: Question) -> float | None:
 
 def make_record(episode: Episode, question: Question, response: Response,
                 scorers: list[Any], timings: dict[str, float],
-                missing: list[str] | None = None) -> Record:
+                missing: list[str] | None = None, cost: Cost | None = None) -> Record:
     scores: dict[str, float] = {}
     details = {}
     refused = None
@@ -304,7 +305,7 @@ def make_record(episode: Episode, question: Question, response: Response,
         evidence=question.evidence,
         input_tokens=response.meta.get("input_tokens"),
         dropped_sessions=response.meta.get("dropped_sessions", 0),
-        missing_images=missing, timings=timings,
+        missing_images=missing, timings=timings, cost=cost,
         meta=_record_meta(episode, question))
 
 
@@ -520,19 +521,23 @@ class Runner:
         episodes_in_flight = asyncio.Semaphore(max(2, c.concurrency * 2))
         tasks: set[asyncio.Task[None]] = set()
 
-        async def answer_one(system: Any, episode: Episode, q: Question) -> None:
+        async def answer_one(system: Any, episode: Episode, q: Question,
+                             share: Share) -> Response | None:
             t0 = time.perf_counter()
             async with sem:
                 if breaker.reason:  # the run is stopping: send nothing more (no record:
-                    return            # the question stays to do, a rerun answers it)
+                    return None       # the question stays to do, a rerun answers it)
+                t_sent = time.perf_counter()
                 try:
                     response = await system.answer(q)
                 except Exception as exc:  # noqa: BLE001 - a system bug must not lose the item
                     response = Response(error=ErrorInfo(
                         kind="system_error", message=f"{type(exc).__name__}: {exc}"))
+                answer_s = time.perf_counter() - t_sent
             record = make_record(episode, q, response, scorers,
                                  {"answer_s": round(time.perf_counter() - t0, 4)},
-                                 missing.get(episode.episode_id))
+                                 missing.get(episode.episode_id),
+                                 cost=share.cost(response, answer_s))
             breaker.observe(record)  # before any await: the next question must see a stop
             if judging is not None:
                 t1 = time.perf_counter()
@@ -549,6 +554,7 @@ class Runner:
                 self.on_progress(result, record)
             if breaker.reason:
                 raise RunStopped(breaker.reason)
+            return response
 
         missing: dict[str, list[str]] = {}  # per episode, computed once
         written: set[str] = set()  # question ids with a record from this invocation
@@ -558,7 +564,9 @@ class Runner:
             missing[episode.episode_id] = missing_images(episode)
             try:
                 system = new_system()
-                await system.reset(episode)
+                meter = IngestMeter()  # what ingest cost, shared among the questions (0027)
+                with meter.timing():
+                    await system.reset(episode)
                 ingested = 0
                 n = len(episode.sessions)
                 by_cut: dict[int, list[Question]] = {}
@@ -567,13 +575,18 @@ class Runner:
                     by_cut.setdefault(cut, []).append(q)
                 for cut in sorted(by_cut):
                     while ingested < cut:
-                        await system.ingest(episode.sessions[ingested])
+                        with meter.timing(sessions=1):
+                            await system.ingest(episode.sessions[ingested])
                         ingested += 1
                     batch = by_cut[cut]
+                    shares = meter.shares(len(batch))
                     if len(batch) == 1:  # the usual case: no extra task
-                        await answer_one(system, episode, batch[0])
+                        answered = [await answer_one(system, episode, batch[0], shares[0])]
                     else:
-                        await asyncio.gather(*(answer_one(system, episode, q) for q in batch))
+                        answered = await asyncio.gather(*(answer_one(system, episode, q, sh)
+                                                          for q, sh in zip(batch, shares,
+                                                                           strict=True)))
+                    meter.answered(answered)
             except (RunStopped, StorageError):  # the run stops; its records cannot be written
                 raise
             except Exception as exc:  # noqa: BLE001 - its unanswered questions become errors
