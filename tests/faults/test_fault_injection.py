@@ -182,10 +182,10 @@ def test_model_faults(tmp_path, data):
 
 
 def test_judge_faults_while_running(tmp_path, data):
-    """A run judges each answer as it comes, then once more at its end what has no verdict
-    yet (``_judge_earlier``): a judge failure there has had two passes of attempts, so the
-    faults here last up to two passes to leave errors for the rerun."""
-    plan = _plan(seed=12, retry_times=(2, 4, 6), unreadable_times=(1, 2))
+    """A run judges each answer as it comes; a judge failure is not asked again in the same
+    run (only answers of earlier invocations are judged at its end), so one pass of attempts
+    decides, and the rerun retries exactly the failures."""
+    plan = _plan(seed=12)
     with StubServer(answer=colour_answer) as model, \
             FaultServer(judge_answer, qid_of, plan, HANG_S, MAX_ATTEMPTS) as judge:
         config = _config(tmp_path, data, model.base_url, judge="openai:judge",
@@ -193,7 +193,7 @@ def test_judge_faults_while_running(tmp_path, data):
                          judge_options=JudgeOptions(label_errors=False))
         run(config)
         recs = _records(Path(config.out))
-        failed, wrong = _check(recs, plan, MAX_ATTEMPTS, "judge", passes=2)
+        failed, wrong = _check(recs, plan, MAX_ATTEMPTS, "judge")
         _figures("judge while running, first run", judge, recs, "judge",
                  sum(judge.requests.values()))
         asked = len(model.requests)

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._cache_hits import CacheHits, count_records
 from ..benchmarks import BenchmarkOptions
@@ -47,6 +47,9 @@ from ._store import (
     rewrite_records,
     write_json_atomic,
 )
+
+if TYPE_CHECKING:
+    from ..captioners import CaptionStage
 
 
 @dataclass
@@ -98,6 +101,10 @@ class RunConfig:
     # --model-option / --judge-model-option (local: models: n_ctx, n_parallel, threads, ...)
     model_options: dict[str, str] = field(default_factory=dict)
     judge_model_options: dict[str, str] = field(default_factory=dict)
+    # --captioner: text for images, for systems that read text (captioners/, design 0023)
+    captioner: str | None = None
+    captioner_base_url: str | None = None
+    captioner_prompt: str = "dense"
 
     # Fields that define what a run measures; a run folder refuses a different identity.
     IDENTITY = ("bench", "system", "system_options", "model", "base_url", "question_ids", "tier", "shard",
@@ -115,6 +122,10 @@ class RunConfig:
                 ident[key] = getattr(self, key)
         if self.model_options:  # only when given: earlier run folders keep their hash
             ident["model_options"] = dict(sorted(self.model_options.items()))
+        if self.captioner:  # only when given: earlier run folders keep their hash
+            ident["captioner"] = self.captioner
+            if self.captioner.startswith(("openai:", "local:")):
+                ident["captioner_prompt"] = self.captioner_prompt
         return ident
 
     def check(self) -> None:
@@ -218,14 +229,19 @@ class Setup:
     probe: Any
     scorers: list[Any]
     judging: JudgePipeline | None
+    captions: CaptionStage | None = None  # --captioner
 
     async def close(self) -> float | None:
         """Close the model clients; returns when the first request went out (monotonic)."""
         first = getattr(self.model, "first_send_at", None)
         if hasattr(self.model, "aclose"):
             await self.model.aclose()
+        if hasattr(self.probe, "aclose"):  # a system's own connections (a memory service)
+            await self.probe.aclose()
         if self.judging is not None:
             await self.judging.model.aclose()
+        if self.captions is not None:
+            await self.captions.aclose()
         return first
 
     def cache_summary(self) -> dict[str, Any] | None:
@@ -412,6 +428,7 @@ class Runner:
                                  encoder=ImageEncoder(policy), cache=cache,
                                  model_options=dict(c.model_options))
         model = create_model(c.model, settings)
+        setup: Setup | None = None
         try:
             if c.tokenizer == "model":
                 if not hasattr(model, "count_text"):
@@ -425,18 +442,38 @@ class Runner:
                 counter = TokenCounter(tokenizer=c.tokenizer or "o200k_base",
                                        image_formula=c.image_formula)
             setup = self._setup_rest(c, bench, policy, cache, model, counter)
+            setup.captions = self._caption_stage(cache, policy)
             self._preflight(setup)
             return setup
         except BaseException:
             _close_now(model)  # a started local server must not outlive a failed setup
+            if setup is not None and setup.captions is not None:
+                _close_now(setup.captions.captioner)
             raise
+
+    def _caption_stage(self, cache: ResponseCache | None,
+                       policy: ImagePolicy) -> CaptionStage | None:
+        c = self.config
+        if not c.captioner:
+            return None
+        from ..captioners import CaptionerSettings, CaptionStage, create_captioner
+
+        settings = CaptionerSettings(
+            base_url=c.captioner_base_url, api_key_env=c.api_key_env, prompt=c.captioner_prompt,
+            concurrency=max(1, c.concurrency), timeout_s=c.timeout_s,
+            max_attempts=c.max_attempts, retry_base_s=c.retry_base_s, image_policy=policy)
+        return CaptionStage(create_captioner(c.captioner, settings), cache)
 
     def _preflight(self, s: Setup) -> None:
         """One request per distinct endpoint before the first question (runner/_preflight.py).
         The findings are kept on the runner: a worker process's setup asks nothing again."""
-        from ._preflight import JUDGE, MODEL, check
+        from ._preflight import JUDGE, MODEL, Role, check
 
         models = [(s.model, MODEL)] + ([(s.judging.model, JUDGE)] if s.judging else [])
+        captioner_model = getattr(s.captions.captioner, "model", None) if s.captions else None
+        if captioner_model is not None:
+            models.append((captioner_model,
+                           Role("captioner", "--captioner-base-url", "--api-key-env")))
         try:
             check(models, self._endpoints)
         except BaseException:
@@ -462,6 +499,8 @@ class Runner:
                                   system=s.probe.describe(), counter=s.counter.describe(),
                                   image_policy=s.policy.describe(), scorers=s.scorers,
                                   prior=prep.prior_manifest, packages=False)
+        if s.captions is not None:
+            manifest["captioner"] = s.captions.describe()
         write_json_atomic(self.run_dir / "manifest.json", manifest)
         return manifest
 
@@ -485,7 +524,7 @@ class Runner:
         try:
             await self.answer(s, prep.done_ok, result, manifest=manifest)
             if s.judging is not None:
-                await self._judge_earlier(s.judging, manifest)
+                await self._judge_earlier(s.judging, manifest, prep.done_ok)
         except BaseException:
             failed = True
             raise
@@ -494,6 +533,8 @@ class Runner:
             if first is not None:  # when the first request went out
                 result.first_request_s = first - prep.t_mono
             bench_manifest = None
+            if s.captions is not None:
+                manifest["captioner"] = s.captions.summary()
             if not failed:
                 try:
                     bench_manifest = s.bench.manifest()
@@ -563,6 +604,8 @@ class Runner:
         async def do_episode(episode: Episode, todo: list[Question]) -> None:
             missing[episode.episode_id] = missing_images(episode)
             try:
+                if s.captions is not None:  # once per distinct image, before any system reads
+                    await s.captions.apply(episode)
                 system = new_system()
                 meter = IngestMeter()  # what ingest cost, shared among the questions (0027)
                 with meter.timing():
@@ -590,7 +633,8 @@ class Runner:
             except (RunStopped, StorageError):  # the run stops; its records cannot be written
                 raise
             except Exception as exc:  # noqa: BLE001 - its unanswered questions become errors
-                err = ErrorInfo(kind="system_error", message=f"{type(exc).__name__}: {exc}")
+                err = ErrorInfo(kind=getattr(exc, "error_kind", "system_error"),  # caption_error
+                                message=f"{type(exc).__name__}: {exc}")
                 for q in todo:
                     if q.question_id in written:
                         continue
@@ -707,12 +751,16 @@ class Runner:
                                  options_flag="--judge-model-option")
         return JudgePipeline(create_model(c.judge, settings), c.judge_options)
 
-    async def _judge_earlier(self, judging: JudgePipeline, manifest: dict[str, Any]) -> None:
-        """Judge what earlier invocations answered without this judge, then note the judge
-        in the manifest (written on the way out)."""
+    async def _judge_earlier(self, judging: JudgePipeline, manifest: dict[str, Any],
+                             earlier: frozenset[str]) -> None:
+        """Judge what earlier invocations answered (``earlier``: their ok question ids) and
+        this judge has not scored, then note the judge in the manifest (written on the way
+        out). Answers of this invocation were judged as they came: a judge that failed on
+        one is not asked again in the same run (the next rerun retries it)."""
         records = list(read_records(self.run_dir).values())
-        if any(judging.needs(r) for r in records):
-            await judge_records(records, judging, concurrency=self.config.concurrency)
+        todo = [r for r in records if r.question_id in earlier and judging.needs(r)]
+        if todo:
+            await judge_records(todo, judging, concurrency=self.config.concurrency)
             rewrite_records(self.run_dir, records)
         record_judging(manifest, judging, records)
 

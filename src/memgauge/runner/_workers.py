@@ -139,7 +139,7 @@ def run_with_workers(runner: Runner, n: int) -> RunResult:
     if not failures and not missing_reports and not interrupted:
         bench_manifest = _merge_bench(hashed.get("manifest"), reports)
     if s.judging is not None and not failures and not interrupted:
-        asyncio.run(_judge_earlier(runner, s, manifest))
+        asyncio.run(_judge_earlier(runner, s, manifest, prep.done_ok))
     runner.finish(manifest, bench_manifest, cache=_merge_cache(reports))
     result.wall_s = time.perf_counter() - prep.t_start
     block.close()
@@ -279,7 +279,8 @@ def _progress(runner: Runner, block: mmap.mmap, n: int, result: RunResult) -> No
             runner.on_progress(result, None)
 
 
-async def _judge_earlier(runner: Runner, s: Setup, manifest: dict[str, Any]) -> None:
+async def _judge_earlier(runner: Runner, s: Setup, manifest: dict[str, Any],
+                         earlier: frozenset[str]) -> None:
     """Judge what earlier invocations answered without this judge (the workers judged
     their own answers as they went)."""
     from ..cache import ResponseCache
@@ -289,7 +290,7 @@ async def _judge_earlier(runner: Runner, s: Setup, manifest: dict[str, Any]) -> 
     judging = runner._judge_pipeline(cache)
     assert judging is not None
     try:
-        await runner._judge_earlier(judging, manifest)
+        await runner._judge_earlier(judging, manifest, earlier)
     finally:
         await judging.model.aclose()
         if cache is not None:
