@@ -11,7 +11,11 @@ from ._context import (
     build_prompt,
     clean_prediction,
 )
+from .fact_memory import FactMemory  # noqa: F401  (registers fact-memory)
 from .full_context import FullContext
+from .recurrent_memory import RecurrentMemory  # noqa: F401  (registers recurrent-memory)
+from .state_memory import StateMemory  # noqa: F401  (registers state-memory)
+from .summary_memory import SummaryMemory  # noqa: F401  (registers summary-memory)
 
 __all__ = ["CONTEXT_MODES", "INSTRUCTIONS", "QUESTION_TEMPLATE", "SYSTEM_PROMPT", "FullContext",
            "MemorySystem", "Prompt", "SystemContext", "SystemFactory", "build_prompt",

@@ -1,0 +1,414 @@
+"""What the built-in memory agents share (design 0026): rendering a session for an LLM with
+labels that map back to evidence pointers, asking for JSON and reading it robustly, counting
+ingest-time calls, ranking stored items, and answering from written memory.
+
+Ingest-time calls carry ``question_id=None`` and depend only on what they are shown, so the
+response cache serves a haystack session that several episodes share from the first reading.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
+
+from ..errors import InputError
+from ..models import GenerateConfig, ImagePart, Message, ModelError, Part, TextPart
+from ..schema import (
+    ErrorInfo,
+    EvidenceRef,
+    ImageRef,
+    Question,
+    Response,
+    RetrievedItem,
+    Session,
+    Usage,
+)
+from ._base import SystemContext
+from ._context import CAPTION_KINDS, clean_prediction, question_message
+
+T = TypeVar("T")
+
+# "The full ranking they chose from": at least this many candidates, or all when fewer.
+RANKING_DEPTH = 50
+
+ANSWER_SYSTEM = (
+    "You answer questions about a user's conversation history from memory notes that were "
+    "written while reading that history. Use only the notes. If they do not hold the answer, "
+    'respond with "Insufficient information".'
+)
+JSON_RETRY = "That reply was not the JSON asked for. Reply again with only the JSON object."
+
+
+def prompt_version(*texts: str) -> str:
+    """A short digest of prompt texts: a changed wording is a new version (as the judge
+    rubrics do), so describe() and the manifest say which prompts produced a run."""
+    return hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:8]
+
+
+def boolean(value: Any) -> bool:
+    """An option's yes/no value (``bool("false")`` is True, so ``bool`` will not do)."""
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(value)
+
+
+# --- reading JSON out of a reply ------------------------------------------------------------
+
+
+def json_replies(text: str) -> list[dict[str, Any]]:
+    """The JSON objects in a reply, best first: the judge's reading (whole reply, fenced
+    blocks, flat objects), then any nested object embedded in prose."""
+    from ..scoring._judge import json_objects
+
+    text = clean_prediction(text or "")
+    found = json_objects(text)
+    decoder = json.JSONDecoder()
+    for m in re.finditer(r"\{", text):
+        try:
+            obj, _ = decoder.raw_decode(text, m.start())
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and obj not in found:
+            found.append(obj)
+    return found
+
+
+def list_field(key: str) -> Callable[[dict[str, Any]], list[dict[str, Any]] | None]:
+    """A picker for replies of the shape ``{key: [{...}, ...]}`` (non-object items dropped)."""
+
+    def pick(obj: dict[str, Any]) -> list[dict[str, Any]] | None:
+        value = obj.get(key)
+        if not isinstance(value, list):
+            return None
+        return [v for v in value if isinstance(v, dict)]
+
+    return pick
+
+
+def text_field(key: str) -> Callable[[dict[str, Any]], str | None]:
+    def pick(obj: dict[str, Any]) -> str | None:
+        value = obj.get(key)
+        return value.strip() if isinstance(value, str) else None
+
+    return pick
+
+
+# --- rendering sessions with labels --------------------------------------------------------
+
+
+@dataclass
+class Rendered:
+    """A session as content parts, with the labels it shows mapped to evidence pointers
+    (``T3`` a turn, ``I2`` an image)."""
+
+    parts: list[Part]
+    labels: dict[str, EvidenceRef]
+    images: dict[str, ImageRef] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+
+def _caption(ref: ImageRef) -> str | None:
+    return next((ref.captions[k] for k in CAPTION_KINDS if ref.captions.get(k)), None)
+
+
+def render_session(session: Session, *, images: str = "caption", prefix: str = "") -> Rendered:
+    """One line per turn, ``[T1] user: text``; each image becomes ``[I1: caption]``
+    (``images="caption"``; ``[I1: image]`` without one), ``[I1]`` followed by the image
+    itself (``"image"``), or ``[I1]`` alone (``"text"``). ``prefix`` makes labels unique
+    across sessions (``3.T1``)."""
+    parts: list[Part] = []
+    labels: dict[str, EvidenceRef] = {}
+    refs: dict[str, ImageRef] = {}
+    buf: list[str] = []
+    n_image = 0
+
+    def flush() -> None:
+        if buf:
+            parts.append(TextPart("".join(buf)))
+            buf.clear()
+
+    for t_idx, turn in enumerate(session.turns, 1):
+        t_label = f"{prefix}T{t_idx}"
+        labels[t_label] = EvidenceRef(session_id=session.session_id, turn_id=turn.turn_id)
+        buf.append(f"[{t_label}] {turn.speaker or turn.role}: ")
+        pieces = (turn.text or "").split("<image>")
+        shown = [(i, im) for i, im in enumerate(turn.images) if not im.missing]
+        queue = list(shown)
+
+        def image(i: int, ref: ImageRef, turn_id: str = turn.turn_id) -> None:
+            nonlocal n_image
+            n_image += 1
+            label = f"{prefix}I{n_image}"
+            labels[label] = EvidenceRef(session_id=session.session_id, turn_id=turn_id,
+                                        image_index=i)
+            refs[label] = ref
+            if images == "image":
+                buf.append(f"[{label}] ")
+                flush()
+                parts.append(ImagePart(ref))
+                buf.append(" ")
+            elif images == "caption":
+                buf.append(f"[{label}: {_caption(ref) or 'image'}] ")
+            else:
+                buf.append(f"[{label}] ")
+
+        if len(pieces) == 1:  # no placeholder: images first, as the full-context layout does
+            for i, ref in queue:
+                image(i, ref)
+            buf.append(pieces[0].strip())
+        else:
+            for k, piece in enumerate(pieces):
+                if k and queue:
+                    image(*queue.pop(0))
+                buf.append(piece.strip() + (" " if piece.strip() else ""))
+            for i, ref in queue:
+                image(i, ref)
+        buf.append("\n")
+    flush()
+    return Rendered(parts=parts, labels=labels, images=refs)
+
+
+def session_header(session: Session) -> str:
+    return f"Date: {session.date or 'unknown'}\n"
+
+
+def pointer_of(labels: dict[str, EvidenceRef], raw: Any) -> EvidenceRef | None:
+    """The pointer a label in a reply names (``T3``, ``[T3]``, ``t3``), or None."""
+    if not isinstance(raw, str | int):
+        return None
+    key = str(raw).strip().strip("[]").upper()
+    if isinstance(raw, int) or key.isdigit():
+        key = f"T{key}"
+    for label, ref in labels.items():
+        if label.upper() == key:
+            return ref
+    return None
+
+
+def message(role: str, text: str) -> Message:
+    return Message(role, [TextPart(text)])  # type: ignore[arg-type]
+
+
+# --- ingest-time calls -----------------------------------------------------------------------
+
+
+@dataclass
+class IngestFailure:
+    session_id: str
+    stage: str
+    kind: str  # unparsable | model error kind | bad_input | unknown_label ...
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"session_id": self.session_id, "stage": self.stage, "kind": self.kind,
+                "message": self.message}
+
+
+@dataclass
+class Ledger:
+    """An episode's ingest-time LLM use, totals since reset (the shape cost reporting reads:
+    ``meta["ingest"]``), and what went wrong while ingesting."""
+
+    calls: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failures: list[IngestFailure] = field(default_factory=list)
+    # The first model error: memory is incomplete from here, so answers become errors.
+    fatal: tuple[IngestFailure, ErrorInfo] | None = None
+
+    def count(self, usage: Usage, cached: bool) -> None:
+        self.calls += 1
+        self.cached += int(cached)
+        self.prompt_tokens += usage.input_tokens or 0
+        self.completion_tokens += usage.output_tokens or 0
+
+    def as_meta(self) -> dict[str, Any]:
+        meta: dict[str, Any] = {"ingest": {"calls": self.calls, "cached": self.cached,
+                                           "prompt_tokens": self.prompt_tokens,
+                                           "completion_tokens": self.completion_tokens}}
+        if self.failures:
+            meta["ingest_failures"] = [f.as_dict() for f in self.failures]
+        return meta
+
+
+class Caller:
+    """Makes a system's LLM calls at ingest (``question_id=None``, counted in the ledger)
+    and at answer time (counted in the answer's usage)."""
+
+    def __init__(self, ctx: SystemContext) -> None:
+        self.ctx = ctx
+        self.ledger = Ledger()
+
+    def config(self, max_tokens: int | None) -> GenerateConfig:
+        g = self.ctx.generate
+        return g if max_tokens is None else replace(g, max_tokens=max_tokens)
+
+    async def ingest_json(self, messages: list[Message], pick: Callable[[dict[str, Any]], T | None],
+                          *, stage: str, session_id: str, max_tokens: int | None = None) -> T | None:
+        """Ask at ingest for a JSON reply; one retry (showing the bad reply, so the retry is
+        a new request and not the cached bad one) when it cannot be read. None, with the
+        failure recorded, when it still cannot be, or when the model fails (then the ledger's
+        ``fatal`` is set and later ingest calls are skipped)."""
+        if self.ledger.fatal is not None:
+            return None
+        try:
+            text = await self._ingest_call(messages, max_tokens)
+            value = first(json_replies(text), pick)
+            if value is None:
+                retry = [*messages, message("assistant", text), message("user", JSON_RETRY)]
+                text = await self._ingest_call(retry, max_tokens)
+                value = first(json_replies(text), pick)
+        except ModelError as exc:
+            self._fatal(session_id, stage, ErrorInfo(kind=exc.kind, message=exc.message,
+                                                     retryable=exc.retryable,
+                                                     attempts=exc.attempts))
+            return None
+        except (InputError, OSError) as exc:  # an image that cannot be read
+            self._fatal(session_id, stage, ErrorInfo(kind="bad_input", message=str(exc)))
+            return None
+        if value is None:
+            self.ledger.failures.append(IngestFailure(
+                session_id, stage, "unparsable", f"no usable JSON after a retry: {text[:200]!r}"))
+        return value
+
+    async def ingest_text(self, messages: list[Message], *, stage: str, session_id: str,
+                          max_tokens: int | None = None) -> str | None:
+        if self.ledger.fatal is not None:
+            return None
+        try:
+            return await self._ingest_call(messages, max_tokens)
+        except ModelError as exc:
+            self._fatal(session_id, stage, ErrorInfo(kind=exc.kind, message=exc.message,
+                                                     retryable=exc.retryable,
+                                                     attempts=exc.attempts))
+        except (InputError, OSError) as exc:
+            self._fatal(session_id, stage, ErrorInfo(kind="bad_input", message=str(exc)))
+        return None
+
+    async def _ingest_call(self, messages: list[Message], max_tokens: int | None) -> str:
+        out = await self.ctx.model.generate(messages, self.config(max_tokens), question_id=None)
+        self.ledger.count(out.usage, out.cached)
+        return out.text
+
+    def _fatal(self, session_id: str, stage: str, info: ErrorInfo) -> None:
+        failure = IngestFailure(session_id, stage, info.kind, info.message)
+        self.ledger.failures.append(failure)
+        self.ledger.fatal = (failure, info)
+
+    def failed(self, memory: dict[str, int]) -> Response | None:
+        """The answer when ingest failed for good: an error naming the session and cause
+        (never an answer from a memory that silently lacks sessions)."""
+        if self.ledger.fatal is None:
+            return None
+        failure, info = self.ledger.fatal
+        return Response(error=ErrorInfo(
+            kind="system_error", retryable=info.retryable, attempts=info.attempts,
+            message=f"ingest of session {failure.session_id} ({failure.stage}) failed: "
+                    f"{info.kind}: {info.message}"),
+            meta={**self.ledger.as_meta(), "memory": memory})
+
+
+def first(objects: Sequence[dict[str, Any]], pick: Callable[[dict[str, Any]], T | None]) -> T | None:
+    for obj in objects:
+        value = pick(obj)
+        if value is not None:
+            return value
+    return None
+
+
+# --- retrieval and answering -----------------------------------------------------------------
+
+
+def rank(texts: Sequence[str], query: str, retriever: str = "bm25") -> list[tuple[int, float]]:
+    """``(index, score)`` best first over ``texts`` (the analysis package's retrievers)."""
+    from ..analysis import get_retriever
+
+    if not texts:
+        return []
+    return get_retriever(retriever).rank(list(texts), query)
+
+
+def retrieved_list(chosen: Sequence[tuple[EvidenceRef, float | None]],
+                   ranking: Sequence[tuple[EvidenceRef, float | None]]) -> list[RetrievedItem]:
+    """The chosen pointers first, then the rest of the ranking they were chosen from (to
+    :data:`RANKING_DEPTH` candidates in all), each pointer once."""
+    out: list[RetrievedItem] = []
+    seen: set[tuple[str, str | None, int | None]] = set()
+    for group, is_chosen in ((chosen, True), (ranking, False)):
+        for ref, score in group:
+            key = (ref.session_id, ref.turn_id, ref.image_index)
+            if key in seen:
+                continue
+            if not is_chosen and len(out) >= RANKING_DEPTH:
+                return out
+            seen.add(key)
+            out.append(_item(ref, score, is_chosen))
+    return out
+
+
+def _item(ref: EvidenceRef, score: float | None, chosen: bool) -> RetrievedItem:
+    if "chosen" in RetrievedItem.model_fields:
+        return RetrievedItem(pointer=ref, score=score, chosen=chosen)
+    return RetrievedItem(pointer=ref, score=score)
+
+
+def add_usage(total: Usage, more: Usage) -> Usage:
+    def plus(a: int | None, b: int | None) -> int | None:
+        return None if a is None and b is None else (a or 0) + (b or 0)
+
+    return Usage(input_tokens=plus(total.input_tokens, more.input_tokens),
+                 output_tokens=plus(total.output_tokens, more.output_tokens),
+                 total_tokens=plus(total.total_tokens, more.total_tokens),
+                 cached_tokens=plus(total.cached_tokens, more.cached_tokens))
+
+
+async def answer_from(ctx: SystemContext, question: Question, notes: str, *,
+                      images: Sequence[ImageRef] = (), usage: Usage | None = None,
+                      meta: dict[str, Any] | None = None) -> Response:
+    """The run's model reads the notes (and any images) and answers; a model error is the
+    answer's error. ``usage`` adds earlier answer-time calls (a question-aware reading)."""
+    memory_parts: list[Part] = [TextPart(f"Memory notes:\n{notes or '(empty)'}")]
+    for ref in images:
+        memory_parts.append(ImagePart(ref))
+    messages = [message("system", ANSWER_SYSTEM), Message("user", memory_parts),
+                question_message(question, ctx.instruction)]
+    meta = dict(meta or {})
+    if ctx.count_tokens:
+        meta["input_tokens"] = ctx.counter.messages(messages, ctx.image_size)
+    meta["n_images"] = len(images)
+    t0 = time.perf_counter()
+    try:
+        out = await ctx.model.generate(messages, ctx.generate, question_id=question.question_id)
+    except ModelError as exc:
+        return Response(latency_s=time.perf_counter() - t0, meta=meta, usage=usage or Usage(),
+                        error=ErrorInfo(kind=exc.kind, message=exc.message,
+                                        retryable=exc.retryable, attempts=exc.attempts))
+    except (InputError, OSError) as exc:
+        return Response(latency_s=time.perf_counter() - t0, meta=meta, usage=usage or Usage(),
+                        error=ErrorInfo(kind="bad_input", message=str(exc)))
+    meta["raw"] = out.text
+    total = out.usage if usage is None else add_usage(usage, out.usage)
+    return Response(text=clean_prediction(out.text, ctx.instruction), usage=total,
+                    latency_s=time.perf_counter() - t0, cached=out.cached, meta=meta)
+
+
+def text_modality(ctx: SystemContext) -> str:
+    """What a text-reading agent sees of images: captions (image and caption modes) or
+    nothing but their labels (text modes)."""
+    return "text" if ctx.context_mode in ("text", "no-context") else "caption"
+
+
+def image_rendering(ctx: SystemContext) -> str:
+    return "text" if ctx.context_mode in ("text", "no-context") else "caption"
