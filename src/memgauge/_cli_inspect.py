@@ -281,8 +281,8 @@ def question_view(record: Any, prompt: dict[str, Any] | None, *, full: bool) -> 
     judge_error = record.meta.get("judge_error") if isinstance(record.meta, dict) else None
     if judge_error:
         lines.append(f"judge error: {judge_error}")
-    if record.response.retrieved:
-        got = ", ".join(r.pointer.session_id for r in record.response.retrieved)
+    if any(r.chosen for r in record.response.retrieved):
+        got = ", ".join(r.pointer.session_id for r in record.response.retrieved if r.chosen)
         gold = ", ".join(p.session_id for p in record.evidence) or "none given"
         lines.append(f"retrieved sessions: {got} (evidence: {gold})")
     if record.input_tokens is not None:

@@ -156,8 +156,12 @@ class ErrorInfo(_Model):
 
 
 class RetrievedItem(_Model):
+    """One retrieved candidate. ``chosen``: the system used it (what evidence recall counts);
+    False for the rest of the ranking it chose from, recorded after the chosen ones."""
+
     pointer: EvidenceRef
     score: float | None = None
+    chosen: bool = True
 
 
 class Response(_Model):
@@ -236,11 +240,14 @@ class Record(_Model):
         return scores
 
     def evidence_recall(self) -> float | None:
-        """Share of the question's evidence sessions among what the system retrieved; None
-        when it retrieved nothing or the question has no evidence pointers."""
+        """Share of the question's evidence sessions among what the system retrieved and
+        chose (not the rest of its ranking); None when it chose nothing or the question has
+        no evidence pointers."""
         gold = {p.session_id for p in self.evidence}
         if not gold or not self.response.retrieved:
             return None
-        got = {r.pointer.session_id for r in self.response.retrieved}
+        got = {r.pointer.session_id for r in self.response.retrieved if r.chosen}
+        if not got:
+            return None
         return len(gold & got) / len(gold)
 

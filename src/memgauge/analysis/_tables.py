@@ -540,7 +540,7 @@ def _question_rows(run: RunData, tier: str, primary: str | None,
             error_message=err.message if err is not None else None,
             error_label=labels.get(r.question_id),
             retrieved=[_pointer(it.pointer.session_id, it.pointer.turn_id)
-                       for it in r.response.retrieved],
+                       for it in r.response.retrieved if it.chosen],
             evidence=[_pointer(p.session_id, p.turn_id) for p in r.evidence],
             evidence_recall=r.evidence_recall(),
             evidence_depth=float(depth) if _depth_bin(depth) is not None else None,

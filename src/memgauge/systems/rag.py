@@ -1,14 +1,21 @@
-"""Retrieval baselines: rank sessions for the question, answer from the top k.
+"""Retrieval-augmented answering: one ``rag`` system with options, and its two aliases.
 
-``rag-bm25`` and ``rag-embed`` keep every ingested session; at answer time they rank them
-against the question (BM25, or a static embedding model that ships in its wheel) and hand the
-top ``k`` sessions, in chronological order, to a reader:
+``rag`` indexes each episode as its sessions arrive (units of ``unit=turn|round|session``)
+and, per question, ranks every unit with ``retriever=bm25|embed|visual|hybrid`` (optionally
+mixed with recency, ``recency=α``), takes the ``top_k`` best and hands them, in chronological
+order under their session headers, to a reader:
 
 - ``reader=model`` (default): the run's ``--model`` with the full-context prompt layout;
+  ``images=keep`` sends the retrieved turns' images (a multimodal reader sees them),
+  ``caption`` their captions in their place, ``drop`` neither;
 - ``reader=oracle``: the generated benchmark's oracle, allowed to use only the evidence that
   was retrieved — accuracy then measures retrieval alone, fully offline.
 
-Every response lists what was retrieved, so runs report evidence recall.
+Every response lists the chosen units first (``chosen``) and then the rest of the ranking
+they were chosen from (``ranking`` entries in all, default 50), as evidence pointers.
+
+``rag-bm25`` and ``rag-embed`` are ``rag`` with ``unit=session`` and that retriever, taking
+only ``top_k`` and ``reader``; they describe themselves as before (docs/design/0025).
 """
 
 from __future__ import annotations
@@ -19,48 +26,122 @@ from typing import Any
 from ..errors import ConfigError, ContextOverflowError
 from ..models import ModelError
 from ..registry import system
-from ..schema import Episode, ErrorInfo, EvidenceRef, Question, Response, RetrievedItem, Session
+from ..schema import Episode, ErrorInfo, Question, Response, RetrievedItem, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._context import build_prompt, clean_prediction
 from .oracle import evidence_facts
 
-OPTIONS = {"top_k": (int, "sessions put in the prompt (default 5)"),
-           "reader": (str, "model (default) | oracle: who answers from what was retrieved")}
+ALIAS_OPTIONS = {"top_k": (int, "sessions put in the prompt (default 5)"),
+                 "reader": (str, "model (default) | oracle: who answers from what was retrieved")}
+OPTIONS = {
+    "unit": (str, "turn | round | session (default): what is indexed and retrieved"),
+    "retriever": (str, "bm25 (default) | embed | visual | hybrid"),
+    "top_k": (int, "units put in the prompt (default 5)"),
+    "recency": (float, "α in [0, 1]: s' = (1-α)·z(score) + α·position (default 0)"),
+    "images": (str, "keep | caption | drop: retrieved images in the prompt (default: per mode)"),
+    "reader": (str, "model (default) | oracle: who answers from what was retrieved"),
+    "embedder": (str, "model2vec (default) | model2vec:DIR | sentence-transformers:NAME | "
+                      + "openai:MODEL"),
+    "embedder_base_url": (str, "the OpenAI-compatible endpoint of embedder=openai:<model>"),
+    "text_retriever": (str, "hybrid's text side: embed (default) | bm25"),
+    "fusion": (str, "hybrid: weighted (0.5·text + 0.5·image, default) | rrf"),
+    "ranking": (int, "candidates recorded, the chosen included (default 50; 0: all)"),
+}
+_IMAGES = {"keep": "image", "caption": "caption", "drop": "text"}
+_MODE_IMAGES = {"image": "keep", "caption": "caption", "text": "drop", "no-context": "drop"}
 
 
 class Rag:
-    def __init__(self, ctx: SystemContext, retriever: str) -> None:
+    def __init__(self, ctx: SystemContext, name: str = "rag",
+                 fixed: dict[str, Any] | None = None, embedder: Any = None) -> None:
+        from ..retrieval import UNITS
+
         self.ctx = ctx
-        self.retriever = retriever
-        self.name = f"rag-{retriever}"
-        opts = ctx.typed_options(self.name, OPTIONS)
+        self.name = name
+        self.alias = fixed is not None
+        opts = ctx.typed_options(name, ALIAS_OPTIONS if self.alias else OPTIONS)
+        opts.update(fixed or {})
+        self.unit = opts.get("unit", "session")
+        if self.unit not in UNITS:
+            raise ConfigError(f"--system-option unit={self.unit}: use {', '.join(UNITS)}")
+        self.retriever = opts.get("retriever", "bm25")
         self.top_k = opts.get("top_k", 5)
         if self.top_k < 1:
             raise ConfigError(f"--system-option top_k={self.top_k}: must be at least 1")
+        self.ranking = opts.get("ranking", 50)
+        if self.ranking < 0:
+            raise ConfigError(f"--system-option ranking={self.ranking}: must be 0 (all) or more")
         self.reader = opts.get("reader", "model")
         if self.reader not in ("model", "oracle"):
             raise ConfigError(f"unknown reader {self.reader!r}; use model or oracle")
-        self.modality = "text" if self.reader == "model" and ctx.context_mode != "image" else "image"
-        self.sessions: list[Session] = []
+        self.images = opts.get("images", _MODE_IMAGES.get(ctx.context_mode, "keep"))
+        if self.images not in _IMAGES:
+            raise ConfigError(f"--system-option images={self.images}: use keep, caption or drop")
+        if "images" in opts and ctx.context_mode == "no-context":
+            raise ConfigError("--system-option images: rag puts no memory in a no-context prompt")
+        self.mode = ctx.context_mode if "images" not in opts else _IMAGES[self.images]
+        if self.alias:
+            self.modality = "text" if self.reader == "model" and ctx.context_mode != "image" \
+                else "image"
+        else:
+            self.modality = {"image": "image", "caption": "caption"}.get(
+                self.mode if self.reader == "model" else "image", "text")
+        self.embedder_spec = opts.get("embedder", "model2vec")
+        self.embedder_base_url = opts.get("embedder_base_url")
+        self.text_retriever = opts.get("text_retriever", "embed")
+        self.fusion = opts.get("fusion", "weighted")
+        self.recency = opts.get("recency", 0.0)
+        self._embedder = embedder  # shared by the episodes of a run (one model, one pool)
+        if embedder is None and self.retriever in ("embed", "visual", "hybrid"):
+            from ..retrieval import make_embedder
+
+            self._embedder = make_embedder(self.embedder_spec, self.embedder_base_url)
+        self.index = self._new_index()  # checks the retriever options up front
+
+    def _new_index(self):  # type: ignore[no-untyped-def]
+        from ..retrieval import UnitIndex
+
+        return UnitIndex(self.unit, self.retriever, embedder=self._embedder,
+                         text_retriever=self.text_retriever, fusion=self.fusion,
+                         recency=self.recency)
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "top_k": self.top_k, "reader": self.reader,
-                "context_mode": self.ctx.context_mode}
+        if self.alias:  # as before the options existed: old run folders resume unchanged
+            return {"name": self.name, "top_k": self.top_k, "reader": self.reader,
+                    "context_mode": self.ctx.context_mode}
+        out: dict[str, Any] = {
+            "name": self.name, "unit": self.unit, "retriever": self.retriever,
+            "top_k": self.top_k, "recency": self.recency, "images": self.images,
+            "reader": self.reader, "ranking": self.ranking,
+            "context_mode": self.ctx.context_mode}
+        if self._embedder is not None:
+            out["embedder"] = self._embedder.name
+        if self.retriever == "hybrid":
+            out.update(text_retriever=self.text_retriever, fusion=self.fusion)
+        if self.retriever in ("visual", "hybrid"):
+            from ..retrieval import STAND_IN
+
+            out["image_similarity"] = STAND_IN
+        return out
 
     async def reset(self, episode: Episode) -> None:
-        self.sessions = []
+        self.index = self._new_index()
 
     async def ingest(self, session: Session) -> None:
-        self.sessions.append(session)
+        await self.index.add(session)
+
+    def _retrieved(self, ranked: list[tuple[Any, float]]) -> list[RetrievedItem]:
+        keep = ranked if self.ranking == 0 else ranked[: max(self.ranking, self.top_k)]
+        return [RetrievedItem(pointer=u.pointer.model_copy(),
+                              score=score, chosen=i < self.top_k)
+                for i, (u, score) in enumerate(keep)]
 
     async def answer(self, question: Question) -> Response:
-        from ..analysis import rank_sessions
+        from ..retrieval import as_sessions
 
-        ranked = rank_sessions(self.sessions, question.text, self.retriever)[: self.top_k]
-        retrieved = [RetrievedItem(pointer=EvidenceRef(session_id=sid), score=float(score))
-                     for sid, score in ranked]
-        keep = {sid for sid, _ in ranked}
-        chosen = [s for s in self.sessions if s.session_id in keep]  # chronological order
+        ranked = await self.index.search(question)
+        retrieved = self._retrieved(ranked)
+        chosen = as_sessions([u for u, _ in ranked[: self.top_k]])  # chronological order
         if self.reader == "oracle":
             from ..benchmarks.synth import solve
 
@@ -75,7 +156,7 @@ class Rag:
         c = self.ctx
         t0 = time.perf_counter()
         try:
-            prompt = build_prompt(chosen, question, mode=c.context_mode, instruction=c.instruction,
+            prompt = build_prompt(chosen, question, mode=self.mode, instruction=c.instruction,
                                   label_images=c.label_images,
                                   counter=c.counter if c.count_tokens else None,
                                   image_size=c.image_size,  # counted at the size sent
@@ -99,22 +180,25 @@ class Rag:
                                                    "n_images": len(prompt.images)})
 
 
-def _factory(retriever: str):  # type: ignore[no-untyped-def]
+def _factory(name: str, fixed: dict[str, Any] | None, doc: str):  # type: ignore[no-untyped-def]
     def build(ctx: SystemContext) -> SystemFactory:
-        Rag(ctx, retriever)  # validate options once, up front
+        first = Rag(ctx, name, fixed)  # validates the options once, up front
 
         def make() -> MemorySystem:
-            return Rag(ctx, retriever)
+            return Rag(ctx, name, fixed, first._embedder)
 
         return make
 
-    build.__doc__ = (f"Retrieves the top_k sessions by {_BY[retriever]}, then the model "
-                     "answers from them (in --context-mode)")
+    build.__doc__ = doc
     return build
 
 
-_BY = {"bm25": "BM25 over their text and captions", "embed": "embedding similarity"}
-
-
-rag_bm25 = system("rag-bm25", OPTIONS)(_factory("bm25"))
-rag_embed = system("rag-embed", OPTIONS)(_factory("embed"))
+rag = system("rag", OPTIONS)(_factory(
+    "rag", None, "Indexes turns, rounds or sessions at ingest; retrieves the top_k by BM25, "
+    "embeddings, image similarity or both (with recency), then the model answers from them"))
+rag_bm25 = system("rag-bm25", ALIAS_OPTIONS)(_factory(
+    "rag-bm25", {"retriever": "bm25"}, "rag with unit=session, retriever=bm25: the top_k "
+    "sessions by BM25 over their text, then the model answers from them (in --context-mode)"))
+rag_embed = system("rag-embed", ALIAS_OPTIONS)(_factory(
+    "rag-embed", {"retriever": "embed"}, "rag with unit=session, retriever=embed: the top_k "
+    "sessions by embedding similarity, then the model answers from them (in --context-mode)"))
