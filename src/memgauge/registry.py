@@ -15,7 +15,7 @@ from .errors import ConfigError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_KINDS = ("benchmark", "system", "scorer", "model")
+_KINDS = ("benchmark", "system", "scorer", "model", "captioner")
 _REGISTRY: dict[str, dict[str, Callable[..., Any]]] = {k: {} for k in _KINDS}
 _loaded_plugins: set[str] = set()
 
@@ -53,6 +53,12 @@ def model(name: str) -> Callable[[F], F]:
     return _register("model", name)
 
 
+def captioner(name: str) -> Callable[[F], F]:
+    """Register a captioner; ``--captioner <name>[:<arg>]`` calls the factory with ``arg``
+    (None without a colon) and the run's ``CaptionerSettings``."""
+    return _register("captioner", name)
+
+
 # Built-ins imported only when asked for by name (or listed): keeps start-up light.
 _LAZY = {("benchmark", "synth"): "memgauge.benchmarks.synth",
          ("model", "local"): "memgauge.models.local",
@@ -69,7 +75,7 @@ def _load_lazy(kind: str, name: str | None = None) -> None:
 
 def _load_builtins() -> None:
     # Importing the packages runs their registration decorators.
-    from . import benchmarks, models, scoring, systems  # noqa: F401
+    from . import benchmarks, captioners, models, scoring, systems  # noqa: F401
 
 
 def _load_plugins(kind: str) -> None:
@@ -87,6 +93,10 @@ def _load_plugins(kind: str) -> None:
 
 
 def lookup(kind: str, name: str) -> Callable[[...], Any]:
+    if kind == "system" and name.startswith(("http://", "https://")):
+        from .systems.http_system import for_url  # a service (docs/memory-protocol.md)
+
+        return for_url(name)
     _load_builtins()
     _load_lazy(kind, name)
     if name not in _REGISTRY[kind]:
