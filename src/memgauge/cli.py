@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ._cli_cache import cache_app, run_cache_lines, score_cache_lines
+from ._cli_serve import serve_memory
 from .errors import MemgaugeError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -541,6 +542,7 @@ def models_path(name: Annotated[str, typer.Argument(help="A catalogue name")]) -
 generate_app = typer.Typer(no_args_is_help=True, help="Generate benchmarks.")
 app.add_typer(generate_app, name="generate")
 app.add_typer(cache_app, name="cache")
+app.command("serve-memory")(serve_memory)
 
 
 @generate_app.command("synth")

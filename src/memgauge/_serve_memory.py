@@ -1,0 +1,407 @@
+"""``memgauge serve-memory``: any registered system served over the memory protocol v1.
+
+One asyncio server (``httptools`` parses the requests, as it parses replies in the model
+client): each connection handles its requests in order, connections run concurrently, and
+each episode has a lock, so calls for one episode run one at a time while several episodes
+are in flight. Each ``/reset`` makes a fresh system instance from the factory (one per
+episode, as the runner does); the least recently used episodes are dropped past
+``max_episodes`` (the protocol has no "end of episode" call). Inline images are decoded to
+content-addressed files in a temporary folder removed at exit, so the served system reads
+them as it reads a benchmark's images (sizes, encoding, token counts alike).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+import tempfile
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httptools
+import orjson
+
+from .errors import MemgaugeError
+from .media import ImageTooLarge, inline_image
+from .schema import BenchmarkInfo, Episode, ImageRef, Question, Session, Turn
+
+MAX_BODY = 512 << 20  # a session with many inline photos; past this: 413
+_EXT = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/gif": ".gif"}
+
+
+class BadRequest(MemgaugeError):
+    """A request the protocol does not allow (the field named); answered with 400."""
+
+
+def _field(obj: dict[str, Any], key: str, where: str, *kinds: type, null: bool = False) -> Any:
+    value = obj.get(key)
+    if value is None and null:
+        return None
+    if not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds:
+        names = " or ".join(k.__name__ for k in kinds) + (" or null" if null else "")
+        raise BadRequest(f"{where}{key}: expected {names}, got "
+                         f"{'null' if value is None else type(value).__name__}")
+    return value
+
+
+class MemoryService:
+    """The protocol's four routes over one system factory."""
+
+    def __init__(self, factory: Callable[[], Any], image_dir: Path, *, version: str,
+                 max_episodes: int = 1024) -> None:
+        self.factory = factory
+        probe = factory()
+        self.info = {"name": probe.name, "version": version, "modality": probe.modality}
+        self.image_dir = image_dir
+        self.max_episodes = max_episodes
+        self.episodes: OrderedDict[str, tuple[Any, asyncio.Lock, set[str]]] = OrderedDict()
+
+    async def handle(self, method: str, path: str, body: bytes) -> tuple[int, Any]:
+        routes = {"/info": ("GET", None), "/reset": ("POST", self.reset),
+                  "/ingest": ("POST", self.ingest), "/answer": ("POST", self.answer)}
+        if path not in routes:
+            return 404, _error(f"no route {path} (the protocol has {', '.join(routes)})")
+        want, fn = routes[path]
+        if method != want:
+            return 405, _error(f"{path} takes {want}")
+        if fn is None:
+            return 200, self.info
+        try:
+            obj = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return 400, _error(f"{path}: the body is not JSON")
+        try:
+            if not isinstance(obj, dict):
+                raise BadRequest("the body: expected object")
+            return await fn(obj)
+        except BadRequest as exc:
+            return 400, _error(f"{path}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a system bug is the client's system_error
+            return 500, _error(f"{type(exc).__name__}: {exc}", "system_error")
+
+    def _episode(self, obj: dict[str, Any]) -> tuple[Any, asyncio.Lock, set[str]]:
+        eid = _field(obj, "episode_id", "", str)
+        found = self.episodes.get(eid)
+        if found is None:
+            raise BadRequest(f"episode_id: {eid!r} is not known here (POST /reset first)")
+        self.episodes.move_to_end(eid)
+        return found
+
+    async def reset(self, obj: dict[str, Any]) -> tuple[int, Any]:
+        eid = _field(obj, "episode_id", "", str)
+        system = self.factory()
+        old = self.episodes.pop(eid, None)
+        lock = old[1] if old else asyncio.Lock()
+        async with lock:
+            await system.reset(Episode(episode_id=eid, sessions=[], questions=[],
+                                       benchmark=BenchmarkInfo(name="memory-protocol")))
+            self.episodes[eid] = (system, lock, set())
+        while len(self.episodes) > self.max_episodes:
+            self.episodes.popitem(last=False)
+        return 200, {}
+
+    async def ingest(self, obj: dict[str, Any]) -> tuple[int, Any]:
+        system, lock, seen = self._episode(obj)
+        session = self._session(_field(obj, "session", "", dict))
+        async with lock:
+            # a client resends after a timeout: a session already taken in is not taken twice
+            if session.session_id not in seen:
+                await system.ingest(session)
+                seen.add(session.session_id)
+        return 200, {}
+
+    async def answer(self, obj: dict[str, Any]) -> tuple[int, Any]:
+        system, lock, _ = self._episode(obj)
+        question = self._question(_field(obj, "question", "", dict))
+        async with lock:
+            resp = await system.answer(question)
+        if resp.error is not None:
+            status = 503 if resp.error.retryable else 422
+            return status, _error(f"{resp.error.kind}: {resp.error.message}", resp.error.kind)
+        usage = resp.usage
+        return 200, {
+            "answer": resp.text or "",
+            "retrieved": [{"session_id": r.pointer.session_id, "turn_id": r.pointer.turn_id,
+                           "image_index": r.pointer.image_index, "score": r.score,
+                           "chosen": r.chosen}
+                          for r in resp.retrieved],
+            "usage": None if usage.input_tokens is None and usage.output_tokens is None else
+            {"prompt_tokens": usage.input_tokens or 0,
+             "completion_tokens": usage.output_tokens or 0},
+            "meta": {k: v for k, v in resp.meta.items()
+                     if k in ("input_tokens", "dropped_sessions", "n_images")
+                     and isinstance(v, int) or k in ("ingest", "memory") and isinstance(v, dict)}}
+
+    # -- JSON to the data model ----------------------------------------------------------
+    def _session(self, obj: dict[str, Any]) -> Session:
+        w = "session."
+        turns = []
+        for i, t in enumerate(_field(obj, "turns", w, list)):
+            at = f"{w}turns[{i}]."
+            if not isinstance(t, dict):
+                raise BadRequest(f"{at[:-1]}: expected object")
+            role = _field(t, "role", at, str)
+            if role not in ("user", "assistant"):
+                raise BadRequest(f"{at}role: expected user or assistant, got {role!r}")
+            turns.append(Turn(turn_id=_field(t, "turn_id", at, str), role=role,
+                              text=_field(t, "text", at, str),
+                              images=self._images(_field(t, "images", at, list), at)))
+        return Session(session_id=_field(obj, "session_id", w, str),
+                       date=_field(obj, "date", w, str, null=True), turns=turns)
+
+    def _question(self, obj: dict[str, Any]) -> Question:
+        w = "question."
+        options = _field(obj, "options", w, list, null=True) or []
+        if not all(isinstance(o, str) for o in options):
+            raise BadRequest(f"{w}options: expected a list of str")
+        return Question(question_id=_field(obj, "question_id", w, str),
+                        text=_field(obj, "text", w, str), answer="", answer_type="free_text",
+                        ability="information_extraction",
+                        question_date=_field(obj, "date", w, str, null=True),
+                        images=self._images(_field(obj, "images", w, list, null=True) or [],
+                                            w),
+                        options=options)
+
+    def _images(self, items: list[Any], where: str) -> list[ImageRef]:
+        refs = []
+        for i, im in enumerate(items):
+            at = f"{where}images[{i}]."
+            if not isinstance(im, dict):
+                raise BadRequest(f"{at[:-1]}: expected object")
+            sha = _field(im, "sha256", at, str)
+            data_url = _field(im, "data_url", at, str, null=True)
+            url = _field(im, "url", at, str, null=True)
+            caption = _field(im, "caption", at, str, null=True)
+            captions = {"gold": caption} if caption else {}
+            if data_url is not None:
+                refs.append(self._decoded(data_url, sha, url, captions, at))
+            elif url is not None:
+                refs.append(ImageRef(source=url, url=url, sha256=sha, captions=captions))
+            else:  # no bytes and no URL: the caption is all there is (a text prompt shows it)
+                refs.append(ImageRef(source=f"sha256:{sha}", sha256=sha, captions=captions,
+                                     meta={"caption_only": True}))
+        return refs
+
+    def _decoded(self, data_url: str, sha: str, url: str | None, captions: dict[str, str],
+                 at: str) -> ImageRef:
+        try:
+            got = inline_image(data_url) if data_url.startswith("data:image/") else None
+        except ImageTooLarge as exc:
+            raise BadRequest(f"{at}data_url: {exc}") from None
+        if got is None:
+            raise BadRequest(f"{at}data_url: not a base64 data:image/... URL of a readable "
+                             "image")
+        data, w, h = got
+        import hashlib
+
+        digest = hashlib.sha256(data).hexdigest()
+        mime = data_url[5:data_url.find(";")] if ";" in data_url else "image/png"
+        path = self.image_dir / f"{digest}{_EXT.get(mime, '.img')}"
+        if not path.exists():
+            tmp = path.with_suffix(".part")
+            tmp.write_bytes(data)
+            tmp.replace(path)
+        return ImageRef(source=url or f"sha256:{sha}", path=str(path), url=url, sha256=sha,
+                        width=w, height=h, captions=captions)
+
+
+def _error(message: str, kind: str = "bad_request") -> dict[str, Any]:
+    return {"error": {"message": message, "kind": kind}}
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection: requests parsed by httptools, answered in order."""
+
+    def __init__(self, service: MemoryService) -> None:
+        self.service = service
+        self.parser = httptools.HttpRequestParser(self)
+        self.transport: asyncio.Transport | None = None
+        self.queue: asyncio.Queue[tuple[str, str, bytes, bool] | None] = asyncio.Queue()
+        self.task: asyncio.Task[None] | None = None
+        self._url = b""
+        self._body: list[bytes] = []
+        self._size = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.task = asyncio.get_running_loop().create_task(self._serve())
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            self._reply(400, _error("malformed HTTP request"), keep_alive=False)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.queue.put_nowait(None)
+
+    def on_message_begin(self) -> None:
+        self._url, self._body, self._size = b"", [], 0
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+
+    def on_body(self, body: bytes) -> None:
+        self._size += len(body)
+        if self._size <= MAX_BODY:
+            self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        path = httptools.parse_url(self._url).path.decode("latin-1")
+        method = self.parser.get_method().decode("latin-1")
+        body = b"" if self._size > MAX_BODY else b"".join(self._body)
+        if self._size > MAX_BODY:
+            method = "TOO_LARGE"
+        self.queue.put_nowait((method, path, body, self.parser.should_keep_alive()))
+
+    async def _serve(self) -> None:
+        while (item := await self.queue.get()) is not None:
+            method, path, body, keep = item
+            if method == "TOO_LARGE":
+                status, obj = 413, _error(f"the body is over {MAX_BODY >> 20} MiB")
+                keep = False
+            else:
+                prefix = self.service_prefix
+                if prefix and path.startswith(prefix):
+                    path = path[len(prefix):] or "/"
+                status, obj = await self.service.handle(method, path, body)
+            if self.transport is None or self.transport.is_closing():
+                return
+            self._reply(status, obj, keep_alive=keep)
+            if not keep:
+                return
+
+    service_prefix = ""
+
+    def _reply(self, status: int, obj: Any, keep_alive: bool) -> None:
+        if self.transport is None or self.transport.is_closing():
+            return
+        data = orjson.dumps(obj)
+        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
+                  413: "Content Too Large", 422: "Unprocessable Content",
+                  500: "Internal Server Error", 503: "Service Unavailable"}.get(status, "")
+        head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(data)}\r\n"
+                f"Connection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n")
+        self.transport.write(head.encode("latin-1") + data)
+        if not keep_alive:
+            self.transport.close()
+
+
+async def serve(service: MemoryService, host: str, port: int, prefix: str = "",
+                ready: Callable[[str], None] | None = None,
+                stop: asyncio.Event | None = None) -> None:
+    """Serve until ``stop`` is set (or the task is cancelled); ``ready`` gets the URL."""
+    loop = asyncio.get_running_loop()
+    prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
+
+    def make() -> _Connection:
+        conn = _Connection(service)
+        conn.service_prefix = prefix
+        return conn
+
+    server = await loop.create_server(make, host, port)
+    bound = server.sockets[0].getsockname()
+    shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+    url = f"http://{shown}:{bound[1]}{prefix}"
+    if ready is not None:
+        ready(url)
+    stop = stop or asyncio.Event()
+    try:
+        await stop.wait()
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+def run_server(factory: Callable[[], Any], host: str, port: int, prefix: str,
+               max_episodes: int, closers: list[Any]) -> None:
+    """The blocking entry point of ``memgauge serve-memory``: prints the URL, stops
+    cleanly on Ctrl-C or SIGTERM (the model's connections closed, the images removed)."""
+    from . import __version__
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
+        with tempfile.TemporaryDirectory(prefix="memgauge-serve-") as tmp:
+            service = MemoryService(factory, Path(tmp), version=__version__,
+                                    max_episodes=max_episodes)
+
+            def ready(url: str) -> None:
+                print(f"serving {service.info['name']} over the memory protocol v1 at {url}",
+                      flush=True)
+
+            try:
+                await serve(service, host, port, prefix, ready, stop)
+            finally:
+                for close in closers:
+                    with contextlib.suppress(Exception):
+                        await close()
+        print("stopped", file=sys.stderr, flush=True)
+
+    asyncio.run(main())
+
+
+def build_factory(config: Any) -> tuple[Callable[[], Any], list[Any]]:
+    """The system factory ``serve-memory`` serves, made from a run-shaped configuration
+    (``RunConfig``: the same checks, the same model, counter and context as ``memgauge
+    run`` builds), and the closers of what it opened. Mistakes are ``ConfigError``s before
+    anything listens; the model's endpoint is pre-flighted as a run's is."""
+    from .cache import ResponseCache
+    from .media import ImageEncoder, ImagePolicy
+    from .models import GenerateConfig, ModelSettings, create_model
+    from .registry import lookup
+    from .runner._preflight import MODEL, check
+    from .systems import SystemContext
+    from .tokens import TokenCounter
+
+    c = config.resolved()
+    policy = ImagePolicy(max_side=c.image_max_side, format=c.image_format)
+    cache = ResponseCache(c.cache_path) if c.cache else None
+    settings = ModelSettings(base_url=c.base_url, api_key_env=c.api_key_env,
+                             concurrency=c.concurrency, timeout_s=c.timeout_s,
+                             max_attempts=c.max_attempts, retry_base_s=c.retry_base_s,
+                             image_mode=c.image_mode, image_policy=policy,
+                             encoder=ImageEncoder(policy), cache=cache,
+                             model_options=dict(c.model_options))
+    model = create_model(c.model, settings)
+    closers: list[Any] = [model.aclose] if hasattr(model, "aclose") else []
+    try:
+        if c.tokenizer == "model" and hasattr(model, "count_text"):
+            per_message, priming = model.template_overhead()
+            counter = TokenCounter(tokenizer="model", image_formula=c.image_formula,
+                                   count_fn=model.count_text, label=model.tokenizer_name,
+                                   message_overhead=per_message, reply_priming=priming)
+        else:
+            counter = TokenCounter(tokenizer=c.tokenizer if c.tokenizer != "model"
+                                   else "o200k_base", image_formula=c.image_formula)
+        ctx = SystemContext(model=model, generate=GenerateConfig(
+            max_tokens=c.max_tokens, temperature=c.temperature, top_p=c.top_p, seed=c.seed,
+            extra_body=dict(c.extra_body)), counter=counter, image_policy=policy,
+            context_mode=c.context_mode, instruction=c.instruction,
+            label_images=c.label_images, max_context_tokens=c.max_context_tokens,
+            overflow=c.overflow, count_tokens=c.count_tokens, options=dict(c.system_options))
+        factory = lookup("system", c.system)(ctx)
+        check([(model, MODEL)], {})
+    except BaseException:
+        release = getattr(model, "release", None)
+        if release is not None:
+            release()
+        raise
+    if cache is not None:
+        closers.append(_closer(cache.close))
+    return factory, closers
+
+
+def _closer(fn: Callable[[], None]) -> Callable[[], Any]:
+    async def close() -> None:
+        fn()
+
+    return close
