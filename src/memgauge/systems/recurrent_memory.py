@@ -109,8 +109,9 @@ class RecurrentMemory:
         prefix = f"S{self.n_sessions}."
         shown = render_session(session, images=image_rendering(self.ctx), prefix=prefix)
         self.labels.update(shown.labels)
-        lines = [f"--- Session {self.n_sessions} (Date: {session.date or 'unknown'}) ---"]
-        lines += [line for line in shown.text.split("\n") if line.strip()]
+        header = f"--- Session {self.n_sessions} (Date: {session.date or 'unknown'}) ---"
+        lines = [line for line in shown.text.split("\n") if line.strip()] or [""]
+        lines[0] = f"{header}\n{lines[0]}"  # a header never ends a chunk on its own
         self.pending_session = session.session_id
         for line in lines:
             n = self.ctx.counter.text(line + "\n")
