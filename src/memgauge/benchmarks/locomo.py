@@ -44,7 +44,8 @@ from ._base import (
     iter_json_items,
     read_id_list,
 )
-from .memlens import _tname, build_image, build_session, build_turn
+from ._parse import type_name
+from .memlens import build_image, build_session, build_turn
 
 LOADER_VERSION = "1"
 ADVERSARIAL_GOLD = "Not mentioned in the conversation"
@@ -176,10 +177,10 @@ class LoCoMoBenchmark:
             return InputError(message, file=file, item=item or where, field=field)
 
         if type(raw) is not dict:
-            raise err(f"expected a conversation object, got {_tname(raw)}")
+            raise err(f"expected a conversation object, got {type_name(raw)}")
         sample_id = raw.get("sample_id")
         if sample_id is not None and type(sample_id) not in (str, int):
-            raise err(f"expected str, got {_tname(sample_id)}", "sample_id")
+            raise err(f"expected str, got {type_name(sample_id)}", "sample_id")
         if sample_id is not None:
             episode_id = str(sample_id)
         elif index == 0:
@@ -190,14 +191,14 @@ class LoCoMoBenchmark:
         conv = raw.get("conversation", raw)
         cprefix = "conversation." if conv is not raw else ""
         if type(conv) is not dict:
-            raise err(f"expected an object, got {_tname(conv)}", "conversation")
+            raise err(f"expected an object, got {type_name(conv)}", "conversation")
 
         speakers = {}
         for key, role in (("speaker_a", "user"), ("speaker_b", "assistant")):
             name = conv.get(key, raw.get(key))
             if type(name) is not str:
                 raise err("missing required field" if name is None else
-                          f"expected str, got {_tname(name)}", cprefix + key)
+                          f"expected str, got {type_name(name)}", cprefix + key)
             speakers[name] = role
         if len(speakers) != 2:
             raise err("speaker_a and speaker_b have the same name", cprefix + "speaker_b")
@@ -212,15 +213,15 @@ class LoCoMoBenchmark:
             sid = key
             turns_raw = conv[key]
             if type(turns_raw) is not list:
-                raise err(f"expected a list of turns, got {_tname(turns_raw)}", cprefix + key)
+                raise err(f"expected a list of turns, got {type_name(turns_raw)}", cprefix + key)
             date = conv.get(f"session_{n}_date_time")
             if date is not None and type(date) is not str:
-                raise err(f"expected str, got {_tname(date)}", f"{cprefix}{key}_date_time")
+                raise err(f"expected str, got {type_name(date)}", f"{cprefix}{key}_date_time")
             turns: list[Turn] = []
             for j, t in enumerate(turns_raw):
                 field = f"{cprefix}{key}[{j}]"
                 if type(t) is not dict:
-                    raise err(f"expected a turn object, got {_tname(t)}", field)
+                    raise err(f"expected a turn object, got {type_name(t)}", field)
                 speaker = t.get("speaker")
                 role = speakers.get(speaker) if type(speaker) is str else None
                 if role is None:
@@ -230,14 +231,14 @@ class LoCoMoBenchmark:
                 dia_id = t.get("dia_id")
                 if type(dia_id) is not str or not dia_id:
                     raise err("missing required field" if dia_id is None else
-                              f"expected a non-empty str, got {_tname(dia_id)}",
+                              f"expected a non-empty str, got {type_name(dia_id)}",
                               field + ".dia_id")
                 if dia_id in dia_session:
                     raise err(f"duplicate dia_id {dia_id!r}", field + ".dia_id")
                 dia_session[dia_id] = sid
                 text = t.get("text", "")
                 if type(text) is not str:
-                    raise err(f"expected str, got {_tname(text)}", field + ".text")
+                    raise err(f"expected str, got {type_name(text)}", field + ".text")
                 images: list[ImageRef] = []
                 if t.get("img_url") or t.get("blip_caption"):
                     images.append(self._image(t, dia_id, field, err))
@@ -251,7 +252,7 @@ class LoCoMoBenchmark:
         qa = raw.get("qa", conv.get("qa"))
         if type(qa) is not list:
             raise err("missing required field" if qa is None else
-                      f"expected list, got {_tname(qa)}", "qa")
+                      f"expected list, got {type_name(qa)}", "qa")
         questions = [self._question(q, k, episode_id, dia_session, err)
                      for k, q in enumerate(qa)]
         for q in questions:  # the dia_id evidence says whether a shared photo is involved
@@ -272,11 +273,11 @@ class LoCoMoBenchmark:
             urls = [urls]
         if urls is not None and (type(urls) is not list
                                  or not all(isinstance(u, str) for u in urls)):
-            raise err(f"expected a list of URLs, got {_tname(urls)}", field + ".img_url")
+            raise err(f"expected a list of URLs, got {type_name(urls)}", field + ".img_url")
         url = urls[0] if urls else None
         caption = t.get("blip_caption")
         if caption is not None and type(caption) is not str:
-            raise err(f"expected str, got {_tname(caption)}", field + ".blip_caption")
+            raise err(f"expected str, got {type_name(caption)}", field + ".blip_caption")
         meta: dict[str, Any] = {}
         if t.get("query") is not None:
             meta["query"] = t["query"]
@@ -309,11 +310,11 @@ class LoCoMoBenchmark:
         qid = f"{episode_id}:q{k}"
         field = f"qa[{k}]"
         if type(q) is not dict:
-            raise err(f"expected a question object, got {_tname(q)}", field, qid)
+            raise err(f"expected a question object, got {type_name(q)}", field, qid)
         text = q.get("question")
         if type(text) is not str:
             raise err("missing required field" if text is None else
-                      f"expected str, got {_tname(text)}", field + ".question", qid)
+                      f"expected str, got {type_name(text)}", field + ".question", qid)
         category = q.get("category")
         if type(category) is not int or category not in CATEGORIES:
             raise err("missing required field" if category is None else
@@ -328,7 +329,7 @@ class LoCoMoBenchmark:
                 return v
             if type(v) in (int, float):
                 return str(int(v)) if type(v) is float and v.is_integer() else str(v)
-            raise err(f"expected str, got {_tname(v)}", f"{field}.{key}", qid)
+            raise err(f"expected str, got {type_name(v)}", f"{field}.{key}", qid)
 
         if category == 5:
             adversarial = as_str("adversarial_answer")
@@ -349,7 +350,7 @@ class LoCoMoBenchmark:
         if raw_ev is None:
             raw_ev = []
         if type(raw_ev) is not list:
-            raise err(f"expected list, got {_tname(raw_ev)}", field + ".evidence", qid)
+            raise err(f"expected list, got {type_name(raw_ev)}", field + ".evidence", qid)
         bad: list[Any] = []
         repaired: list[dict[str, Any]] = []
         seen: set[str] = set()

@@ -16,7 +16,8 @@ from typing import Any
 from ..registry import benchmark
 from ..schema import Ability, AnswerType, Episode, EvidenceRef, Question
 from ._base import BenchmarkOptions, require
-from .memlens import ItemContext, StreamingBenchmark, _opt_str, _scalar_str, _tname, parse_sessions
+from ._parse import opt_str, scalar_str, type_name
+from .memlens import ItemContext, StreamingBenchmark, parse_sessions
 
 _VARIANT_RE = re.compile(r"longmemeval_(s|m|oracle)(?![a-z])")
 
@@ -35,11 +36,11 @@ def _session_ids(raw: dict[str, Any], ctx: ItemContext) -> list[str] | None:
     if ids is None:
         return None
     if type(ids) is not list:
-        raise ctx.error(f"expected list, got {_tname(ids)}", "haystack_session_ids")
+        raise ctx.error(f"expected list, got {type_name(ids)}", "haystack_session_ids")
     out = []
     for i, v in enumerate(ids):
         if type(v) not in (str, int):
-            raise ctx.error(f"expected str, got {_tname(v)}", f"haystack_session_ids[{i}]")
+            raise ctx.error(f"expected str, got {type_name(v)}", f"haystack_session_ids[{i}]")
         out.append(str(v))
     sessions = raw.get("haystack_sessions")
     if type(sessions) is list and len(sessions) != len(out):
@@ -54,14 +55,14 @@ def _session_ids(raw: dict[str, Any], ctx: ItemContext) -> list[str] | None:
 def parse_item(raw: Any, index: int, ctx: ItemContext, bench: StreamingBenchmark) -> Episode | None:
     ctx.item = f"#{index}"
     if type(raw) is not dict:
-        raise ctx.error(f"expected an item object, got {_tname(raw)}")
+        raise ctx.error(f"expected an item object, got {type_name(raw)}")
     qid = raw.get("question_id")
     if type(qid) is int:
         qid = str(qid)
     if type(qid) is not str or not qid:
         if qid is None:
             raise ctx.error("missing required field", "question_id")
-        raise ctx.error(f"expected a non-empty str, got {_tname(qid)}", "question_id")
+        raise ctx.error(f"expected a non-empty str, got {type_name(qid)}", "question_id")
     ctx.item = qid
     if bench.keep is not None and qid not in bench.keep:
         return None
@@ -71,9 +72,9 @@ def parse_item(raw: Any, index: int, ctx: ItemContext, bench: StreamingBenchmark
     if ability is None:
         raise ctx.error(f"unknown question_type {qtype!r}; known: {', '.join(QUESTION_TYPES)}",
                         "question_type")
-    answer = _scalar_str(raw, "answer", ctx, required=True)
+    answer = scalar_str(raw, "answer", ctx, required=True)
     assert answer is not None
-    question_date = _opt_str(raw, "question_date", ctx)
+    question_date = opt_str(raw, "question_date", ctx)
     sids = _session_ids(raw, ctx)
     marked: list[tuple[str, str]] = []
     sessions = parse_sessions(raw, ctx, session_ids=sids, answer_turns=marked)
@@ -83,12 +84,12 @@ def parse_item(raw: Any, index: int, ctx: ItemContext, bench: StreamingBenchmark
     answer_sids = raw.get("answer_session_ids")
     if answer_sids is not None:
         if type(answer_sids) is not list:
-            raise ctx.error(f"expected list, got {_tname(answer_sids)}", "answer_session_ids")
+            raise ctx.error(f"expected list, got {type_name(answer_sids)}", "answer_session_ids")
         known = {s.session_id for s in sessions}
         unknown = []
         for k, v in enumerate(answer_sids):
             if type(v) not in (str, int):
-                raise ctx.error(f"expected str, got {_tname(v)}", f"answer_session_ids[{k}]")
+                raise ctx.error(f"expected str, got {type_name(v)}", f"answer_session_ids[{k}]")
             sid = str(v)
             if sid in known:
                 evidence.append(EvidenceRef(session_id=sid))

@@ -50,6 +50,7 @@ from ._base import (
     read_id_list,
     require,
 )
+from ._parse import opt_str, scalar_str, type_name
 
 LOADER_VERSION = "1"
 REFUSAL_GOLD = "Insufficient information"
@@ -167,8 +168,6 @@ _TURN_PARTS = _parts(Turn) if getattr(build_turn, "fast", False) else None
 _TURN_FIELD_SET = _AllFieldsSet(TURN_FIELDS)  # shared by every turn
 
 
-def _tname(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
 
 
 # ---------------------------------------------------------------------------------------------
@@ -215,7 +214,7 @@ def parse_turns(turns: Any, sess_no: int, field: str, ctx: ItemContext,
     With ``answer_turns`` given, the ids of turns marked ``has_answer: true`` are appended.
     """
     if type(turns) is not list:
-        raise ctx.error(f"expected a list of turns, got {_tname(turns)}", field)
+        raise ctx.error(f"expected a list of turns, got {type_name(turns)}", field)
     out: list[Turn] = []
     append = out.append
     resolver = ctx.resolver
@@ -226,7 +225,7 @@ def parse_turns(turns: Any, sess_no: int, field: str, ctx: ItemContext,
     fieldset = _TURN_FIELD_SET
     for turn_id, turn in zip(_turn_ids(sess_no, len(turns)), turns):
         if type(turn) is not dict:
-            raise ctx.error(f"expected a turn object, got {_tname(turn)}", f"{field}[{len(out)}]")
+            raise ctx.error(f"expected a turn object, got {type_name(turn)}", f"{field}[{len(out)}]")
         role = turn.get("role")
         if role != "user" and role != "assistant":
             if "role" not in turn:
@@ -238,7 +237,7 @@ def parse_turns(turns: Any, sess_no: int, field: str, ctx: ItemContext,
             if text is None:
                 text = ""
             else:
-                raise ctx.error(f"expected str, got {_tname(text)}",
+                raise ctx.error(f"expected str, got {type_name(text)}",
                                 f"{field}[{len(out)}].content")
         entries = turn.get("images")
         if entries:
@@ -246,7 +245,7 @@ def parse_turns(turns: Any, sess_no: int, field: str, ctx: ItemContext,
         elif entries is None or type(entries) is list:
             images = []
         else:
-            raise ctx.error(f"expected a list of images, got {_tname(entries)}",
+            raise ctx.error(f"expected a list of images, got {type_name(entries)}",
                             f"{field}[{len(out)}].images")
         if answer_turns is not None and turn.get("has_answer") is True:
             answer_turns.append(turn_id)
@@ -270,7 +269,7 @@ def parse_turns(turns: Any, sess_no: int, field: str, ctx: ItemContext,
 def _resolve_images(entries: Any, field: str, ctx: ItemContext,
                     resolver: ImageResolver | None) -> list[ImageRef]:
     if type(entries) is not list:
-        raise ctx.error(f"expected a list of images, got {_tname(entries)}", field)
+        raise ctx.error(f"expected a list of images, got {type_name(entries)}", field)
     if resolver is None:  # pragma: no cover - every family loader passes one
         raise ctx.error("images are not supported here", field)
     images = resolver.resolve_list(entries, file=ctx.file, item=ctx.item, field=field)
@@ -292,13 +291,13 @@ def parse_sessions(item: dict[str, Any], ctx: ItemContext, session_ids: list[str
     if dates is None:
         dates = []
     elif type(dates) is not list:
-        raise ctx.error(f"expected list, got {_tname(dates)}", "haystack_dates")
+        raise ctx.error(f"expected list, got {type_name(dates)}", "haystack_dates")
     out = []
     for i, entry in enumerate(sessions):
         field = f"haystack_sessions[{i}]"
         date = dates[i] if i < len(dates) else None
         if date is not None and type(date) is not str:
-            raise ctx.error(f"expected str, got {_tname(date)}", f"haystack_dates[{i}]")
+            raise ctx.error(f"expected str, got {type_name(date)}", f"haystack_dates[{i}]")
         if type(entry) is dict:
             if "session" not in entry:
                 raise ctx.error("missing required field", f"{field}.session")
@@ -306,14 +305,14 @@ def parse_sessions(item: dict[str, Any], ctx: ItemContext, session_ids: list[str
             # bare turn lists only); without one it is shown as "unknown".
             date = entry.get("date")
             if date is not None and type(date) is not str:
-                raise ctx.error(f"expected str, got {_tname(date)}", f"{field}.date")
+                raise ctx.error(f"expected str, got {type_name(date)}", f"{field}.date")
             turns_raw = entry["session"]
             field = f"{field}.session"
         elif type(entry) is list:
             turns_raw = entry
         else:
             raise ctx.error(f"expected a list of turns or an object with 'session', got "
-                            f"{_tname(entry)}", field)
+                            f"{type_name(entry)}", field)
         sid = session_ids[i] if session_ids is not None else str(i + 1)
         marked: list[str] | None = [] if answer_turns is not None else None
         turns = parse_turns(turns_raw, i + 1, field, ctx, marked)
@@ -377,25 +376,7 @@ def answer_type_for(qtype: str, subtype: str | None, answer: str) -> tuple[Answe
     return AnswerType.FREE_TEXT, ("previnfo" if subtype == "previnfo" else "entity")
 
 
-def _scalar_str(item: dict[str, Any], key: str, ctx: ItemContext, required: bool) -> str | None:
-    value = item.get(key)
-    if value is None:
-        if required:
-            raise ctx.error("missing required field" if key not in item else "must not be null",
-                            key)
-        return None
-    if type(value) is str:
-        return value
-    if type(value) in (int, float):
-        return str(int(value)) if type(value) is float and value.is_integer() else str(value)
-    raise ctx.error(f"expected str, got {_tname(value)}", key)
 
-
-def _opt_str(item: dict[str, Any], key: str, ctx: ItemContext) -> str | None:
-    value = item.get(key)
-    if value is None or type(value) is str:
-        return value
-    raise ctx.error(f"expected str, got {_tname(value)}", key)
 
 
 def _session_evidence(item: dict[str, Any], sessions: list[Session],
@@ -408,7 +389,7 @@ def _session_evidence(item: dict[str, Any], sessions: list[Session],
         return []
     values = item[key]
     if type(values) is not list:
-        raise ctx.error(f"expected list, got {_tname(values)}", key)
+        raise ctx.error(f"expected list, got {type_name(values)}", key)
     ours = [s.session_id for s in sessions]
     given = item.get("haystack_session_ids")
     by_name = ({str(v): ours[i] for i, v in enumerate(given) if i < len(ours)}
@@ -434,12 +415,12 @@ def parse_item(raw: Any, index: int, ctx: ItemContext, info: BenchmarkInfo,
     """One MemLens item → one Episode (or None when ``keep`` filters it out)."""
     ctx.item = f"#{index}"
     if type(raw) is not dict:
-        raise ctx.error(f"expected an item object, got {_tname(raw)}")
+        raise ctx.error(f"expected an item object, got {type_name(raw)}")
     qid = raw.get("question_id")
     if type(qid) is not str or not qid:
         if qid is None:
             raise ctx.error("missing required field", "question_id")
-        raise ctx.error(f"expected a non-empty str, got {_tname(qid)}", "question_id")
+        raise ctx.error(f"expected a non-empty str, got {type_name(qid)}", "question_id")
     ctx.item = qid
     if keep is not None and qid not in keep:
         return None
@@ -449,14 +430,14 @@ def parse_item(raw: Any, index: int, ctx: ItemContext, info: BenchmarkInfo,
     if ability is None:
         raise ctx.error(f"unknown question_type {qtype!r}; known: {', '.join(QUESTION_TYPES)}",
                         "question_type")
-    subtype = _opt_str(raw, "question_subtype", ctx)
-    question_date = _opt_str(raw, "question_date", ctx)
-    answer = _scalar_str(raw, "answer", ctx, required=ability is not Ability.ANSWER_REFUSAL)
+    subtype = opt_str(raw, "question_subtype", ctx)
+    question_date = opt_str(raw, "question_date", ctx)
+    answer = scalar_str(raw, "answer", ctx, required=ability is not Ability.ANSWER_REFUSAL)
     if answer is None:
         answer = REFUSAL_GOLD
-    old_answer = _scalar_str(raw, "old_answer", ctx, required=False)
+    old_answer = scalar_str(raw, "old_answer", ctx, required=False)
     if old_answer is None and type(raw.get("question_content")) is dict:
-        old_answer = _scalar_str(raw["question_content"], "old_answer", ctx, required=False)
+        old_answer = scalar_str(raw["question_content"], "old_answer", ctx, required=False)
     sessions = parse_sessions(raw, ctx)
     answer_type, our_subtype = answer_type_for(qtype, subtype, answer)
     q = Question(
