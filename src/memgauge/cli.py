@@ -113,6 +113,13 @@ def run(
     question_ids: Annotated[str | None, typer.Option(help="File of question ids to keep")] = None,
     tier: Annotated[str | None, typer.Option(help="Tier label (e.g. 32k)")] = None,
     context_mode: Annotated[str, typer.Option(help="image | text | caption | no-context")] = "image",
+    captioner: Annotated[str | None, typer.Option(
+        help="Text for images, shown in caption mode and to text systems: gold | ocr | "
+             "openai:<model> | local:<gguf> | file:<jsonl>")] = None,
+    captioner_base_url: Annotated[str | None, typer.Option(
+        help="The openai: captioner's endpoint")] = None,
+    captioner_prompt: Annotated[str, typer.Option(
+        help="A VLM captioner's prompt: dense | task")] = "dense",
     instruction: Annotated[str, typer.Option(help="direct | cot | reasoning")] = "direct",
     label_images: Annotated[bool, typer.Option(help="Insert [Image N] labels")] = False,
     max_context_tokens: Annotated[int | None, typer.Option(
@@ -173,6 +180,8 @@ def run(
             base_url=base_url, api_key_env=api_key_env, concurrency=concurrency, limit=limit,
             workers=workers,
             shard=parse_shard(shard) if shard else None, context_mode=context_mode,
+            captioner=captioner, captioner_base_url=captioner_base_url,
+            captioner_prompt=captioner_prompt,
             instruction=instruction, label_images=label_images,
             max_context_tokens=max_context_tokens, overflow=overflow, count_tokens=count_tokens,
             max_tokens=max_tokens,
@@ -317,14 +326,19 @@ def report(
     out_file: Annotated[str | None, typer.Option(
         "--out", help="Write here as well (html: the page; default report.html)")] = None,
     primary: Annotated[str | None, typer.Option(help="Headline scorer")] = None,
+    prices: Annotated[str | None, typer.Option(
+        "--prices", help=("JSON or TOML file: model spec or name -> {input, output} in $ per "
+                          "1M tokens; adds dollars per question and per correct answer"))
+    ] = None,
 ) -> None:
     """Accuracy by ability and subtype with CIs, coverage, and errors shown apart; then, across
-    the runs: leaderboard, tiers, evidence depth, X×Y, error labels, Spearman. html: one
-    offline page with plots and a filterable question browser."""
+    the runs: leaderboard, tiers, long-context vs memory agents with the cost of each,
+    evidence depth, X×Y, error labels, Spearman. html: one offline page with plots and a
+    filterable question browser."""
     import json
 
     from ._cache_hits import count_records, describe_hits
-    from .analysis import build_tables, error_breakdown, load_runs
+    from .analysis import build_tables, error_breakdown, load_prices, load_runs
     from .report import (
         render_error_labels,
         render_html,
@@ -338,8 +352,9 @@ def report(
     try:
         if fmt not in ("md", "json", "html"):
             raise MemgaugeError(f"unknown format {fmt!r}; use md, json or html")
+        price_table = load_prices(prices) if prices else None  # before reading any run
         runs = load_runs(run_dirs)
-        tables = build_tables(runs, primary=primary)
+        tables = build_tables(runs, primary=primary, prices=price_table, prices_file=prices)
         hits = {run.label: count_records(run.records) for run in runs}  # design 0018
         if fmt == "html":
             title = "memgauge report: " + (runs[0].label if len(runs) == 1
@@ -814,7 +829,12 @@ def score(
             from .runner._preflight import Role
             from .runner._preflight import check as preflight
 
-            # the judge's endpoint is checked before the first verdict, as run's are
+            from .runner import load_manifest, read_records
+
+            # the folder first (a mistake there is named before any request), then the
+            # judge's endpoint, before the first verdict, as run's are
+            load_manifest(run_dir)
+            read_records(run_dir)
             preflight([(model, Role("judge", "--judge-base-url", "--api-key-env"))], {})
             counts = asyncio.run(_go(model))
         finally:
