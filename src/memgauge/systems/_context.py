@@ -46,8 +46,18 @@ class Prompt:
     images: list[ImageRef] = field(default_factory=list)
 
 
+def shown_caption(ref: ImageRef) -> str | None:
+    """The caption a text reader gets for an image: the run's captioner's when one ran
+    (``--captioner``; it marks ``meta["caption_kind"]``, and an image it had no caption for
+    gets none rather than another source's), else the data's, first of CAPTION_KINDS."""
+    chosen = ref.meta.get("caption_kind")
+    if chosen is not None:
+        return ref.captions.get(chosen) or None
+    return next((ref.captions[k] for k in CAPTION_KINDS if ref.captions.get(k)), None)
+
+
 def _caption_text(ref: ImageRef) -> str:
-    caption = next((ref.captions[k] for k in CAPTION_KINDS if ref.captions.get(k)), None)
+    caption = shown_caption(ref)
     return f"[Image: {caption}]" if caption else "[Image]"
 
 
