@@ -298,7 +298,7 @@ def test_render_gates_markdown():
         "indistinguishability": {"auc": 0.45, "auc_without_fillers": 0.52,
                                  "max_deviation": 0.1, "verdict": "PASS", "n_evidence": 10,
                                  "n_other": 30, "n_fillers": 12, "n_repeats": 2,
-                                 "n_groups": 5, "folds": 5, "note": None,
+                                 "n_questions": 5, "n_groups": 7, "folds": 5, "note": None,
                                  "features_file": "indistinguishability_features.json"},
         "near_duplicates": {"n_images": 3, "n_files": 3, "max_distance": 4, "verdict": "PASS",
                             "same_facts": 0, "different_facts": 2,
@@ -316,6 +316,7 @@ def test_render_gates_markdown():
     assert "pass if |AUC − 0.5| ≤ 0.10, i.e. 0.40–0.60" in md
     assert "Without the fillers: 0.520" in md and "12 of them fillers" in md
     assert "`indistinguishability_features.json`" in md
+    assert "questions: 5; cross-validation groups: 7" in md
     assert "| clock | 2 |" in md
     assert ("| tier | retriever | questions | sessions/episode | R@1 | R@3 | all@1 | all@3 "
             "| MRR |") in md

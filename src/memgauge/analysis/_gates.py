@@ -118,7 +118,9 @@ class IndistinguishabilityResult(_ToDict):
 
     Sessions are de-duplicated by (role, session id) (``n_repeats`` copies dropped);
     ``n_other`` counts all label-0 documents, ``n_fillers`` the fillers among them;
-    ``n_groups`` is the number of questions (GroupKFold groups); ``folds`` the folds used.
+    ``n_groups`` counts the GroupKFold groups: one per question, holding the sessions only
+    its episode has, plus one per session shared by several episodes; ``folds`` the folds
+    used.
     ``top_features``: ``{"evidence": [...], "other": [...]}``, the n-grams with the largest
     positive / negative coefficients of the classifier refitted on all documents, each
     ``{"ngram", "weight", "evidence_docs", "other_docs"}`` (documents containing it).
@@ -132,6 +134,7 @@ class IndistinguishabilityResult(_ToDict):
     n_other: int
     n_fillers: int
     n_repeats: int
+    n_questions: int
     n_groups: int
     folds: int
     top_features: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -201,8 +204,8 @@ def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: i
     unlabelled ones included). See :class:`IndistinguishabilityResult`.
 
     Groups are the episode's (first) question id, so a question's sessions never straddle
-    train and test. A session that recurs across episodes (a shared pool) is kept once, in
-    the group of its first episode. Classifier: TF-IDF of word 1-2 grams with sublinear tf,
+    train and test. A session that recurs across episodes (a shared pool) is kept once, as a
+    group of its own. Classifier: TF-IDF of word 1-2 grams with sublinear tf,
     then logistic regression (balanced class weights); AUC pooled over the out-of-fold
     scores of ``GroupKFold(folds)`` (folds capped at the number of groups). ``seed`` fixes
     the assignment of groups to folds. The same folds score both comparisons.
@@ -211,42 +214,51 @@ def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: i
     labels: list[int] = []
     groups: list[str] = []
     filler: list[bool] = []
+    episodes = list(episodes)
+    uses = Counter((str(s.meta.get("role")), s.session_id) for ep in episodes for s in ep.sessions)
     seen: set[tuple[str, str]] = set()
-    repeats = 0
+    questions: set[str] = set()
     for ep in episodes:
-        group = ep.questions[0].question_id if ep.questions else ep.episode_id
+        question = ep.questions[0].question_id if ep.questions else ep.episode_id
+        questions.add(question)
         for s in ep.sessions:
-            role = str(s.meta.get("role"))
-            key = (role, s.session_id)
+            key = (str(s.meta.get("role")), s.session_id)
             if key in seen:
-                repeats += 1
                 continue
             seen.add(key)
             docs.append(session_text(s))
-            labels.append(int(role == "evidence"))
-            groups.append(group)
-            filler.append(role == "filler")
+            labels.append(int(key[0] == "evidence"))
+            # A session shared by several episodes belongs to none of their questions: its
+            # own group. Kept in its first question's group, the first questions' folds
+            # would hold most of the haystack, and pooling scores across such lopsided
+            # folds pushed the AUC of a 32k tier of 20 questions down to ~0.39 (0008).
+            groups.append(question if uses[key] == 1 else f"shared {key[0]} {key[1]}")
+            filler.append(key[0] == "filler")
     y = np.array(labels, dtype=int)
     is_filler = np.array(filler, dtype=bool)
     n_ev = int(y.sum())
     n_groups = len(set(groups))
 
-    auc, used = _oof_auc(docs, y, groups, folds=folds, seed=seed)
-    keep = np.flatnonzero(~is_filler)
-    auc_wo, _ = _oof_auc([docs[i] for i in keep], y[keep], [groups[i] for i in keep],
-                         folds=folds, seed=seed)
+    auc = auc_wo = None
+    used = 0
+    if len(questions) >= 2:
+        auc, used = _oof_auc(docs, y, groups, folds=folds, seed=seed)
+        keep = np.flatnonzero(~is_filler)
+        auc_wo, _ = _oof_auc([docs[i] for i in keep], y[keep], [groups[i] for i in keep],
+                             folds=folds, seed=seed)
     note = None
     if auc is None:
         note = ("not applicable: needs evidence and other sessions in at least 2 questions "
                 f"(found {n_ev} evidence and {len(y) - n_ev} other sessions; questions: "
-                f"{n_groups})")
+                f"{len(questions)})")
     top = _top_features(docs, y, n_features) if 0 < n_ev < len(y) else {}
     return IndistinguishabilityResult(
         auc=_round(auc, 4), auc_without_fillers=_round(auc_wo, 4), max_deviation=max_deviation,
         verdict=_verdict_of(auc is not None,
                             auc is not None and abs(auc - 0.5) <= max_deviation + 1e-12),
         n_evidence=n_ev, n_other=len(y) - n_ev, n_fillers=int(is_filler.sum()),
-        n_repeats=repeats, n_groups=n_groups, folds=used, top_features=top, note=note)
+        n_repeats=sum(uses.values()) - len(seen), n_questions=len(questions),
+        n_groups=n_groups, folds=used, top_features=top, note=note)
 
 
 # ---------------------------------------------------------------------------------------
@@ -641,7 +653,9 @@ def _md_indist(g: Mapping[str, Any]) -> list[str]:
            (f"- documents: {g.get('n_evidence')} evidence, {g.get('n_other')} other "
             f"({g.get('n_fillers')} of them fillers; +{g.get('n_repeats', 0)} repeated copies "
             "dropped)"),
-           f"- questions (groups): {g.get('n_groups')}, folds: {g.get('folds')}"]
+           (f"- questions: {g.get('n_questions')}; cross-validation groups: "
+            f"{g.get('n_groups')} (one per question, one per shared session); folds: "
+            f"{g.get('folds')}")]
     if g.get("features_file"):
         out.append(f"- the classifier's top n-grams each way: `{g['features_file']}`")
     top = g.get("top_features") or {}

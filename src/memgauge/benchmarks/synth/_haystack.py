@@ -7,7 +7,9 @@ image can change a gold answer.
 
 from __future__ import annotations
 
+import dataclasses
 import random
+import re
 from datetime import date, timedelta
 from typing import Any
 
@@ -89,6 +91,8 @@ STYLE_WEIGHTS = {"label_morning": 1, "article": 1, "booking": 1, "parcel": 1, "p
                  "collection": 4, "visitor": 1, "named": 1, "clock_pair": 2, "ticket": 3,
                  "calendar": 2, "arranged": 2, "receipt": 4}
 STYLED = tuple(STYLE_WEIGHTS)
+MENTION_RATE = 0.75  # text-only fillers worded like an image session (image left out)
+_PLACEHOLDER = re.compile(r"\s*<image>")
 
 
 def _styled(rng: random.Random, style: str) -> tuple[list[list[TurnPlan]], set[str]]:
@@ -156,17 +160,33 @@ def _styled(rng: random.Random, style: str) -> tuple[list[list[TurnPlan]], set[s
     raise ValueError(f"unknown haystack style {style!r}")
 
 
+def _image_inserts(rng: random.Random) -> tuple[list[list[TurnPlan]], set[str]]:
+    """The exchanges of a haystack session that shares images, and their keys."""
+    if rng.random() < 0.75:
+        style = rng.choices(STYLED, weights=[STYLE_WEIGHTS[k] for k in STYLED])[0]
+        return _styled(rng, style)
+    kind = rng.choice(IMAGE_KINDS)
+    facts, keys, place = decoy_image(rng, kind)
+    return [share_image(rng, kind, facts, place=place or "the shop")], keys
+
+
+def _without_images(groups: list[list[TurnPlan]]) -> list[list[TurnPlan]]:
+    """The same exchanges with their images left out (as in a text-only chat export)."""
+    return [[dataclasses.replace(t, text=_PLACEHOLDER.sub("", t.text).strip(), images=[])
+             for t in group] for group in groups]
+
+
 def haystack_session(rng: random.Random, *, with_image: bool) -> tuple[SessionPlan, set[str]]:
     inserts: list[list[TurnPlan]] = []
     keys: set[str] = set()
     if with_image:
-        if rng.random() < 0.75:
-            style = rng.choices(STYLED, weights=[STYLE_WEIGHTS[k] for k in STYLED])[0]
-            inserts, keys = _styled(rng, style)
-        else:
-            kind = rng.choice(IMAGE_KINDS)
-            facts, keys, place = decoy_image(rng, kind)
-            inserts.append(share_image(rng, kind, facts, place=place or "the shop"))
+        inserts, keys = _image_inserts(rng)
+    elif rng.random() < MENTION_RATE:
+        # A text-only filler that talks like an image session, its image left out: without
+        # it, the share line and its reply alone tell evidence from fillers (design 0008).
+        # Its keys keep it out of episodes whose question it could confuse.
+        inserts, keys = _image_inserts(rng)
+        inserts = _without_images(inserts)
     session = chat_session(rng, inserts=inserts)
     session.role = "haystack" if with_image else "filler"
     return session, keys
