@@ -140,3 +140,19 @@ def test_a_malformed_captions_file_is_refused_naming_file_and_line(tmp_path, lin
 def test_captioner_spec_mistakes_are_config_errors(spec, says):
     with pytest.raises((ConfigError, InputError), match=says):
         create_captioner(spec)
+
+
+def test_the_chosen_captioners_caption_wins_over_the_datas(tmp_path):
+    from memgauge.systems._context import turn_parts
+
+    sha = colour_png(tmp_path / "a.png", "red")
+    jsonl = tmp_path / "captions.jsonl"
+    jsonl.write_text(f'{{"sha256": "{sha}", "caption": "made elsewhere"}}\n')
+    ref = _ref(tmp_path / "a.png", captions={"gold": "the data's caption"})
+    other = _ref(tmp_path / "b.png", captions={"gold": "only the data has one"})
+    colour_png(Path(other.path), "blue")
+    before, _ = turn_parts("x <image>", [ref], "caption", False, 0)
+    assert before[1].text == "[Image: the data's caption]"
+    _apply(CaptionStage(create_captioner(f"file:{jsonl}")), _episode([ref, other]))
+    after, _ = turn_parts("x <image> <image>", [ref, other], "caption", False, 0)
+    assert [p.text for p in after] == ["x ", "[Image: made elsewhere]", "[Image]"]
