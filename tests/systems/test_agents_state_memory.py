@@ -19,11 +19,11 @@ def scripted(messages: list[Message], qid: str | None) -> str:
         return "blue"
     assert "record the state" in system_text(messages)
     body = text_of(messages[1:])
-    if "Date: 2024/01/01" in body:
+    if "My bike" in body:
         states = [{"entity": "bike", "attribute": "colour", "value": "red", "turn": "T1",
                    "images": ["I1"]},
                   {"entity": "Anna", "attribute": "city", "value": "Oslo", "turn": "T2"}]
-    elif "Date: 2024/02/01" in body:  # the same city again: confirmation, not a change
+    elif "still in Oslo" in body:  # the same city again: confirmation, not a change
         states = [{"entity": "anna", "attribute": "City", "value": "oslo", "turn": "T1"}]
     else:
         states = [{"entity": "Bike", "attribute": "colour", "value": "blue", "turn": "T1",

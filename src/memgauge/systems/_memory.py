@@ -2,8 +2,10 @@
 labels that map back to evidence pointers, asking for JSON and reading it robustly, counting
 ingest-time calls, ranking stored items, and answering from written memory.
 
-Ingest-time calls carry ``question_id=None`` and depend only on what they are shown, so the
-response cache serves a haystack session that several episodes share from the first reading.
+Ingest-time calls carry ``question_id=None``; the per-session prompts hold the session's turns
+and nothing else (not its date, which a generated benchmark varies per episode; stored items
+carry the date instead), so the response cache serves a haystack session that several
+episodes share from the first reading.
 """
 
 from __future__ import annotations
@@ -177,10 +179,6 @@ def render_session(session: Session, *, images: str = "caption", prefix: str = "
         buf.append("\n")
     flush()
     return Rendered(parts=parts, labels=labels, images=refs)
-
-
-def session_header(session: Session) -> str:
-    return f"Date: {session.date or 'unknown'}\n"
 
 
 def pointer_of(labels: dict[str, EvidenceRef], raw: Any) -> EvidenceRef | None:

@@ -29,7 +29,6 @@ from ._memory import (
     rank,
     render_session,
     retrieved_list,
-    session_header,
     text_modality,
 )
 
@@ -111,7 +110,7 @@ class FactMemory:
         shown = render_session(session, images=image_rendering(self.ctx))
         raw = await self.caller.ingest_json(
             [message("system", EXTRACT_PROMPT),
-             message("user", session_header(session) + shown.text)],
+             message("user", shown.text)],
             list_field("facts"), stage="extract", session_id=session.session_id)
         if not raw:
             return

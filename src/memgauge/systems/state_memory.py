@@ -31,7 +31,6 @@ from ._memory import (
     rank,
     render_session,
     retrieved_list,
-    session_header,
 )
 
 OPTIONS = {"top_k": (int, "entity/attribute slots the reader sees (default 10)"),
@@ -112,7 +111,7 @@ class StateMemory:
         shown = render_session(session, images=self.images_mode)
         raw = await self.caller.ingest_json(
             [message("system", EXTRACT_PROMPT),
-             _user([session_header(session), *shown.parts])],
+             _user(shown.parts)],
             list_field("states"), stage="extract", session_id=session.session_id)
         for item in raw or []:
             entity, attribute, value = (item.get(k) for k in ("entity", "attribute", "value"))

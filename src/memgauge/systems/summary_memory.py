@@ -28,7 +28,6 @@ from ._memory import (
     rank,
     render_session,
     retrieved_list,
-    session_header,
     text_field,
     text_modality,
 )
@@ -98,7 +97,7 @@ class SummaryMemory:
         shown = render_session(session, images=image_rendering(self.ctx))
         summary = await self.caller.ingest_json(
             [message("system", SUMMARY_PROMPT),
-             message("user", session_header(session) + shown.text)],
+             message("user", shown.text)],
             text_field("summary"), stage="summary", session_id=session.session_id)
         self.entries.append(Entry(session, summary))
         if self.profile_on and summary:
