@@ -826,10 +826,9 @@ def score(
             model_options=_options(judge_model_option or [], "--judge-model-option"),
             options_flag="--judge-model-option"))
         try:
+            from .runner import load_manifest, read_records
             from .runner._preflight import Role
             from .runner._preflight import check as preflight
-
-            from .runner import load_manifest, read_records
 
             # the folder first (a mistake there is named before any request), then the
             # judge's endpoint, before the first verdict, as run's are
