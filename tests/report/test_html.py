@@ -75,8 +75,9 @@ def test_page_is_self_contained(page):
 
 def test_plots_are_embedded_pngs(page):
     uris = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
-    # leaderboard, tiers, abilities, depth, X×Y, error categories, coverage
-    assert len(uris) == 7
+    # leaderboard, tiers, long-context vs memory agents, abilities, depth, X×Y, error
+    # categories, coverage
+    assert len(uris) == 8
     for uri in uris:
         img = Image.open(io.BytesIO(base64.b64decode(uri)))
         assert img.format == "PNG" and 100 < img.width < 2000 and img.height > 100

@@ -71,7 +71,7 @@ def test_page_loads_without_errors_and_plots_render(opened):
     assert [m for m in events["console"] if m.startswith("error")] == []
     assert events["pageerror"] == []
     sizes = page.evaluate("Array.from(document.images).map(i => [i.complete, i.naturalWidth])")
-    assert len(sizes) == 7 and all(done and width > 0 for done, width in sizes)
+    assert len(sizes) == 8 and all(done and width > 0 for done, width in sizes)
 
 
 def test_filters_narrow_rows_and_update_the_counter(opened):

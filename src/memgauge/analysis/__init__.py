@@ -13,6 +13,15 @@ from memgauge.analysis._audit import (
     cohen_kappa,
     cohen_kappa_labels,
 )
+from memgauge.analysis._cost import (
+    LONG_CONTEXT,
+    MEMORY_AGENT,
+    CostRow,
+    Price,
+    Spread,
+    family_kind,
+    load_prices,
+)
 from memgauge.analysis._errors import ErrorLabel, error_breakdown, label_error
 from memgauge.analysis._gates import (
     AccuracyGateResult,
@@ -72,12 +81,15 @@ from memgauge.analysis._tables import (
 )
 
 __all__ = [
+    "LONG_CONTEXT",
+    "MEMORY_AGENT",
     "AccuracyGateResult",
     "AgreementStat",
     "AuditResult",
     "BM25Retriever",
     "CaptionProofResult",
     "Cell",
+    "CostRow",
     "CoverageStat",
     "Disagreement",
     "EmbedRetriever",
@@ -90,6 +102,7 @@ __all__ = [
     "JudgeRuleAudit",
     "NearDuplicateResult",
     "PairedResult",
+    "Price",
     "QuestionRow",
     "ReportTables",
     "RetrievalResult",
@@ -98,6 +111,7 @@ __all__ = [
     "RunRow",
     "ScorerStat",
     "SpearmanRow",
+    "Spread",
     "Summary",
     "SystemInfo",
     "VisualNecessityResult",
@@ -111,9 +125,11 @@ __all__ = [
     "cohen_kappa",
     "cohen_kappa_labels",
     "error_breakdown",
+    "family_kind",
     "get_retriever",
     "indistinguishability",
     "label_error",
+    "load_prices",
     "load_runs",
     "mcnemar_exact",
     "mean",

@@ -18,6 +18,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from memgauge.analysis._cost import ALL_TIERS, CostRow, Price, cost_row, family_kind
 from memgauge.analysis._errors import error_breakdown
 from memgauge.analysis._json import json_safe
 from memgauge.analysis._metrics import Summary, choose_primary, coverage_counts, summarize
@@ -249,6 +250,11 @@ class ReportTables:
     spearman: list[SpearmanRow]
     spearman_omitted: list[dict[str, Any]]
     questions: list[QuestionRow] = field(default_factory=list)
+    # The cost of memory (design 0027): per system and tier, then over all its tiers; each
+    # system's kind (long-context or memory agent); the prices file dollars came from.
+    cost: list[CostRow] = field(default_factory=list)
+    system_kinds: dict[str, str] = field(default_factory=dict)
+    prices_file: str | None = None
     # What the tables were computed from, kept so the per-run report sections reuse them
     # instead of bootstrapping again; not part of the JSON.
     summaries: dict[str, Summary] = field(default_factory=dict, repr=False)
@@ -558,11 +564,38 @@ def _pick_primary(runs: Sequence[RunData], primary: str | None) -> tuple[list[st
         raise ConfigError(str(exc)) from None
 
 
+def _cost_rows(runs: Sequence[RunData], systems: Sequence[SystemInfo],
+               tiers: Mapping[str, str], primary: str | None,
+               prices: Mapping[str, Price] | None, prices_file: str
+               ) -> tuple[list[CostRow], dict[str, str]]:
+    """Cost per system and tier, plus an all-tiers row for a system run at several."""
+    by_label = {run.label: run for run in runs}
+    rows: list[CostRow] = []
+    kinds: dict[str, str] = {}
+    for system in systems:
+        ident = by_label[system.runs[0]].identity
+        kind = kinds[system.label] = family_kind(str(ident.get("system") or ""))
+        model = str(ident.get("model") or "")
+        per_tier: dict[str, list[Record]] = {}
+        for label in system.runs:
+            per_tier.setdefault(tiers[label], []).extend(by_label[label].records)
+        groups = [(t, per_tier[t]) for t in system.tiers]
+        if len(groups) > 1:
+            groups.append((ALL_TIERS, [r for _, recs in groups for r in recs]))
+        rows += [cost_row(system.label, tier, kind, model, recs, primary, prices, prices_file)
+                 for tier, recs in groups]
+    return rows, kinds
+
+
 def build_tables(runs: Sequence[RunData], *, primary: str | None = None, seed: int = 0,
-                 n_resamples: int = 2000, confidence: float = 0.95) -> ReportTables:
+                 n_resamples: int = 2000, confidence: float = 0.95,
+                 prices: Mapping[str, Price] | None = None,
+                 prices_file: str | None = None) -> ReportTables:
     """Compute every cross-run table once. The primary scorer is ``primary`` or
     :func:`~memgauge.analysis.choose_primary` over the score names of all runs; a run lacking
-    it shows no accuracy (``nan``) rather than another scorer's."""
+    it shows no accuracy (``nan``) rather than another scorer's. With ``prices`` (read
+    from ``prices_file`` by :func:`~memgauge.analysis.load_prices`) the cost rows carry
+    dollars."""
     if len({run.label for run in runs}) != len(runs):
         raise ConfigError("run labels must be unique")
     scorers, chosen = _pick_primary(runs, primary)
@@ -589,6 +622,7 @@ def build_tables(runs: Sequence[RunData], *, primary: str | None = None, seed: i
     abilities = sorted({a for cells in matrix.values() for a in cells}, key=_ability_key)
     depth = _depth(runs, systems, tiers, chosen)
     spearman_rows, omitted = _spearman(matrix, abilities)
+    cost, kinds = _cost_rows(runs, systems, tiers, chosen, prices, prices_file or "")
     return ReportTables(
         primary=chosen, scorers=scorers, confidence=confidence, n_resamples=n_resamples,
         seed=seed, ci_method=CI_METHOD,
@@ -604,5 +638,6 @@ def build_tables(runs: Sequence[RunData], *, primary: str | None = None, seed: i
         questions=[q for run in runs
                    for q in _question_rows(run, tiers[run.label], chosen,
                                            label_maps.get(run.label, {}))],
+        cost=cost, system_kinds=kinds, prices_file=prices_file,
         summaries=summaries, breakdowns=breakdowns,
     )

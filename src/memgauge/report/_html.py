@@ -17,20 +17,34 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from memgauge.analysis import Cell, QuestionRow, ReportTables, RunRow, measure_of, scorer_label
+from memgauge.analysis import (
+    LONG_CONTEXT,
+    Cell,
+    QuestionRow,
+    ReportTables,
+    RunRow,
+    measure_of,
+    scorer_label,
+)
 from memgauge.errors import ConfigError
 from memgauge.report._tables_md import (
+    COST_HEADER,
+    COST_NOTE,
     DEPTH_NOTE,
     MISSING,
+    SIDE_BY_SIDE_NOTE,
     X_LEVELS,
     XY_NOTE,
     Y_LEVELS,
+    cost_cells,
+    cost_notes,
     fmt_cell,
     fmt_ci,
     fmt_pct,
     fmt_rho,
     fmt_se,
     ranked,
+    side_by_side_rows,
 )
 
 __all__ = ["render_html", "script_json"]
@@ -224,7 +238,8 @@ def _header(t: ReportTables, title: str,
                    f"{r.n_records} records ({r.n_ok} ok, {r.n_errors} errors)"
                    f"{cache_facts(r.run)}</li>" for r in t.runs)
     nav = "".join(f'<a href="#{a}">{_e(n)}</a>' for a, n in (
-        ("leaderboard", "Leaderboard"), ("tiers", "Tiers"), ("abilities", "Abilities"),
+        ("leaderboard", "Leaderboard"), ("tiers", "Tiers"),
+        ("side-by-side", "Long-context vs memory agents"), ("abilities", "Abilities"),
         ("depth", "Evidence depth"), ("xy", "X×Y"), ("errors", "Error labels"),
         ("coverage", "Coverage"), ("spearman", "Spearman"), ("questions", "Questions")))
     return (f"<header><h1>{_e(title)}</h1><nav>{nav}</nav>"
@@ -342,6 +357,48 @@ def _tier_bars(ax: Any, curves: Mapping[str, Mapping[str, Cell]], system: Any,
     ax.set_xlabel(f"accuracy at tier {tier}")
     ax.set_title(_short(system.label, 50))
     ax.grid(axis="x", alpha=0.3)
+
+
+def _side_by_side(t: ReportTables, plots: _Plots) -> str:
+    """Accuracy per ability against tier, a line per system (long-context solid, memory
+    agents dashed) on one figure, and the cost table beside it."""
+    title = "Long-context vs memory agents"
+    cost = _table([_e(h) for h in COST_HEADER],
+                  [[_e(c) for c in cost_cells(r)] for r in t.cost], left=3, cls="wide")
+    notes = "".join(f"<li>{_e(n)}</li>" for n in cost_notes(t))
+    parts = [_note(SIDE_BY_SIDE_NOTE), _note(COST_NOTE), f'<div class="scroll">{cost}</div>',
+             f"<ul>{notes}</ul>" if notes else ""]
+    rows = side_by_side_rows(t)
+    if rows:
+        systems = [s.label for s in t.systems]
+        colors = _colors(plots, systems)
+        xs = {tier: i for i, tier in enumerate(t.tiers)}
+
+        def draw(ax: Any, i: int) -> None:
+            ability = t.abilities[i]
+            for _, system, kind, cells in (r for r in rows if r[0] == ability):
+                points = [(xs[tier], c.accuracy) for tier, c in cells.items() if c.n]
+                if not points:
+                    continue
+                ax.plot([p[0] for p in points], [p[1] for p in points], marker="o",
+                        color=colors[system], linestyle="-" if kind == LONG_CONTEXT else "--",
+                        label=f"{_short(system, 40)} ({kind})")
+            ax.set_xticks(list(xs.values()), list(xs))
+            ax.set_xlim(-0.3, max(len(xs) - 0.7, 0.3))
+            ax.set_ylim(-0.03, 1.03)
+            ax.set_xlabel("tier")
+            ax.set_ylabel("accuracy")
+            ax.set_title(_short(ability, 50))
+            ax.grid(alpha=0.3)
+
+        img = _panels(plots, len(t.abilities), panel_w=4.2, panel_h=3.2, ncols=3, draw=draw,
+                      alt=("Accuracy per ability against tier, one line per system: "
+                           "long-context solid, memory agents dashed"), legend=True)
+        data = _table([_e("Ability"), _e("System"), _e("Kind"), *(_e(x) for x in t.tiers)],
+                      [[_e(a), _e(s), _e(k), *(_e(fmt_cell(c.get(x))) for x in t.tiers)]
+                       for a, s, k, c in rows], left=3)
+        parts += [_fig(img), "<h3>The figure's data</h3>", data]
+    return _section("side-by-side", title, *parts)
 
 
 def _abilities(t: ReportTables, plots: _Plots) -> str:
@@ -644,7 +701,8 @@ def render_html(tables: ReportTables, *, title: str,
     t = tables
     data = {k: v for k, v in t.to_dict().items() if k != "questions"}
     body = [
-        _header(t, title, cache), _leaderboard(t, plots), _tiers(t, plots), _abilities(t, plots),
+        _header(t, title, cache), _leaderboard(t, plots), _tiers(t, plots),
+        _side_by_side(t, plots), _abilities(t, plots),
         _depth(t, plots), _xy(t, plots), _errors(t, plots), _coverage(t, plots), _spearman(t),
         _browser(t),
     ]

@@ -9,13 +9,26 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from memgauge.analysis import Cell, ReportTables, RunRow, measure_of, scorer_label
+from memgauge.analysis import (
+    Cell,
+    CostRow,
+    ReportTables,
+    RunRow,
+    Spread,
+    measure_of,
+    scorer_label,
+)
 from memgauge.report._md import cell, code, table
 
 __all__ = [
+    "COST_HEADER",
+    "COST_NOTE",
+    "SIDE_BY_SIDE_NOTE",
     "XY_NOTE",
     "X_LEVELS",
     "Y_LEVELS",
+    "cost_cells",
+    "cost_notes",
     "fmt_cell",
     "fmt_ci",
     "fmt_pct",
@@ -24,6 +37,7 @@ __all__ = [
     "ranked",
     "render_tables_json",
     "render_tables_markdown",
+    "side_by_side_rows",
     "tables_payload",
 ]
 
@@ -41,6 +55,82 @@ Y_LEVELS = {"Y1": ("atomic", "one fact from one session"),
             "Y2": ("relational", "facts tied together across sessions or modalities"),
             "Y3": ("evolutionary", ("constraints combined, contradictions found, beliefs "
                                     "revised by newer evidence"))}
+
+
+COST_HEADER = ("System", "Kind", "Tier", "Questions (known/answered)", "Tokens / question",
+               "of which ingest", "Tokens / correct", "Answer latency median / p95",
+               "Ingest s / question median / p95", "Total s / question median / p95",
+               "Memory (median items, bytes)", "$ / question", "$ / correct")
+COST_NOTE = ("Tokens: the answer's server counts plus the question's share of its system's "
+             "ingest tokens (what an answer point ingested, split among the questions asked "
+             "there). Answered questions only; a record without counts (written before "
+             "issue 13, or a server that sent no usage) is left out, not counted as 0. "
+             "Latency: the system's answer call, cache hits left out; ingest s: the "
+             "question's share of the runner-timed reset and ingest.")
+SIDE_BY_SIDE_NOTE = ("Accuracy per ability against tier, one line per system: long-context "
+                     "systems solid, memory agents dashed (MemLens Figure 4a), with what each "
+                     "costs beside it.")
+
+
+def _num(x: float | None, fmt: str = ",.1f") -> str:
+    return MISSING if x is None or not math.isfinite(x) else format(x, fmt)
+
+
+def _spread(s: Spread, unit: str = " s", fmt: str = ".3f") -> str:
+    if not s.n:
+        return MISSING
+    return f"{format(s.median, fmt)}{unit} / {format(s.p95, fmt)}{unit} (n={s.n})"
+
+
+def _dollars(x: float | None) -> str:
+    return MISSING if x is None else f"${x:,.6f}"
+
+
+def cost_cells(r: CostRow) -> list[str]:
+    """One cost row as plain text cells (escaped by the caller), in :data:`COST_HEADER`
+    order."""
+    per_correct = (_num(r.tokens_per_correct) if r.n_correct
+                   else (f"{MISSING} (none correct)" if r.n_known else MISSING))
+    ingest = _num(r.ingest_tokens_per_question)
+    if r.n_known and not r.n_ingest_reported:
+        ingest += " (none reported)"
+    items, size = r.memory_items, r.memory_bytes
+    memory = (f"{_num(items.median, ',.0f')} items, {_num(size.median, ',.0f')} B"
+              if items.n or size.n else MISSING)
+    return [r.system, r.kind, r.tier, f"{r.n_known}/{r.n_ok}",
+            _num(r.tokens_per_question), ingest, per_correct,
+            _spread(r.answer_latency_s), _spread(r.ingest_s_per_question),
+            _spread(r.total_s_per_question), memory,
+            _dollars(r.dollars_per_question),
+            (f"{MISSING} (none correct)" if r.dollars_per_question is not None
+             and r.dollars_per_correct is None else _dollars(r.dollars_per_correct))]
+
+
+def cost_notes(t: ReportTables) -> list[str]:
+    """What the cost table cannot say, as sentences: unknown counts, missing prices."""
+    notes = []
+    for r in t.cost:
+        if r.n_known < r.n_ok:
+            notes.append(f"{r.system} at {r.tier}: {r.n_ok - r.n_known} of {r.n_ok} answered "
+                         "question(s) carry no token counts (unknown, left out)")
+    notes += sorted({f"{r.system}: {r.price_note}; no dollars" for r in t.cost
+                     if r.price_note})
+    if t.prices_file is None:
+        notes.append("No --prices file: no dollars.")
+    return notes
+
+
+def side_by_side_rows(t: ReportTables) -> list[tuple[str, str, str, dict[str, Cell]]]:
+    """The data of the long-context vs memory-agents figure: (ability, system, kind,
+    tier -> cell) for every system that has the ability."""
+    rows = []
+    for ability in t.abilities:
+        for system in t.systems:
+            cells = t.tier_curves.get(system.label, {}).get(ability)
+            if cells is not None:
+                rows.append((ability, system.label,
+                             t.system_kinds.get(system.label, ""), dict(cells)))
+    return rows
 
 
 def fmt_pct(x: float | None) -> str:
@@ -174,6 +264,21 @@ def _spearman_section(t: ReportTables) -> list[str]:
     return out
 
 
+def _side_by_side_section(t: ReportTables) -> list[str]:
+    out = ["### Long-context vs memory agents", "", SIDE_BY_SIDE_NOTE, "", COST_NOTE, ""]
+    if not t.cost:
+        return [*out, "No systems.", ""]
+    out += [table([cell(h) for h in COST_HEADER],
+                  [[cell(c) for c in cost_cells(r)] for r in t.cost], right_from=3), ""]
+    out += [f"- {cell(n)}" for n in cost_notes(t)]
+    out += ["", "Accuracy per ability and tier (the figure's data):", ""]
+    rows = [[cell(a), cell(s), cell(k), *(fmt_cell(cells.get(tier)) for tier in t.tiers)]
+            for a, s, k, cells in side_by_side_rows(t)]
+    out += [table(["Ability", "System", "Kind", *(cell(x) for x in t.tiers)], rows,
+                  right_from=3) if rows else "No scored records.", ""]
+    return out
+
+
 def render_tables_markdown(tables: ReportTables) -> str:
     """The cross-run sections as Markdown (the per-question rows are left to the HTML)."""
     t = tables
@@ -190,6 +295,7 @@ def render_tables_markdown(tables: ReportTables) -> str:
     out += ["### Accuracy by ability", "",
             _grid(t.ability_matrix, t.abilities, "Run") if t.abilities else "No records.", ""]
     out += _tier_sections(t)
+    out += _side_by_side_section(t)
     out += _xy_section(t)
     out += _error_section(t)
     out += _coverage_section(t)
