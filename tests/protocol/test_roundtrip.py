@@ -15,15 +15,6 @@ from memgauge.runner import RunConfig, Runner
 from memgauge.runner._store import read_records
 
 
-@pytest.fixture(scope="module")
-def synth(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from memgauge.benchmarks.synth import SynthConfig, generate
-
-    root = tmp_path_factory.mktemp("synth") / "b"
-    generate(SynthConfig(out=str(root), questions=4, tiers=["4k"], seed=5))
-    return root
-
-
 def _run(root: Path, out: Path, system: str, model: str, base_url: str | None,
          **kw) -> dict:
     Runner(RunConfig(bench="synth", data=str(root), tier="4k", system=system, model=model,
