@@ -91,7 +91,7 @@ def serve(counting: Counting) -> ThreadingHTTPServer:
 
 
 def measure(system: str, options: dict[str, str], data: Path, tier: str,
-            work: Path) -> dict[str, Any]:
+            work: Path, concurrency: int) -> dict[str, Any]:
     counting = Counting()
     server = serve(counting)
     try:
@@ -100,7 +100,7 @@ def measure(system: str, options: dict[str, str], data: Path, tier: str,
                       system_options=options, model="openai:stub", context_mode="caption",
                       base_url=f"http://127.0.0.1:{server.server_port}/v1", out=str(out),
                       cache=True, cache_path=str(work / f"cache-{out.name}.sqlite"),
-                      concurrency=2, progress=False))
+                      concurrency=concurrency, progress=False))
     finally:
         server.shutdown()
     records = [json.loads(line) for line in (out / "records.jsonl").open()]
@@ -126,6 +126,8 @@ def main() -> None:
     p.add_argument("--questions", type=int, default=8)
     p.add_argument("--tier", default="4k")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--concurrency", type=int, default=2,
+                   help="episodes in flight; two reading one new session both miss the cache")
     a = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -136,7 +138,7 @@ def main() -> None:
         rows = []
         for system, options in (("fact-memory", {}), ("state-memory", {}),
                                 ("summary-memory", {}), ("recurrent-memory", {"variant": "blind"})):
-            result = measure(system, options, data, a.tier, work)
+            result = measure(system, options, data, a.tier, work, a.concurrency)
             print(json.dumps(result))
             for stage, s in sorted(result["stages"].items()):
                 share = "yes" if stage in SESSION_ONLY else "no"

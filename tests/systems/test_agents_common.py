@@ -132,6 +132,7 @@ def test_retrieved_list_puts_chosen_first_then_the_ranking_to_depth_each_pointer
     out = retrieved_list(ranking[:3], ranking)
     assert [it.pointer.session_id for it in out[:4]] == ["s0", "s1", "s2", "s3"]
     assert len(out) == RANKING_DEPTH
+    assert [it.chosen for it in out[:4]] == [True, True, True, False]  # recall counts chosen
     assert len({it.pointer.session_id for it in out}) == len(out)
     few = retrieved_list(ranking[:1], ranking[:5])
     assert len(few) == 5  # all, when fewer than the depth
