@@ -40,7 +40,7 @@ from ._families import (
 from ._haystack import haystack_session
 from ._text import SessionPlan, chat_session
 
-GENERATOR_VERSION = "2"  # 2: image_dependency computed from the facts an answer needs
+GENERATOR_VERSION = "3"  # 2: image_dependency from the facts an answer needs; 3: fillers share-worded
 TOLERANCE = 0.03
 FAMILY_CYCLE = (*FAMILIES, AR_FAMILY)
 _WEEKDAY = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
