@@ -253,6 +253,10 @@ def test_visual_necessity_gate():
     assert res.verdict == "FAIL"
     # Image-essential questions that all errored: nothing was checked, and that fails.
     assert visual_necessity_gate([rec("err", None, status="error")]).verdict == "FAIL"
+    # A question that needs image and text facts (mixed) needs the image too: checked.
+    res = visual_necessity_gate([rec("m", 1.0, dep="mixed")] + [rec(f"q{i}", 0.0)
+                                                                  for i in range(9)])
+    assert res.n == 10 and res.answered == ["m"] and res.verdict == "FAIL"
 
 
 def test_gates_with_nothing_to_check_are_not_applicable(tmp_path):

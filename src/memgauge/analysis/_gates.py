@@ -560,10 +560,14 @@ def accuracy_gate(records: Iterable[Record] | Mapping[str, Record], *, expect: f
         verdict=_verdict_of(n > 0, acc is not None and acc >= expect - 1e-12), failing=wrong[:MAX_LISTED])
 
 
+NEEDS_IMAGE = ("essential", "mixed", "supportive")  # "supportive": the old name of mixed
+
+
 @dataclass(frozen=True)
 class VisualNecessityResult(_ToDict):
-    """Among image-essential, answerable questions (``labels.image_dependency ==
-    "essential"``, answer type not ``refusal``) with ``status == "ok"`` in the text-only
+    """Among answerable questions that need an image (``labels.image_dependency`` is
+    ``essential`` or ``mixed``: image facts alone, or image and text facts; answer type not
+    ``refusal``) with ``status == "ok"`` in the text-only
     oracle run, the share answered correctly (score 1.0). PASS iff there are such
     records and ``fraction <= threshold``; N/A when there are no image-essential, answerable
     questions at all. When there are some but every one errored, nothing was checked: FAIL.
@@ -583,10 +587,11 @@ class VisualNecessityResult(_ToDict):
 def visual_necessity_gate(records: Iterable[Record] | Mapping[str, Record], *,
                           threshold: float = 0.02,
                           scorer: str = "rule") -> VisualNecessityResult:
-    """Gate on the text-only oracle run (image facts withheld): questions labelled
-    image-essential must (almost) never be answerable."""
+    """Gate on the text-only oracle run (image facts withheld): questions that need an
+    image (essential, or mixed: image and text facts together) must (almost) never be
+    answerable."""
     essential = sorted((r for r in _records(records)
-                        if r.labels.image_dependency == "essential"
+                        if r.labels.image_dependency in NEEDS_IMAGE
                         and r.answer_type != "refusal"), key=lambda r: r.question_id)
     ok = [r for r in essential if r.status == "ok"]
     correct = [r.question_id for r in ok if r.scores.get(scorer) == 1.0]
