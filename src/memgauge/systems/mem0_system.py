@@ -35,9 +35,10 @@ from typing import Any
 from ..errors import ConfigError
 from ..models import GenerateConfig, Message, ModelError, ModelOutput, TextPart
 from ..registry import system
-from ..schema import Episode, ErrorInfo, EvidenceRef, Question, Response, RetrievedItem, Session
+from ..schema import Episode, ErrorInfo, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._context import INSTRUCTIONS, QUESTION_TEMPLATE, clean_prediction, turn_parts
+from ._memory import RANKING_DEPTH, boolean, retrieved_list
 
 OPTIONS = {
     "top_k": (int, "memories retrieved per question (default 20)"),
@@ -72,10 +73,11 @@ class Mem0Options:
     @classmethod
     def parse(cls, ctx: SystemContext) -> Mem0Options:
         raw = ctx.typed_options("mem0", OPTIONS)
-        infer = str(raw.pop("infer", "true")).strip().lower()
-        if infer not in ("true", "false", "1", "0", "yes", "no"):
-            raise ConfigError(f"--system-option infer={infer!r}: use true or false")
-        opts = cls(infer=infer in ("true", "1", "yes"), **raw)
+        try:
+            infer = boolean(raw.pop("infer", "true"))
+        except ValueError:
+            raise ConfigError("--system-option infer: use true or false") from None
+        opts = cls(infer=infer, **raw)
         if opts.top_k < 1:
             raise ConfigError(f"--system-option top_k={opts.top_k}: must be at least 1")
         if opts.ingest_max_tokens < 16:
@@ -248,7 +250,7 @@ def session_messages(session: Session) -> list[dict[str, str]]:
     out = []
     for turn in session.turns:
         parts, _ = turn_parts(turn.text, turn.images, "caption", False, 0)
-        text = " ".join(p.text for p in parts if isinstance(p, TextPart)).strip()
+        text = " ".join(p.text.strip() for p in parts if isinstance(p, TextPart)).strip()
         if text:
             out.append({"role": turn.role, "content": f"[{date}] {text}"})
     return out
@@ -324,11 +326,14 @@ class Mem0System:
 
     async def answer(self, question: Question) -> Response:
         async with self._lock:
+            # The ranking the prompt's top_k come from is recorded to RANKING_DEPTH.
             found = await asyncio.to_thread(self.memory.search, question.text,
-                                            filters={"user_id": USER_ID}, top_k=self.opts.top_k)
+                                            filters={"user_id": USER_ID},
+                                            top_k=max(self.opts.top_k, RANKING_DEPTH))
             stored = await asyncio.to_thread(self._stored)
-        memories = [m for m in (found or {}).get("results", []) if m.get("memory")]
-        retrieved = _ranked_sessions(memories)
+        ranking = [m for m in (found or {}).get("results", []) if m.get("memory")]
+        memories = ranking[: self.opts.top_k]
+        retrieved = retrieved_list(_sources(memories), _sources(ranking))
         meta: dict[str, Any] = {
             "ingest": self.tally.ingest(), "memory": stored,
             "mem0": {"unparsed_replies": self.tally.unparsed, "adds": self.tally.adds,
@@ -414,19 +419,16 @@ def _static_retriever() -> Any:
     return get_retriever("embed")
 
 
-def _ranked_sessions(memories: list[dict[str, Any]]) -> list[RetrievedItem]:
-    """The sessions the memories came from, in the memories' order (a session's place is its
-    best memory's), each once."""
-    out: list[RetrievedItem] = []
-    seen: set[str] = set()
+def _sources(memories: list[dict[str, Any]]) -> list[tuple[EvidenceRef, float | None]]:
+    """The sessions the memories came from, in the memories' order (``retrieved_list`` keeps
+    each session once, at its best memory's place)."""
+    out = []
     for mem in memories:
         sid = (mem.get("metadata") or {}).get("session_id")
-        if not isinstance(sid, str) or sid in seen:
-            continue
-        seen.add(sid)
-        score = mem.get("score")
-        out.append(RetrievedItem(pointer=EvidenceRef(session_id=sid),
-                                 score=float(score) if isinstance(score, int | float) else None))
+        if isinstance(sid, str):
+            score = mem.get("score")
+            out.append((EvidenceRef(session_id=sid),
+                        float(score) if isinstance(score, int | float) else None))
     return out
 
 
