@@ -382,8 +382,10 @@ def test_a_run_against_an_endpoint_extracts_through_the_response_cache(tmp_path,
         assert record["response"]["retrieved"]
     for record in second:
         assert record["cost"]["ingest_cached"] == record["cost"]["ingest_calls"] > 10
-    assert ([r["response"]["retrieved"] for r in first]
-            == [r["response"]["retrieved"] for r in second])
+    def retrieved(records: list[dict[str, Any]]) -> dict[str, Any]:  # records come as done
+        return {r["question_id"]: r["response"]["retrieved"] for r in records}
+
+    assert retrieved(first) == retrieved(second)
 
 
 LOCAL = pytest.mark.skipif(
@@ -422,3 +424,17 @@ def test_local_model_end_to_end_on_a_tiny_synth_tier(tmp_path):
     system = manifest["system"]
     assert system["infer"] is False and system["top_k"] == 5 and system["embedding_dims"] == 64
     assert system["mem0ai"].startswith("2.")
+
+
+def test_without_the_extra_the_error_says_what_to_install(monkeypatch):
+    import sys
+
+    from memgauge.systems import mem0_system
+
+    mem0_system._mem0.cache_clear()
+    monkeypatch.setitem(sys.modules, "mem0", None)  # import mem0 now raises ImportError
+    try:
+        with pytest.raises(ConfigError, match=re.escape("memgauge[agents]")):
+            lookup("system", "mem0")(SystemContext(model=ScriptedModel(fn=default_fn)))
+    finally:
+        mem0_system._mem0.cache_clear()
