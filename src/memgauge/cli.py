@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ._cli_cache import cache_app, run_cache_lines, score_cache_lines
+from ._cli_probe import probe_app
 from ._cli_serve import serve_memory
 from .errors import MemgaugeError
 
@@ -330,6 +331,9 @@ def report(
         "--prices", help=("JSON or TOML file: model spec or name -> {input, output} in $ per "
                           "1M tokens; adds dollars per question and per correct answer"))
     ] = None,
+    k: Annotated[int | None, typer.Option(
+        "--k", min=1, help="Cut of the retrieval diagnostics (default: the items each "
+                           "system chose)")] = None,
 ) -> None:
     """Accuracy by ability and subtype with CIs, coverage, and errors shown apart; then, across
     the runs: leaderboard, tiers, long-context vs memory agents with the cost of each,
@@ -354,7 +358,8 @@ def report(
             raise MemgaugeError(f"unknown format {fmt!r}; use md, json or html")
         price_table = load_prices(prices) if prices else None  # before reading any run
         runs = load_runs(run_dirs)
-        tables = build_tables(runs, primary=primary, prices=price_table, prices_file=prices)
+        tables = build_tables(runs, primary=primary, prices=price_table, prices_file=prices,
+                              k=k)
         hits = {run.label: count_records(run.records) for run in runs}  # design 0018
         if fmt == "html":
             title = "memgauge report: " + (runs[0].label if len(runs) == 1
@@ -557,6 +562,7 @@ def models_path(name: Annotated[str, typer.Argument(help="A catalogue name")]) -
 generate_app = typer.Typer(no_args_is_help=True, help="Generate benchmarks.")
 app.add_typer(generate_app, name="generate")
 app.add_typer(cache_app, name="cache")
+app.add_typer(probe_app, name="probe")
 app.command("serve-memory")(serve_memory)
 
 

@@ -13,6 +13,14 @@ from memgauge.analysis._audit import (
     cohen_kappa,
     cohen_kappa_labels,
 )
+from memgauge.analysis._clues import (
+    CLUE_METRICS,
+    ClueGroup,
+    QuestionClues,
+    clue_groups,
+    question_clues,
+    recency_rerank,
+)
 from memgauge.analysis._cost import (
     LONG_CONTEXT,
     MEMORY_AGENT,
@@ -81,6 +89,7 @@ from memgauge.analysis._tables import (
 )
 
 __all__ = [
+    "CLUE_METRICS",
     "LONG_CONTEXT",
     "MEMORY_AGENT",
     "AccuracyGateResult",
@@ -89,6 +98,7 @@ __all__ = [
     "BM25Retriever",
     "CaptionProofResult",
     "Cell",
+    "ClueGroup",
     "CostRow",
     "CoverageStat",
     "Disagreement",
@@ -103,6 +113,7 @@ __all__ = [
     "NearDuplicateResult",
     "PairedResult",
     "Price",
+    "QuestionClues",
     "QuestionRow",
     "ReportTables",
     "RetrievalResult",
@@ -121,6 +132,7 @@ __all__ = [
     "build_tables",
     "caption_proof",
     "choose_primary",
+    "clue_groups",
     "clustered_se",
     "cohen_kappa",
     "cohen_kappa_labels",
@@ -138,8 +150,10 @@ __all__ = [
     "near_duplicates",
     "normalize_for_match",
     "paired_compare",
+    "question_clues",
     "rank_sessions",
     "rapidocr_text",
+    "recency_rerank",
     "render_gates_markdown",
     "retrieval_recall",
     "scorer_label",

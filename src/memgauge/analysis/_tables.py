@@ -18,6 +18,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from memgauge.analysis._clues import clue_groups
 from memgauge.analysis._cost import ALL_TIERS, CostRow, Price, cost_row, family_kind
 from memgauge.analysis._errors import error_breakdown
 from memgauge.analysis._json import json_safe
@@ -255,6 +256,10 @@ class ReportTables:
     cost: list[CostRow] = field(default_factory=list)
     system_kinds: dict[str, str] = field(default_factory=dict)
     prices_file: str | None = None
+    # Retrieval diagnostics from the stored rankings (design 0030): system -> ability ->
+    # tier -> ClueGroup.to_dict(); ``clues_k`` the --k asked for (None: each system's own).
+    clues: dict[str, dict[str, dict[str, dict[str, Any]]]] = field(default_factory=dict)
+    clues_k: int | None = None
     # What the tables were computed from, kept so the per-run report sections reuse them
     # instead of bootstrapping again; not part of the JSON.
     summaries: dict[str, Summary] = field(default_factory=dict, repr=False)
@@ -587,15 +592,31 @@ def _cost_rows(runs: Sequence[RunData], systems: Sequence[SystemInfo],
     return rows, kinds
 
 
+def _clues(runs: Sequence[RunData], systems: Sequence[SystemInfo], tiers: Mapping[str, str],
+           primary: str | None, k: int | None) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
+    """System -> ability -> tier -> clue diagnostics, for systems that recorded rankings."""
+    by_label = {run.label: run for run in runs}
+    out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    for system in systems:
+        triples = [(str(r.ability), tiers[label], r) for label in system.runs
+                   for r in by_label[label].records]
+        groups = clue_groups(triples, primary, k)
+        if groups:
+            out[system.label] = {
+                a: {t: groups[a][t].to_dict() for t in system.tiers if t in groups[a]}
+                for a in sorted(groups, key=_ability_key)}
+    return out
+
+
 def build_tables(runs: Sequence[RunData], *, primary: str | None = None, seed: int = 0,
                  n_resamples: int = 2000, confidence: float = 0.95,
                  prices: Mapping[str, Price] | None = None,
-                 prices_file: str | None = None) -> ReportTables:
+                 prices_file: str | None = None, k: int | None = None) -> ReportTables:
     """Compute every cross-run table once. The primary scorer is ``primary`` or
     :func:`~memgauge.analysis.choose_primary` over the score names of all runs; a run lacking
     it shows no accuracy (``nan``) rather than another scorer's. With ``prices`` (read
     from ``prices_file`` by :func:`~memgauge.analysis.load_prices`) the cost rows carry
-    dollars."""
+    dollars. ``k``: the cut of the retrieval diagnostics (default: each system's own)."""
     if len({run.label for run in runs}) != len(runs):
         raise ConfigError("run labels must be unique")
     scorers, chosen = _pick_primary(runs, primary)
@@ -639,5 +660,6 @@ def build_tables(runs: Sequence[RunData], *, primary: str | None = None, seed: i
                    for q in _question_rows(run, tiers[run.label], chosen,
                                            label_maps.get(run.label, {}))],
         cost=cost, system_kinds=kinds, prices_file=prices_file,
+        clues=_clues(runs, systems, tiers, chosen, k), clues_k=k,
         summaries=summaries, breakdowns=breakdowns,
     )

@@ -28,6 +28,8 @@ from memgauge.analysis import (
 )
 from memgauge.errors import ConfigError
 from memgauge.report._tables_md import (
+    CLUES_HEADER,
+    CLUES_NOTE,
     COST_HEADER,
     COST_NOTE,
     DEPTH_NOTE,
@@ -36,6 +38,7 @@ from memgauge.report._tables_md import (
     X_LEVELS,
     XY_NOTE,
     Y_LEVELS,
+    clue_rows,
     cost_cells,
     cost_notes,
     fmt_cell,
@@ -239,7 +242,8 @@ def _header(t: ReportTables, title: str,
                    f"{cache_facts(r.run)}</li>" for r in t.runs)
     nav = "".join(f'<a href="#{a}">{_e(n)}</a>' for a, n in (
         ("leaderboard", "Leaderboard"), ("tiers", "Tiers"),
-        ("side-by-side", "Long-context vs memory agents"), ("abilities", "Abilities"),
+        ("side-by-side", "Long-context vs memory agents"), ("clues", "Retrieval diagnostics"),
+        ("abilities", "Abilities"),
         ("depth", "Evidence depth"), ("xy", "X×Y"), ("errors", "Error labels"),
         ("coverage", "Coverage"), ("spearman", "Spearman"), ("questions", "Questions")))
     return (f"<header><h1>{_e(title)}</h1><nav>{nav}</nav>"
@@ -399,6 +403,20 @@ def _side_by_side(t: ReportTables, plots: _Plots) -> str:
                        for a, s, k, c in rows], left=3)
         parts += [_fig(img), "<h3>The figure's data</h3>", data]
     return _section("side-by-side", title, *parts)
+
+
+def _clues(t: ReportTables) -> str:
+    """The retrieval diagnostics per system × ability × tier (design 0030)."""
+    title = "Retrieval diagnostics (clues in the ranking)"
+    rows = clue_rows(t)
+    if not rows:
+        return _section("clues", title,
+                        _note("No record carries both a ranking and gold evidence."))
+    tables = "".join(f"<h3>{_e(system)}</h3>" + '<div class="scroll">'
+                     + _table([_e(h) for h in CLUES_HEADER],
+                              [[_e(c) for c in r] for r in body], left=2) + "</div>"
+                     for system, body in rows.items())
+    return _section("clues", title, _note(CLUES_NOTE), tables)
 
 
 def _abilities(t: ReportTables, plots: _Plots) -> str:
@@ -702,7 +720,7 @@ def render_html(tables: ReportTables, *, title: str,
     data = {k: v for k, v in t.to_dict().items() if k != "questions"}
     body = [
         _header(t, title, cache), _leaderboard(t, plots), _tiers(t, plots),
-        _side_by_side(t, plots), _abilities(t, plots),
+        _side_by_side(t, plots), _clues(t), _abilities(t, plots),
         _depth(t, plots), _xy(t, plots), _errors(t, plots), _coverage(t, plots), _spearman(t),
         _browser(t),
     ]

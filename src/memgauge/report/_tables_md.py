@@ -21,12 +21,15 @@ from memgauge.analysis import (
 from memgauge.report._md import cell, code, table
 
 __all__ = [
+    "CLUES_HEADER",
+    "CLUES_NOTE",
     "COST_HEADER",
     "COST_NOTE",
     "SIDE_BY_SIDE_NOTE",
     "XY_NOTE",
     "X_LEVELS",
     "Y_LEVELS",
+    "clue_rows",
     "cost_cells",
     "cost_notes",
     "fmt_cell",
@@ -70,6 +73,63 @@ COST_NOTE = ("Tokens: the answer's server counts plus the question's share of it
 SIDE_BY_SIDE_NOTE = ("Accuracy per ability against tier, one line per system: long-context "
                      "systems solid, memory agents dashed (MemLens Figure 4a), with what each "
                      "costs beside it.")
+
+
+CLUES_HEADER = ("Ability", "Tier", "k", "Any-clue R@k", "Full-clue R@k", "Latest-clue R@k",
+                "MRR@k", "Stale-dominance", "Rank-inversion", "Latest-miss",
+                "Wrong: retrieval / comprehension")
+CLUES_NOTE = ("From each record's stored ranking (the items the system chose, then the rest of "
+              "its ranking), at k = the items the system chose unless `--k` is given; a clue "
+              "ranked beyond k counts as rank ∞, ties take the rank of the last tied item. "
+              "Stale-dominance and rank-inversion count questions with two or more clues. A "
+              "wrong answer with every clue in the top k is a comprehension failure, otherwise "
+              "a retrieval failure (MemLens's split, at the same k). Systems that record no "
+              "ranking (full context) are not listed.")
+
+
+def _clue_value(metric: str, entry: Mapping[str, Any]) -> str:
+    value, n = entry.get("value"), entry.get("n", 0)
+    if not n or value is None:
+        return MISSING
+    shown = _num(value, ".3f") if metric == "mrr" else fmt_pct(value)
+    return f"{shown} (n={n})"
+
+
+def _clue_k(k: Any) -> str:
+    if isinstance(k, list):
+        return f"{k[0]}–{k[-1]}"
+    return MISSING if k is None else str(k)
+
+
+def clue_rows(t: ReportTables) -> dict[str, list[list[str]]]:
+    """System -> rows of plain text cells in :data:`CLUES_HEADER` order (escaped by the
+    caller), shared by the Markdown and the HTML page."""
+    from memgauge.analysis._clues import CLUE_METRICS
+
+    out: dict[str, list[list[str]]] = {}
+    for system, abilities in t.clues.items():
+        rows = []
+        for ability, tiers in abilities.items():
+            for tier, group in tiers.items():
+                f = group["failures"]
+                rows.append([ability, tier, _clue_k(group["full_clue_recall"]["k"]),
+                             *(_clue_value(m, group[m]) for m in CLUE_METRICS),
+                             f"{f['retrieval']} / {f['comprehension']} (of {f['n_wrong']})"])
+        out[system] = rows
+    return out
+
+
+def _clues_section(t: ReportTables) -> list[str]:
+    out = ["### Retrieval diagnostics (clues in the ranking)", ""]
+    rows = clue_rows(t)
+    if not rows:
+        return [*out, "No record carries both a ranking and gold evidence.", ""]
+    out += [CLUES_NOTE, ""]
+    for system, body in rows.items():
+        out += [f"**{cell(system)}**", "",
+                table([cell(h) for h in CLUES_HEADER], [[cell(c) for c in r] for r in body],
+                      right_from=2), ""]
+    return out
 
 
 def _num(x: float | None, fmt: str = ",.1f") -> str:
@@ -296,6 +356,7 @@ def render_tables_markdown(tables: ReportTables) -> str:
             _grid(t.ability_matrix, t.abilities, "Run") if t.abilities else "No records.", ""]
     out += _tier_sections(t)
     out += _side_by_side_section(t)
+    out += _clues_section(t)
     out += _xy_section(t)
     out += _error_section(t)
     out += _coverage_section(t)

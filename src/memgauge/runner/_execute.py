@@ -322,11 +322,25 @@ def make_record(episode: Episode, question: Question, response: Response,
         input_tokens=response.meta.get("input_tokens"),
         dropped_sessions=response.meta.get("dropped_sessions", 0),
         missing_images=missing, timings=timings, cost=cost,
-        meta=_record_meta(episode, question))
+        meta=_record_meta(episode, question, response))
 
 
-def _record_meta(episode: Episode, question: Question) -> dict[str, Any]:
+def _session_positions(episode: Episode, question: Question,
+                       response: Response) -> dict[str, int]:
+    """Where the sessions of the evidence and the ranking lie in the episode (0 = first):
+    what the clue diagnostics order clues by and the recency probe re-ranks by (design 0030)."""
+    if not response.retrieved:  # nothing ranked: nothing to diagnose
+        return {}
+    named = {p.session_id for p in question.evidence}
+    named |= {it.pointer.session_id for it in response.retrieved}
+    return {s.session_id: i for i, s in enumerate(episode.sessions) if s.session_id in named}
+
+
+def _record_meta(episode: Episode, question: Question,
+                 response: Response | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {}
+    if response is not None and (positions := _session_positions(episode, question, response)):
+        meta["session_positions"] = positions
     if question.old_answers:
         meta["old_answers"] = question.old_answers
     if question.options:

@@ -1,0 +1,180 @@
+"""``memgauge probe recency RUN...``: re-rank the stored candidate pools with a recency
+prior and show how the retrieval diagnostics move (design 0030).
+
+Each record's stored ranking (the pool) is re-ranked by s′ = (1−α)·z(score) + α·t̂, z and t̂
+min-max over the pool, t̂ the session's place in the episode (1 = the newest); the top k
+(the items the system chose, or ``--k``) is then diagnosed as ``memgauge report`` does. No
+model is called. A clue outside the stored pool stays out at every α: re-ranking cannot
+recover what the system never ranked, and the output says how many clues that is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import typer
+
+from .errors import ConfigError, MemgaugeError
+
+probe_app = typer.Typer(no_args_is_help=True,
+                        help="Probe a run's stored rankings without calling a model.")
+
+DEFAULT_ALPHAS = "0,0.3,0.5,0.7,1"
+ALL = "all"
+AS_RUN = "as run"
+
+
+def parse_alphas(text: str) -> list[float]:
+    """``0,0.3,1`` as numbers in [0, 1], in the order given, each once."""
+    out: list[float] = []
+    for part in text.split(","):
+        try:
+            value = float(part)
+        except ValueError:
+            raise ConfigError(f"--alpha {text!r}: {part.strip()!r} is not a number; give "
+                              f"numbers in [0, 1] separated by commas, e.g. {DEFAULT_ALPHAS}"
+                              ) from None
+        if not 0.0 <= value <= 1.0:
+            raise ConfigError(f"--alpha {text!r}: {value:g} lies outside [0, 1]")
+        if value not in out:
+            out.append(value)
+    return out
+
+
+@dataclass(frozen=True)
+class ProbeRow:
+    """One α (or the ranking as the run recorded it) over one run's re-rankable records."""
+
+    alpha: float | None  # None: as run
+    groups: dict[str, dict[str, Any]]  # ability (and "all") -> ClueGroup.to_dict()
+
+
+@dataclass(frozen=True)
+class RunProbe:
+    run: str
+    n_records: int  # ok records with clues and a ranking
+    n_reranked: int
+    n_skipped: int  # no scores or no session positions (runs from before issue 14)
+    unranked_clues: int  # of the re-ranked records' clues, those outside their pool
+    n_clues: int
+    rows: list[ProbeRow]
+
+    def to_dict(self) -> dict[str, Any]:
+        from .analysis._json import json_safe
+
+        return json_safe({
+            "run": self.run, "n_records": self.n_records, "n_reranked": self.n_reranked,
+            "n_skipped": self.n_skipped,
+            "clues_outside_pool": {"n": self.unranked_clues, "of": self.n_clues},
+            "rows": [{"alpha": r.alpha if r.alpha is not None else AS_RUN, "groups": r.groups}
+                     for r in self.rows]})
+
+
+def probe_run(label: str, records: Sequence[Any], alphas: Sequence[float], *,
+              primary: str | None, k: int | None) -> RunProbe:
+    """The recency probe over one run's records (see the module docstring)."""
+    from .analysis import clue_groups, question_clues, recency_rerank
+
+    eligible = [r for r in records if question_clues(r, k) is not None]
+    reranked = {a: [recency_rerank(r, a) for r in eligible] for a in alphas}
+    usable = [r for i, r in enumerate(eligible)
+              if all(reranked[a][i] is not None for a in alphas)]
+
+    def groups(recs: Sequence[Any]) -> dict[str, dict[str, Any]]:
+        by_ability = clue_groups(((str(r.ability), ALL, r) for r in recs), primary, k)
+        out = {a: tiers[ALL].to_dict() for a, tiers in by_ability.items()}
+        overall = clue_groups(((ALL, ALL, r) for r in recs), primary, k)
+        if overall:
+            out[ALL] = overall[ALL][ALL].to_dict()
+        return out
+
+    rows = [ProbeRow(None, groups(usable))]
+    rows += [ProbeRow(a, groups([x for x in reranked[a] if x is not None])) for a in alphas]
+    base = rows[0].groups.get(ALL, {}).get("unranked_clues", {"n": 0, "of": 0})
+    return RunProbe(run=label, n_records=len(eligible), n_reranked=len(usable),
+                    n_skipped=len(eligible) - len(usable), unranked_clues=base["n"],
+                    n_clues=base["of"], rows=rows)
+
+
+def _markdown(probes: Sequence[RunProbe], k: int | None) -> str:
+    from .analysis import CLUE_METRICS
+    from .report._md import cell, table
+    from .report._tables_md import MISSING, fmt_pct
+
+    def value(metric: str, group: dict[str, Any]) -> str:
+        entry = group.get(metric) or {}
+        if not entry.get("n") or entry.get("value") is None:
+            return MISSING
+        v = entry["value"]
+        return f"{v:.3f}" if metric == "mrr" else fmt_pct(v)
+
+    cut = f"k = {k}" if k is not None else "k = the items each system chose"
+    out = ["## Recency re-rank probe", "",
+           (f"s′ = (1−α)·z(score) + α·t̂ over each record's stored ranking ({cut}); z and t̂ "
+            "min-max over the pool, t̂ = 1 for the newest session. No model is called."), ""]
+    for p in probes:
+        out += [f"### {cell(p.run)}", ""]
+        out.append(f"- {p.n_reranked} of {p.n_records} records with clues and a ranking "
+                   "re-ranked" + (f"; {p.n_skipped} skipped (an item without a score, or no "
+                                  "session positions: runs written before issue 14)"
+                                  if p.n_skipped else ""))
+        out.append(f"- {p.unranked_clues} of {p.n_clues} clues lie outside their stored pool: "
+                   "re-ranking cannot recover a clue the system never ranked, so they stay "
+                   "missed at every α.")
+        out.append("")
+        if not p.n_reranked:
+            continue
+        header = ["α", "n", *CLUE_METRICS, "wrong: retrieval / comprehension"]
+        body = []
+        for row in p.rows:
+            g = row.groups.get(ALL, {})
+            f = g.get("failures", {})
+            body.append([AS_RUN if row.alpha is None else f"{row.alpha:g}",
+                         str(g.get("full_clue_recall", {}).get("n", 0)),
+                         *(value(m, g) for m in CLUE_METRICS),
+                         f"{f.get('retrieval', 0)} / {f.get('comprehension', 0)}"])
+        out += [table([cell(h) for h in header], body, right_from=1), ""]
+    return "\n".join(out)
+
+
+@probe_app.command("recency")
+def recency(
+    run_dirs: Annotated[list[str], typer.Argument(help="Run folder(s)")],
+    alpha: Annotated[str, typer.Option(
+        "--alpha", help="Weights of recency, numbers in [0, 1] separated by commas")
+    ] = DEFAULT_ALPHAS,
+    k: Annotated[int | None, typer.Option(
+        "--k", min=1, help="Diagnose the top k (default: the items each system chose)")
+    ] = None,
+    primary: Annotated[str | None, typer.Option(
+        help="Scorer that says which answers are wrong (default: as the report)")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="md | json")] = "md",
+) -> None:
+    """How the retrieval diagnostics move when the stored rankings are re-ranked with a
+    recency prior (s′ = (1−α)·z(sim) + α·t̂); it cannot recover a clue outside the pool."""
+    from .analysis import load_runs
+    from .analysis._tables import _pick_primary
+    from .report import show_controls
+
+    try:
+        if fmt not in ("md", "json"):
+            raise ConfigError(f"unknown format {fmt!r}; use md or json")
+        alphas = parse_alphas(alpha)
+        runs = load_runs(run_dirs)
+        _, chosen = _pick_primary(runs, primary)
+        probes = [probe_run(run.label, run.records, alphas, primary=chosen, k=k)
+                  for run in runs]
+    except MemgaugeError as exc:
+        from .cli import _fail  # the CLI is loaded by the time a command runs
+
+        _fail(exc)
+    if fmt == "json":
+        text = json.dumps({"k": k, "alphas": alphas, "primary": chosen,
+                           "runs": [p.to_dict() for p in probes]},
+                          indent=2, sort_keys=True, allow_nan=False)
+    else:
+        text = _markdown(probes, k)
+    print(show_controls(text, json=fmt == "json"))
