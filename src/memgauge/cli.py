@@ -126,6 +126,9 @@ def run(
     max_context_tokens: Annotated[int | None, typer.Option(
         help="Prompt limit in cross-modal tokens")] = None,
     overflow: Annotated[str, typer.Option(help="Over the limit: error | drop-oldest")] = "error",
+    protocol: Annotated[str, typer.Option(
+        help="online: answer each question once its asked_after session is in, never "
+             "showing a later one | offline: every session first")] = "online",
     count_tokens: Annotated[bool, typer.Option(
         help="Count every prompt's cross-modal tokens (always on with --max-context-tokens)")] = False,
     max_tokens: Annotated[int, typer.Option(help="Generation limit")] = 512,
@@ -185,7 +188,7 @@ def run(
             captioner_prompt=captioner_prompt,
             instruction=instruction, label_images=label_images,
             max_context_tokens=max_context_tokens, overflow=overflow, count_tokens=count_tokens,
-            max_tokens=max_tokens,
+            protocol=protocol, max_tokens=max_tokens,
             temperature=temperature, top_p=top_p, extra_body=_json_object(extra_body),
             seed=seed, image_max_side=image_max_side or None,
             image_format=image_format, image_mode=image_mode, tokenizer=tokenizer,
@@ -583,6 +586,9 @@ def generate_synth(
         help="Endpoint for --naturalize")] = None,
     overwrite: Annotated[bool, typer.Option(
         help="Replace a benchmark already in --out (cleared first)")] = False,
+    layout: Annotated[str, typer.Option(
+        help="per-question: one episode per question (MemLens-compatible) | timeline: one "
+             "conversation per tier, each question asked at its time")] = "per-question",
 ) -> None:
     """Procedural multimodal memory benchmark: rendered evidence, computed answers."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -601,7 +607,7 @@ def generate_synth(
         config = SynthConfig(out=out_dir, seed=seed, tiers=tier_list, questions=questions,
                              text_tokens_per_image=text_tokens_per_image,
                              families=families.split(",") if families else None,
-                             naturalizer=naturalizer, overwrite=overwrite)
+                             naturalizer=naturalizer, overwrite=overwrite, layout=layout)
         progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                             MofNCompleteColumn(), TimeElapsedColumn(), console=err.get(),
                             disable=not err.is_terminal)

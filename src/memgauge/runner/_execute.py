@@ -105,6 +105,9 @@ class RunConfig:
     captioner: str | None = None
     captioner_base_url: str | None = None
     captioner_prompt: str = "dense"
+    # --protocol: online answers each question once its asked_after session is ingested;
+    # offline ingests every session first (design 0029). Same for data without asked_after.
+    protocol: str = "online"
 
     # Fields that define what a run measures; a run folder refuses a different identity.
     IDENTITY = ("bench", "system", "system_options", "model", "base_url", "question_ids", "tier", "shard",
@@ -122,6 +125,8 @@ class RunConfig:
                 ident[key] = getattr(self, key)
         if self.model_options:  # only when given: earlier run folders keep their hash
             ident["model_options"] = dict(sorted(self.model_options.items()))
+        if self.protocol != "online":  # online is what every earlier run did: same hash
+            ident["protocol"] = self.protocol
         if self.captioner:  # only when given: earlier run folders keep their hash
             ident["captioner"] = self.captioner
             if self.captioner.startswith(("openai:", "local:")):
@@ -137,7 +142,8 @@ class RunConfig:
                    "--instruction": (self.instruction, tuple(INSTRUCTIONS)),
                    "--overflow": (self.overflow, ("error", "drop-oldest")),
                    "--image-format": (self.image_format, ("keep", "png", "jpeg")),
-                   "--image-mode": (self.image_mode, ("inline", "url"))}
+                   "--image-mode": (self.image_mode, ("inline", "url")),
+                   "--protocol": (self.protocol, ("online", "offline"))}
         for flag, (value, allowed) in choices.items():
             if value not in allowed:
                 raise ConfigError(f"{flag} {value!r}: use one of {', '.join(allowed)}")
@@ -294,6 +300,21 @@ def evidence_depth(episode: Episode, question: Question) -> float | None:
     return round((n - 1 - min(positions)) / n, 4)
 
 
+def timeline_position(episode: Episode, question: Question) -> dict[str, int]:
+    """For a question asked mid-history (``asked_after``): how many sessions existed when it
+    was asked, and how many sessions came after its latest evidence session by then (0: the
+    session just before the question). Not the protocol's: the question's own time."""
+    if question.asked_after is None:
+        return {}
+    elapsed = max(0, min(len(episode.sessions), question.asked_after + 1))
+    out = {"elapsed_sessions": elapsed}
+    wanted = {p.session_id for p in question.evidence}
+    seen = [i for i, s in enumerate(episode.sessions[:elapsed]) if s.session_id in wanted]
+    if seen:
+        out["evidence_distance"] = elapsed - 1 - max(seen)
+    return out
+
+
 def make_record(episode: Episode, question: Question, response: Response,
                 scorers: list[Any], timings: dict[str, float],
                 missing: list[str] | None = None, cost: Cost | None = None) -> Record:
@@ -348,6 +369,7 @@ def _record_meta(episode: Episode, question: Question,
     depth = evidence_depth(episode, question)
     if depth is not None:
         meta["evidence_depth"] = depth
+    meta.update(timeline_position(episode, question))
     return meta
 
 
@@ -368,6 +390,9 @@ class Runner:
             theirs = prior.get("config", {}).get("identity", {})
             diff = sorted(k for k in self.config.IDENTITY
                           if _jsonish(theirs.get(k)) != _jsonish(getattr(self.config, k)))
+            mine = self.config.identity()  # and the keys present only when given (protocol)
+            diff += sorted(k for k in (set(mine) | set(theirs)) - set(self.config.IDENTITY)
+                           if _jsonish(theirs.get(k)) != _jsonish(mine.get(k)))
             raise ConfigError(f"{self.run_dir} holds a run with a different configuration "
                               f"({', '.join(diff) or 'config hash'} differ); "
                               "use a new --out folder")
@@ -628,7 +653,8 @@ class Runner:
                 n = len(episode.sessions)
                 by_cut: dict[int, list[Question]] = {}
                 for q in todo:
-                    cut = n if q.asked_after is None else min(n, q.asked_after + 1)
+                    cut = n if q.asked_after is None or c.protocol == "offline" \
+                        else min(n, q.asked_after + 1)
                     by_cut.setdefault(cut, []).append(q)
                 for cut in sorted(by_cut):
                     while ingested < cut:

@@ -67,9 +67,24 @@ class Oracle:
             return Response(error=ErrorInfo(
                 kind="not_applicable",
                 message="oracles need a generated benchmark (questions carry their program)"))
+        later = question.meta.get("evidence_later")
+        if isinstance(later, dict):  # asked before its evidence exists (a timeline's refusal)
+            return Response(text=self._solve_if_seen(question, later))
         images, texts = evidence_facts(self.sessions, question, images=self.with_images)
         answer = solve(question.meta.get("program", {}), family, images, texts)
         return Response(text=answer)  # given the gold evidence: it retrieves nothing itself
+
+
+    def _solve_if_seen(self, question: Question, later: dict[str, Any]) -> str:
+        """The answer from the later evidence if it has been ingested (so a system shown the
+        future answers, and is scored wrong), else the refusal the question expects."""
+        from ..benchmarks.synth import solve
+        from ..schema import EvidenceRef
+
+        pointers = [EvidenceRef.model_validate(p) for p in later.get("evidence", [])]
+        source = question.model_copy(update={"evidence": pointers})
+        images, texts = evidence_facts(self.sessions, source, images=self.with_images)
+        return solve(later.get("program", {}), str(later.get("family")), images, texts)
 
 
 @system("oracle")

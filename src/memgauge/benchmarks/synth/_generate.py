@@ -42,6 +42,7 @@ from ._text import SessionPlan, chat_session
 
 GENERATOR_VERSION = "3"  # 2: image_dependency from the facts an answer needs; 3: fillers share-worded
 TOLERANCE = 0.03
+LAYOUTS = ("per-question", "timeline")
 FAMILY_CYCLE = (*FAMILIES, AR_FAMILY)
 _WEEKDAY = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 _STAND_IN = "2025/01/01 (Wed) 12:00"
@@ -72,6 +73,7 @@ class SynthConfig:
     families: list[str] | None = None  # default: all, round-robin
     naturalizer: Any = None  # a ChatModel that rewrites prose (off by default)
     overwrite: bool = False  # clear an earlier benchmark in ``out`` first (else refuse)
+    layout: str = "per-question"  # or "timeline": one conversation per tier (_timeline.py)
 
     def describe(self) -> dict[str, Any]:
         # Not asdict(): it would deep-copy the naturaliser model (locks, sessions).
@@ -186,6 +188,8 @@ class Generator:
     def __init__(self, config: SynthConfig) -> None:
         if config.questions < 1:
             raise ConfigError("--questions must be at least 1")
+        if config.layout not in LAYOUTS:
+            raise ConfigError(f"--layout {config.layout!r}: use one of {', '.join(LAYOUTS)}")
         self.config = config
         self.root = Path(config.out)
         self.targets = {t: parse_tier(t) for t in config.tiers}
@@ -220,9 +224,12 @@ class Generator:
                 return PoolEntry(session, set(), tokens, 0, tokens)
         return None
 
-    def plans(self) -> Iterator[tuple[str, QuestionPlan, date, random.Random]]:
+    def plans(self, limit: int | None = None,
+              ) -> Iterator[tuple[str, QuestionPlan, date, random.Random]]:
+        """The first ``limit`` plans (default ``--questions``); a plan depends only on the
+        seed and its index, so drawing more never changes the earlier ones."""
         seed = self.config.seed
-        for i in range(self.config.questions):
+        for i in range(self.config.questions if limit is None else limit):
             rng = random.Random(f"{seed}:question:{i}")
             qdate = date(2025, 9, 1) + timedelta(days=rng.randint(0, 90))
             family = self.families[i % len(self.families)]
@@ -395,15 +402,43 @@ def _clear_or_refuse(root: Path, overwrite: bool) -> None:
             child.unlink()
 
 
+def _write_timeline(gen: Generator, placed: list[Any], tier: str, tdir: Path,
+                    tiers_out: dict[str, Any], progress: Callable[[str, int], None] | None,
+                    ) -> Path:
+    """One timeline episode for ``tier`` (no MemLens export: that format holds one
+    question per history); its summary goes to ``tiers_out``."""
+    from ._timeline import timeline_episode
+
+    ep = timeline_episode(gen, placed, tier)
+    path = tdir / "episodes.jsonl"
+    path.write_text(ep.model_dump_json() + "\n", encoding="utf-8")
+    target, tokens = gen.targets[tier], ep.meta["tokens"]
+    off = abs(tokens - target) / target
+    tiers_out[tier] = {"target_tokens": target, "questions": len(ep.questions),
+                       "episodes": 1, "sessions": len(ep.sessions),
+                       "tokens_min": tokens, "tokens_max": tokens, "tokens_mean": float(tokens),
+                       "max_rel_error": round(off, 4), "within_tolerance": int(off <= TOLERANCE)}
+    if progress:
+        progress(tier, len(placed))
+    return path
+
+
 def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = None,
              ) -> dict[str, Any]:
     """Write a benchmark to ``config.out``; returns its manifest (also written as
     ``manifest.json``). Same config and generator version => byte-identical files."""
+    if config.layout not in LAYOUTS:  # before anything in --out is cleared
+        raise ConfigError(f"--layout {config.layout!r}: use one of {', '.join(LAYOUTS)}")
     _clear_or_refuse(Path(config.out), config.overwrite)
     gen = Generator(config)  # (it makes the image folder)
     root = gen.root
     root.mkdir(parents=True, exist_ok=True)
-    plans = list(gen.plans())
+    if config.layout == "timeline":
+        from ._timeline import timeline_plans
+
+        plans = list(timeline_plans(gen))
+    else:
+        plans = list(gen.plans())
     natural = None
     if config.naturalizer is not None:
         import asyncio
@@ -415,9 +450,17 @@ def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = 
         natural = asyncio.run(naturalize(sessions, config.naturalizer))
     tiers_out: dict[str, Any] = {}
     files: list[Path] = []
+    placed = None
+    if config.layout == "timeline":
+        from ._timeline import place
+
+        placed = [place(gen, qid, plan, qdate) for qid, plan, qdate, _ in plans]
     for tier in config.tiers:
         tdir = root / "tiers" / tier
         tdir.mkdir(parents=True, exist_ok=True)
+        if placed is not None:
+            files.append(_write_timeline(gen, placed, tier, tdir, tiers_out, progress))
+            continue
         mdir = root / "memlens"
         mdir.mkdir(parents=True, exist_ok=True)
         ep_path, ml_path = tdir / "episodes.jsonl", mdir / f"dataset_{tier}.json"

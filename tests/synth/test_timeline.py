@@ -1,0 +1,146 @@
+"""The timeline layout: one conversation per tier, each question asked at its time, the
+gold oracle right at that time (and refusals right before their evidence exists)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memgauge.benchmarks import BenchmarkOptions
+from memgauge.benchmarks.synth import REFUSAL, SynthConfig, generate, parse_tier
+from memgauge.benchmarks.synth._validate import validate
+from memgauge.errors import ConfigError
+from memgauge.registry import lookup
+from memgauge.runner import RunConfig, read_records, run
+from memgauge.schema import AnswerType
+
+TIERS = ["40k", "56k"]
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory) -> tuple[Path, dict]:
+    root = tmp_path_factory.mktemp("timeline") / "b"
+    manifest = generate(SynthConfig(out=str(root), seed=5, tiers=TIERS, questions=11,
+                                    layout="timeline"))
+    return root, manifest
+
+
+def _episode(root: Path, tier: str):
+    [ep] = lookup("benchmark", "synth")(BenchmarkOptions(data=str(root), tier=tier)).episodes()
+    return ep
+
+
+def _index(ep):
+    return {s.session_id: i for i, s in enumerate(ep.sessions)}
+
+
+def test_one_episode_per_tier_within_three_percent_holding_every_question(bench):
+    root, manifest = bench
+    for tier in TIERS:
+        ep, info = _episode(root, tier), manifest["tiers"][tier]
+        assert abs(ep.meta["tokens"] - parse_tier(tier)) <= 0.03 * parse_tier(tier)
+        assert info["within_tolerance"] == info["episodes"] == 1
+        assert info["questions"] == len(ep.questions) > 10  # chain and refusal asks added
+        assert [s.date for s in ep.sessions] == sorted(s.date for s in ep.sessions)
+        assert [q.asked_after for q in ep.questions] == sorted(q.asked_after
+                                                               for q in ep.questions)
+    assert not (root / "memlens").exists()  # that format holds one question per history
+
+
+def test_each_answerable_question_is_asked_right_after_its_latest_evidence(bench):
+    ep = _episode(bench[0], TIERS[0])
+    at = _index(ep)
+    answerable = [q for q in ep.questions if q.answer_type != AnswerType.REFUSAL]
+    assert len(answerable) >= 8
+    for q in answerable:
+        latest = max(at[p.session_id] for p in q.evidence)
+        assert q.asked_after == latest, q.question_id
+        assert ep.sessions[latest].date <= q.question_date
+
+
+def test_knowledge_update_chain_is_asked_updated_and_asked_again(bench):
+    ep = _episode(bench[0], TIERS[0])
+    chain = [q for q in ep.questions if q.meta["family"] == "ku_update"]
+    assert len(chain) == 3  # after updates 1 and 2, and the plan's own after the last
+    golds = [q.answer for q in chain]
+    assert len(set(golds)) == 3
+    for k, q in enumerate(chain):
+        assert q.old_answers == [*chain[0].old_answers[:1], *golds[:k]]  # every earlier value
+    assert chain[-1].question_id + "-at1" == chain[0].question_id
+    assert chain[0].asked_after < chain[1].asked_after < chain[2].asked_after
+
+
+def test_refusals_before_their_evidence_and_never_answerable_ones(bench):
+    ep = _episode(bench[0], TIERS[0])
+    at = _index(ep)
+    before = [q for q in ep.questions if q.question_id.endswith("-before")]
+    never = [q for q in ep.questions if q.answer_type == AnswerType.REFUSAL and q not in before]
+    assert before and never
+    for q in before:
+        assert q.answer == REFUSAL and not q.evidence
+        later = q.meta["evidence_later"]["evidence"]
+        assert later and q.asked_after < min(at[p["session_id"]] for p in later)
+        # the same question, answerable, is asked later in the same conversation
+        source = next(o for o in ep.questions if o.question_id == q.question_id[:-7])
+        assert source.text == q.text and source.asked_after > q.asked_after
+    for q in never:
+        assert not q.evidence and not any(s.session_id.startswith(q.question_id + ":e")
+                                          for s in ep.sessions)
+
+
+def _oracle(root: Path, out: Path, protocol: str) -> dict:
+    run(RunConfig(bench="synth", data=str(root), tier=TIERS[0], out=str(out), system="oracle",
+                  model="none:", cache=False, progress=False, protocol=protocol))
+    return read_records(out)
+
+
+def test_the_gold_oracle_answers_each_question_right_at_its_time(bench, tmp_path):
+    records = _oracle(bench[0], tmp_path / "on", "online")
+    assert records and all(r.scores["rule"] == 1.0 for r in records.values())
+    for qid, r in records.items():
+        if qid.endswith("-before"):
+            assert r.prediction == REFUSAL
+
+
+def test_a_refusal_before_evidence_is_wrong_once_the_later_evidence_is_shown(bench, tmp_path):
+    records = _oracle(bench[0], tmp_path / "off", "offline")
+    wrong = {qid for qid, r in records.items() if r.scores["rule"] != 1.0}
+    assert wrong and wrong == {qid for qid in records if qid.endswith("-before")}
+
+
+def test_larger_tier_extends_the_smaller_one_same_seed_same_bytes(bench, tmp_path):
+    root, manifest = bench
+    small, large = _episode(root, TIERS[0]), _episode(root, TIERS[1])
+    assert [q.question_id for q in small.questions] == [q.question_id for q in large.questions]
+    fixed = [s for s in small.sessions if s.meta.get("question")]
+    assert fixed == [s for s in large.sessions if s.meta.get("question")]
+    hay = {s.session_id for s in small.sessions if not s.meta.get("question")
+           and not s.session_id.startswith("timeline:")}
+    assert hay <= {s.session_id for s in large.sessions}
+    again = generate(SynthConfig(out=str(tmp_path / "again"), seed=5, tiers=TIERS,
+                                 questions=11, layout="timeline"))
+    assert again["digest"] == manifest["digest"]
+
+
+def test_the_gates_run_on_a_timeline(bench):
+    results = validate(bench[0], ocr=False)
+    indist = results["indistinguishability"]
+    assert indist["verdict"] != "N/A" and indist["n_questions"] > 2  # split per plan
+    for tier in TIERS:
+        assert results["tiers"][tier]["oracle"]["verdict"] == "PASS"
+        assert results["tiers"][tier]["visual_necessity"]["n"] > 0
+    assert json.loads((bench[0] / "validation" / "gates.json").read_text())["passed"] in (
+        True, False)
+
+
+def test_too_small_a_tier_and_a_bad_layout_are_clear_errors(tmp_path):
+    with pytest.raises(ConfigError, match="smaller than the evidence of 11 questions"):
+        generate(SynthConfig(out=str(tmp_path / "a"), tiers=["8k"], questions=11,
+                             layout="timeline"))
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "keep.txt").write_text("x")
+    with pytest.raises(ConfigError, match="--layout 'calendar'"):
+        generate(SynthConfig(out=str(tmp_path / "b"), layout="calendar", overwrite=True))
+    assert (tmp_path / "b" / "keep.txt").exists()  # refused before anything was cleared
