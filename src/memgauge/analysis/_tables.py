@@ -25,6 +25,7 @@ from memgauge.analysis._json import json_safe
 from memgauge.analysis._metrics import Summary, choose_primary, coverage_counts, summarize
 from memgauge.analysis._paired import clustered_se, spearman
 from memgauge.analysis._stats import mean
+from memgauge.analysis._timeline import by_system as timeline_by_system
 from memgauge.errors import ConfigError, MemgaugeError
 from memgauge.schema import Ability, ErrorInfo, Record
 
@@ -260,6 +261,9 @@ class ReportTables:
     # tier -> ClueGroup.to_dict(); ``clues_k`` the --k asked for (None: each system's own).
     clues: dict[str, dict[str, dict[str, dict[str, Any]]]] = field(default_factory=dict)
     clues_k: int | None = None
+    # Accuracy over a timeline (design 0029): system -> axis (elapsed_sessions,
+    # evidence_distance) -> bin -> cell, for systems whose records carry those positions.
+    timeline: dict[str, dict[str, dict[str, Cell]]] = field(default_factory=dict)
     # What the tables were computed from, kept so the per-run report sections reuse them
     # instead of bootstrapping again; not part of the JSON.
     summaries: dict[str, Summary] = field(default_factory=dict, repr=False)
@@ -608,6 +612,17 @@ def _clues(runs: Sequence[RunData], systems: Sequence[SystemInfo], tiers: Mappin
     return out
 
 
+def _timeline(runs: Sequence[RunData], systems: Sequence[SystemInfo],
+              primary: str | None) -> dict[str, dict[str, dict[str, Cell]]]:
+    """System -> axis -> bin -> accuracy over its questions asked mid-history (0029)."""
+    by_label = {run.label: run for run in runs}
+    groups = {s.label: [r for label in s.runs for r in by_label[label].records]
+              for s in systems}
+    return {system: {axis: {b: Cell(acc, n) for b, (acc, n) in bins.items()}
+                     for axis, bins in axes.items()}
+            for system, axes in timeline_by_system(groups, primary).items()}
+
+
 def build_tables(runs: Sequence[RunData], *, primary: str | None = None, seed: int = 0,
                  n_resamples: int = 2000, confidence: float = 0.95,
                  prices: Mapping[str, Price] | None = None,
@@ -661,5 +676,6 @@ def build_tables(runs: Sequence[RunData], *, primary: str | None = None, seed: i
                                            label_maps.get(run.label, {}))],
         cost=cost, system_kinds=kinds, prices_file=prices_file,
         clues=_clues(runs, systems, tiers, chosen, k), clues_k=k,
+        timeline=_timeline(runs, systems, chosen),
         summaries=summaries, breakdowns=breakdowns,
     )

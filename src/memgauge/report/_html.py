@@ -35,6 +35,7 @@ from memgauge.report._tables_md import (
     DEPTH_NOTE,
     MISSING,
     SIDE_BY_SIDE_NOTE,
+    TIMELINE_NOTE,
     X_LEVELS,
     XY_NOTE,
     Y_LEVELS,
@@ -48,6 +49,7 @@ from memgauge.report._tables_md import (
     fmt_se,
     ranked,
     side_by_side_rows,
+    timeline_grids,
 )
 
 __all__ = ["render_html", "script_json"]
@@ -243,7 +245,7 @@ def _header(t: ReportTables, title: str,
     nav = "".join(f'<a href="#{a}">{_e(n)}</a>' for a, n in (
         ("leaderboard", "Leaderboard"), ("tiers", "Tiers"),
         ("side-by-side", "Long-context vs memory agents"), ("clues", "Retrieval diagnostics"),
-        ("abilities", "Abilities"),
+        *((("timeline", "Timeline"),) if t.timeline else ()), ("abilities", "Abilities"),
         ("depth", "Evidence depth"), ("xy", "X×Y"), ("errors", "Error labels"),
         ("coverage", "Coverage"), ("spearman", "Spearman"), ("questions", "Questions")))
     return (f"<header><h1>{_e(title)}</h1><nav>{nav}</nav>"
@@ -417,6 +419,17 @@ def _clues(t: ReportTables) -> str:
                               [[_e(c) for c in r] for r in body], left=2) + "</div>"
                      for system, body in rows.items())
     return _section("clues", title, _note(CLUES_NOTE), tables)
+
+
+def _timeline(t: ReportTables) -> str:
+    """Accuracy by sessions when asked and since the latest evidence (design 0029)."""
+    grids = timeline_grids(t)
+    if not grids:
+        return ""
+    tables = "".join(f"<h3>{_e(title)}</h3>" + '<div class="scroll">'
+                     + _grid_table(grid, cols, "System") + "</div>"
+                     for title, cols, grid in grids)
+    return _section("timeline", "Accuracy over the timeline", _note(TIMELINE_NOTE), tables)
 
 
 def _abilities(t: ReportTables, plots: _Plots) -> str:
@@ -720,7 +733,7 @@ def render_html(tables: ReportTables, *, title: str,
     data = {k: v for k, v in t.to_dict().items() if k != "questions"}
     body = [
         _header(t, title, cache), _leaderboard(t, plots), _tiers(t, plots),
-        _side_by_side(t, plots), _clues(t), _abilities(t, plots),
+        _side_by_side(t, plots), _clues(t), _timeline(t), _abilities(t, plots),
         _depth(t, plots), _xy(t, plots), _errors(t, plots), _coverage(t, plots), _spearman(t),
         _browser(t),
     ]

@@ -132,6 +132,37 @@ def _clues_section(t: ReportTables) -> list[str]:
     return out
 
 
+TIMELINE_NOTE = ("Questions asked mid-history (timeline episodes, `asked_after`): accuracy by "
+                 "how many sessions existed when each was asked, and by how many sessions "
+                 "came between its latest evidence session and the question (0 = the session "
+                 "just before it; refusals have no evidence and appear only in the first). "
+                 "Both are the question's own position, whatever the run's `--protocol`.")
+
+
+def timeline_grids(t: ReportTables) -> list[tuple[str, list[str], dict[str, dict[str, Cell]]]]:
+    """(title, bin columns, system -> bin -> cell) per axis that some system has, shared by
+    the Markdown and the HTML page."""
+    from memgauge.analysis._timeline import AXES, TITLES, bin_labels
+
+    out = []
+    for axis in AXES:
+        grid = {system: axes[axis] for system, axes in t.timeline.items() if axis in axes}
+        if grid:
+            cols = [b for b in bin_labels(axis) if any(b in bins for bins in grid.values())]
+            out.append((TITLES[axis], cols, grid))
+    return out
+
+
+def _timeline_section(t: ReportTables) -> list[str]:
+    grids = timeline_grids(t)
+    if not grids:
+        return []  # no question was asked mid-history: nothing to say
+    out = ["### Accuracy over the timeline", "", TIMELINE_NOTE, ""]
+    for title, cols, grid in grids:
+        out += [f"**{cell(title)}**", "", _grid(grid, cols, "System"), ""]
+    return out
+
+
 def _num(x: float | None, fmt: str = ",.1f") -> str:
     return MISSING if x is None or not math.isfinite(x) else format(x, fmt)
 
@@ -357,6 +388,7 @@ def render_tables_markdown(tables: ReportTables) -> str:
     out += _tier_sections(t)
     out += _side_by_side_section(t)
     out += _clues_section(t)
+    out += _timeline_section(t)
     out += _xy_section(t)
     out += _error_section(t)
     out += _coverage_section(t)

@@ -11,6 +11,8 @@ plans' own questions the timeline asks
 - some answerable questions once before their first evidence session exists
   (``<id>-before``: gold = refusal at that time; the evidence that arrives later is named in
   ``meta["evidence_later"]`` so an oracle can show it was not yet visible);
+- every other answerable question again at the plan's own question date (``<id>-later``,
+  2 to 240 days after its latest evidence), so evidence distance varies;
 - the refusal plans (``ar``), whose evidence never appears, at their question date.
 
 Plans whose exclusive keys clash with an earlier plan's are skipped (two parking chains, two
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 
 ASK_DELAY = timedelta(seconds=30)  # after its session, before any later one (minute stamps)
 BEFORE_EVERY = 4  # one answerable plan in this many is also asked before its evidence exists
+LATER_EVERY = 2  # one in this many is asked again at its question date, long after
 MAX_DRAWS = 20  # plans drawn per question wanted before a clash-ridden timeline gives up
 
 
@@ -86,7 +89,11 @@ def place(gen: Generator, qid: str, plan: QuestionPlan, qdate: date) -> Placed:
         for k in range(1, len(evidence) - 1):  # the last update is the plan's own question
             asks.append((evidence[k][0] + ASK_DELAY,
                          _ask_at_update(gen, f"{qid}-at{k}", plan, qdate, evidence[:k + 1], k)))
-    if int(qid.rsplit("-", 1)[-1]) % BEFORE_EVERY == 1:
+    index = int(qid.rsplit("-", 1)[-1])
+    if index % LATER_EVERY == 0:  # at the plan's own date, long after: a distance to recall
+        asks.append((datetime.combine(qdate, datetime.min.time()) + timedelta(hours=20),
+                     gen._question(f"{qid}-later", plan, qdate, evidence)))
+    if index % BEFORE_EVERY == 1:
         asks.append((evidence[0][0] - ASK_DELAY, _asked_before(gen, qid, plan, qdate, evidence)))
     return Placed(qid, plan, qdate, sessions, asks)
 
@@ -131,7 +138,7 @@ def per_question_view(episode: Episode) -> list[Episode]:
         (by_plan.setdefault(str(plan), []) if plan else alone).append(s)
     asked: dict[str, list[Question]] = {}
     for q in episode.questions:
-        base = q.question_id.removesuffix("-before").split("-at")[0]
+        base = q.question_id.removesuffix("-before").removesuffix("-later").split("-at")[0]
         asked.setdefault(base, []).append(q)
     views = [Episode.model_construct(episode_id=plan, sessions=sessions,
                                      questions=asked.get(plan, []), benchmark=episode.benchmark,
