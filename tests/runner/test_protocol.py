@@ -92,3 +92,19 @@ def test_a_bad_protocol_is_a_config_error_before_anything_runs(tmp_path):
         run(RunConfig(bench="synth", data=str(tmp_path / "nothing"), out=str(tmp_path / "r"),
                       system="protocol-spy", model="none:", protocol="later", progress=False))
     assert not (tmp_path / "r").exists()
+
+
+def test_run_protocol_on_the_command_line(timeline, tmp_path):
+    from typer.testing import CliRunner
+
+    from memgauge.cli import app
+
+    args = ["run", "--bench", "synth", "--data", str(timeline), "--system", "oracle",
+            "--model", "none:", "--no-cache"]
+    ok = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "r"), "--protocol", "offline"])
+    assert ok.exit_code == 0, ok.output
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert manifest["config"]["identity"]["protocol"] == "offline"
+    bad = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "s"), "--protocol", "later"])
+    assert bad.exit_code == 2 and "--protocol 'later'" in bad.output
+    assert not (tmp_path / "s").exists()

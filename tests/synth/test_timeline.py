@@ -186,3 +186,32 @@ def test_bins_edges_by_hand():
     assert bin_of("elapsed_sessions", 1) == "1–10" and bin_of("elapsed_sessions", 401) == "401+"
     assert bin_of("elapsed_sessions", None) is None and bin_of("elapsed_sessions", True) is None
     assert bin_of("evidence_distance", -1) is None and bin_of("evidence_distance", 2.0) is None
+
+
+def test_an_asked_after_beyond_the_history_is_bad_input_naming_the_field(bench, tmp_path):
+    from memgauge.errors import InputError
+
+    line = (bench[0] / "tiers" / TIERS[0] / "episodes.jsonl").read_text()
+    ep = json.loads(line)
+    ep["questions"][3]["asked_after"] = len(ep["sessions"])
+    bad = tmp_path / "episodes.jsonl"
+    bad.write_text(json.dumps(ep) + "\n")
+    with pytest.raises(InputError, match=r"asked_after \d+ names no session") as info:
+        list(lookup("benchmark", "synth")(BenchmarkOptions(data=str(bad))).episodes())
+    assert "questions[3].asked_after" in str(info.value) and "line 1" in str(info.value)
+
+
+def test_generate_synth_layout_on_the_command_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from memgauge.cli import app
+
+    out = tmp_path / "cli"
+    ok = CliRunner().invoke(app, ["generate", "synth", "--out", str(out), "--tiers", "32k",
+                                  "--questions", "6", "--layout", "timeline"])
+    assert ok.exit_code == 0, ok.output
+    assert json.loads((out / "manifest.json").read_text())["config"]["layout"] == "timeline"
+    assert len((out / "tiers" / "32k" / "episodes.jsonl").read_text().splitlines()) == 1
+    bad = CliRunner().invoke(app, ["generate", "synth", "--out", str(tmp_path / "x"),
+                                   "--layout", "diary"])
+    assert bad.exit_code == 2 and "--layout 'diary'" in bad.output

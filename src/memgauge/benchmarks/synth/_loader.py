@@ -66,6 +66,11 @@ class SynthBenchmark:
                 for k, q in enumerate(ep.questions):
                     self._unique(question_at, q.question_id, index,
                                  f"questions[{k}].question_id", "question")
+                    if q.asked_after is not None and not 0 <= q.asked_after < len(ep.sessions):
+                        raise InputError(f"asked_after {q.asked_after} names no session (the "
+                                         f"episode has {len(ep.sessions)})",
+                                         file=str(self.path), item=f"line {index + 1}",
+                                         field=f"questions[{k}].asked_after")
                 if keep is not None:
                     ep.questions = [q for q in ep.questions if q.question_id in keep]
                     if not ep.questions:
