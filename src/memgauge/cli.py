@@ -102,7 +102,9 @@ def run(
     model_option: Annotated[list[str] | None, typer.Option(
         help="key=value for a local: model (repeatable): n_ctx, n_parallel, threads, mmproj, "
              "flash_attn, chat_template")] = None,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint URL")] = None,
+    base_url: Annotated[list[str] | None, typer.Option(
+        help="OpenAI-compatible endpoint URL; repeat it (or give a comma list) for replicas "
+             "of one model: each episode's questions go to one replica")] = None,
     api_key_env: Annotated[str, typer.Option(help="Env var holding the API key")] = "OPENAI_API_KEY",
     concurrency: Annotated[int, typer.Option(help="Requests in flight (in all)")] = 8,
     workers: Annotated[int, typer.Option(
@@ -181,7 +183,8 @@ def run(
             model_options=_options(model_option or [], "--model-option"),
             judge_model_options=_options(judge_model_option or [], "--judge-model-option"),
             allow_missing_images=allow_missing_images, question_ids=question_ids, tier=tier,
-            base_url=base_url, api_key_env=api_key_env, concurrency=concurrency, limit=limit,
+            base_url=",".join(base_url) if base_url else None, api_key_env=api_key_env,
+            concurrency=concurrency, limit=limit,
             workers=workers,
             shard=parse_shard(shard) if shard else None, context_mode=context_mode,
             captioner=captioner, captioner_base_url=captioner_base_url,
@@ -273,6 +276,9 @@ def _execute(config) -> None:  # type: ignore[no-untyped-def]
          f" ({result.wall_s:.1f} s)")
     for line in run_cache_lines(result.run_dir):
         _say(line)
+    reuse = _prefix_cache_fact(result.run_dir)
+    if reuse:
+        _say(f"prefix cache: {reuse}")
     for note in result.notes:
         _say(f"note: {note}")
     if result.errors:
@@ -410,7 +416,23 @@ def _report_meta(run_dir: str, manifest: dict) -> dict:
             "token_counter": manifest.get("token_counter"),
             "config_hash": manifest.get("config_hash"), "memgauge": manifest.get("memgauge_version"),
             "git_sha": manifest.get("git_sha"),
-            **({"judges": _judges_fact(manifest["judges"])} if manifest.get("judges") else {})}
+            **({"judges": _judges_fact(manifest["judges"])} if manifest.get("judges") else {}),
+            **({"prefix_cache": reuse} if (reuse := _prefix_cache_fact(manifest)) else {})}
+
+
+def _prefix_cache_fact(where: str | Path | dict) -> str | None:
+    """The server's prefix-cache reuse over the answers sent (the manifest's ``prefix_cache``,
+    design 0031), from a manifest or a run folder's."""
+    from .runner._prefix import describe_reuse
+
+    if not isinstance(where, dict):
+        from .runner import load_manifest
+
+        try:
+            where = load_manifest(where) or {}
+        except MemgaugeError:
+            return None
+    return describe_reuse(where.get("prefix_cache"))
 
 
 def _judges_fact(judges: dict) -> str:

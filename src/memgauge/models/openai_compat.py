@@ -11,6 +11,12 @@ timeouts and connection errors, honouring ``Retry-After`` in seconds or as an HT
 capped at 60 s (docs/design/0002). Never retried: a certificate that does not verify (kind
 ``tls``) and a redirect that was not followed (kind ``redirect``, naming the status, the
 ``Location`` and the ``--base-url`` to use; docs/design/0016).
+
+Several base URLs (``--base-url`` repeated, or a comma list) are replicas of one model: the
+questions of one episode go to one replica (the runner names the episode in
+:data:`ROUTING_KEY`), so its history is computed once in that replica's prefix cache; a new
+episode goes to the replica with the fewest requests in flight. ``--concurrency`` counts the
+requests in flight over all replicas (docs/design/0031).
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ import random
 import re
 import time
 import uuid
+from collections import OrderedDict
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -57,6 +65,28 @@ _COUNTS = re.compile(r"(?:request \((\d+) tokens\).*?context size \((\d+) tokens
 _DETERMINISTIC_HINTS = ("validation error", "template", "jinja", "not supported",
                         "unsupported", "invalid", "must be", "expected", "cannot be")
 ERROR_TEXT_LIMIT = 300  # characters of a server's error text kept in a record
+# Which replica a request goes to: the runner sets the episode id for an episode's task.
+ROUTING_KEY: ContextVar[str | None] = ContextVar("memgauge_routing_key", default=None)
+ROUTES_KEPT = 4096  # episodes whose replica is remembered (the oldest is forgotten first)
+
+
+def split_base_urls(text: str | None) -> list[str]:
+    """The base URLs in ``--base-url`` (one, or a comma list of replicas), without the
+    trailing slash; an empty item is a ConfigError."""
+    if text is None:
+        return []
+    urls = [u.strip().rstrip("/") for u in text.split(",")]
+    if not all(urls):
+        raise ConfigError(f"--base-url {redact_urls(text)!r}: an empty URL in the list "
+                          "(give each replica once, comma-separated or with --base-url again)")
+    return urls
+
+
+def redact_urls(text: str | None) -> str | None:
+    """``text`` (one URL or a comma list) with each URL's password replaced by ``***``."""
+    if not text or "," not in text:
+        return redact_url(text)
+    return ",".join(redact_url(u.strip()) or "" for u in text.split(","))
 
 
 @dataclass
@@ -89,15 +119,19 @@ class OpenAICompatModel:
         if not key and settings.base_url is None:
             raise ConfigError(f"no API key: set {settings.api_key_env} or pass --base-url "
                               "for a local server that needs none")
-        base = (settings.base_url or "https://api.openai.com/v1").rstrip("/")
-        if urlsplit(base).scheme not in ("http", "https") or not urlsplit(base).hostname:
-            raise ConfigError(f"--base-url must be an http:// or https:// URL, got {base!r}")
-        self._url = f"{base}/chat/completions"
-        self.base = base
+        self.bases = split_base_urls(settings.base_url) or ["https://api.openai.com/v1"]
+        for base in self.bases:
+            if urlsplit(base).scheme not in ("http", "https") or not urlsplit(base).hostname:
+                raise ConfigError("--base-url must be an http:// or https:// URL, got "
+                                  f"{redact_url(base)!r}")
+        self._urls = [f"{base}/chat/completions" for base in self.bases]
+        self._url = self._urls[0]
+        self.base = self.bases[0]
         try:
-            self.proxy = proxy_for(self._url)
+            proxies = [proxy_for(url) for url in self._urls]
         except ValueError as exc:
-            raise ConfigError(f"{exc} (for {redact_url(base)})") from None
+            raise ConfigError(f"{exc} (for {redact_urls(settings.base_url or self.base)})") from None
+        self.proxy = proxies[0]
         # What the server says it serves (its /models entry for this name), set by the
         # run's pre-flight; part of the cache key once known (docs/design/0016).
         self.served: dict[str, Any] | None = None
@@ -105,9 +139,11 @@ class OpenAICompatModel:
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
-        self._client: HttpClient | None = None
-        parts = urlsplit(base)
-        self._secrets = [key, parts.password]
+        self._clients: list[HttpClient | None] = [None] * len(self._urls)
+        self._secrets = [key, *(urlsplit(base).password for base in self.bases)]
+        self._routes: OrderedDict[str, int] = OrderedDict()  # episode -> replica
+        self._in_flight = [0] * len(self._urls)
+        self._episodes = [0] * len(self._urls)  # episodes routed to each replica so far
         # Inline images travel as markers through orjson and are spliced in as bytes; the
         # nonce keeps a marker from ever matching text in a prompt.
         nonce = uuid.uuid4().hex
@@ -118,15 +154,36 @@ class OpenAICompatModel:
         self.requests = 0
         self.retries = 0
 
-    def _http(self) -> HttpClient:
-        if self._client is None:
-            self._client = HttpClient(self._url, self._headers, self.settings.timeout_s)
-        return self._client
+    def _http(self, replica: int = 0) -> HttpClient:
+        client = self._clients[replica]
+        if client is None:
+            client = self._clients[replica] = HttpClient(self._urls[replica], self._headers,
+                                                         self.settings.timeout_s)
+        return client
+
+    def _replica(self) -> int:
+        """The replica for this request: the one its episode went to, else the one with the
+        fewest requests in flight (among equals, the one given the fewest episodes)."""
+        n = len(self._urls)
+        if n == 1:
+            return 0
+        key = ROUTING_KEY.get()
+        if key is not None and key in self._routes:
+            self._routes.move_to_end(key)
+            return self._routes[key]
+        replica = min(range(n), key=lambda i: (self._in_flight[i], self._episodes[i], i))
+        if key is not None:
+            self._routes[key] = replica
+            self._episodes[replica] += 1
+            if len(self._routes) > ROUTES_KEPT:
+                self._routes.popitem(last=False)
+        return replica
 
     def describe(self) -> dict[str, Any]:
         s = self.settings
         return {"provider": "openai", "model": self.name,
-                "base_url": redact_url(s.base_url) or "https://api.openai.com/v1",
+                "base_url": redact_urls(s.base_url) or "https://api.openai.com/v1",
+                **({"replicas": len(self.bases)} if len(self.bases) > 1 else {}),
                 "api_key_env": s.api_key_env, "concurrency": s.concurrency,
                 "timeout_s": s.timeout_s, "max_attempts": s.max_attempts,
                 "image_mode": s.image_mode, "image_policy": self.encoder.policy.describe(),
@@ -290,6 +347,15 @@ class OpenAICompatModel:
         """Hook: each successful reply (a local server learns its speed from them)."""
 
     async def _send(self, pieces: list[bytes | memoryview], max_tokens: int = 512) -> ModelOutput:
+        replica = self._replica()  # every attempt goes where the episode's prefix is
+        self._in_flight[replica] += 1  # counted from the choice: the next choice sees it
+        try:
+            return await self._send_to(replica, pieces, max_tokens)
+        finally:
+            self._in_flight[replica] -= 1
+
+    async def _send_to(self, replica: int, pieces: list[bytes | memoryview],
+                       max_tokens: int) -> ModelOutput:
         s = self.settings
         size = sum(map(len, pieces))
         last_error: tuple[int, str] | None = None
@@ -302,14 +368,15 @@ class OpenAICompatModel:
                     self.requests += 1
                     if self.first_send_at is None:
                         self.first_send_at = time.monotonic()
-                    resp = await self._http().post(pieces, timeout)
+                    resp = await self._http(replica).post(pieces, timeout)
                 body, status = resp.body, resp.status
                 retry_after = _retry_after(resp.headers.get("retry-after"))
                 if status < 300:
                     return _to_output(body, attempt, self.observe)
                 if status < 400:
                     raise ModelError("redirect", redact_text(redirect_advice(
-                        resp, self._url, "/chat/completions"), self._secrets), attempts=attempt)
+                        resp, self._urls[replica], "/chat/completions"), self._secrets),
+                        attempts=attempt)
                 kind, msg, retryable, details = classify_error(status, body)
                 msg = redact_text(msg, self._secrets)  # a server may echo the key back
                 # A validation or template failure that repeats word for word is
@@ -335,9 +402,10 @@ class OpenAICompatModel:
         raise AssertionError("unreachable")
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        clients, self._clients = self._clients, [None] * len(self._urls)
+        for client in clients:
+            if client is not None:
+                await client.aclose()
 
 
 def _by_url(ref: Any, inline: bool) -> bool:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import hashlib
+import itertools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -23,6 +25,7 @@ from ..cache import ResponseCache
 from ..errors import ConfigError, InputError
 from ..media import ImageEncoder, ImagePolicy
 from ..models import GenerateConfig, ModelSettings, create_model
+from ..models.openai_compat import ROUTING_KEY
 from ..registry import lookup
 from ..schema import Cost, Episode, ErrorInfo, Question, Record, Response
 from ..scoring import (
@@ -39,6 +42,15 @@ from ._gc import quiet_gc, restore_gc
 from ._ingest_cost import IngestMeter, Share
 from ._lock import RunLock
 from ._manifest import build_manifest, config_hash, package_versions
+from ._prefix import (
+    PrefixReuse,
+    PriorityGate,
+    Then,
+    count_reuse,
+    gate_slots,
+    shares_prefix,
+    warm_first,
+)
 from ._store import (
     RecordWriter,
     StorageError,
@@ -116,10 +128,10 @@ class RunConfig:
                 "image_format", "image_mode", "tokenizer", "image_formula")
 
     def identity(self) -> dict[str, Any]:
-        from .._secrets import redact_url
+        from ..models.openai_compat import redact_urls
 
         ident = {k: getattr(self, k) for k in self.IDENTITY}
-        ident["base_url"] = redact_url(self.base_url)  # a password is not what a run measures
+        ident["base_url"] = redact_urls(self.base_url)  # a password is not what a run measures
         for key in ("top_p", "extra_body"):  # only when given: earlier folders keep their hash
             if getattr(self, key):
                 ident[key] = getattr(self, key)
@@ -597,14 +609,17 @@ class Runner:
         scorers, judging, model, new_system = s.scorers, s.judging, s.model, s.new_system
         writer = RecordWriter(self.run_dir)
         gc_previous = quiet_gc()  # see runner/_gc.py
-        sem = asyncio.Semaphore(max(1, c.concurrency))
+        prefix = shares_prefix(s.probe)  # its first question warms the server (design 0031)
+        sem = PriorityGate(gate_slots(c.concurrency, model, prefix))
+        episode_order = itertools.count()  # a question's gate key: (its episode's, its place)
         episodes_in_flight = asyncio.Semaphore(max(2, c.concurrency * 2))
         tasks: set[asyncio.Task[None]] = set()
 
-        async def answer_one(system: Any, episode: Episode, q: Question,
-                             share: Share) -> Response | None:
+        async def answer_one(system: Any, episode: Episode, q: Question, share: Share,
+                             rank: tuple[int, int] = (0, 0),
+                             then: Then | None = None) -> Response | None:
             t0 = time.perf_counter()
-            async with sem:
+            async with sem.hold(rank):
                 if breaker.reason:  # the run is stopping: send nothing more (no record:
                     return None       # the question stays to do, a rerun answers it)
                 t_sent = time.perf_counter()
@@ -614,6 +629,8 @@ class Runner:
                     response = Response(error=ErrorInfo(
                         kind="system_error", message=f"{type(exc).__name__}: {exc}"))
                 answer_s = time.perf_counter() - t_sent
+                if then is not None:  # warm_first: the followers queue before this slot frees
+                    await then()
             record = make_record(episode, q, response, scorers,
                                  {"answer_s": round(time.perf_counter() - t0, 4)},
                                  missing.get(episode.episode_id),
@@ -642,6 +659,8 @@ class Runner:
 
         async def do_episode(episode: Episode, todo: list[Question]) -> None:
             missing[episode.episode_id] = missing_images(episode)
+            order = next(episode_order)
+            ROUTING_KEY.set(episode.episode_id)  # this task's requests: one replica (0031)
             try:
                 if s.captions is not None:  # once per distinct image, before any system reads
                     await s.captions.apply(episode)
@@ -664,11 +683,16 @@ class Runner:
                     batch = by_cut[cut]
                     shares = meter.shares(len(batch))
                     if len(batch) == 1:  # the usual case: no extra task
-                        answered = [await answer_one(system, episode, batch[0], shares[0])]
+                        answered = [await answer_one(system, episode, batch[0], shares[0],
+                                                     (order, 0))]
+                    elif prefix:
+                        answered = await warm_first([
+                            functools.partial(answer_one, system, episode, q, sh, (order, i))
+                            for i, (q, sh) in enumerate(zip(batch, shares, strict=True))])
                     else:
-                        answered = await asyncio.gather(*(answer_one(system, episode, q, sh)
-                                                          for q, sh in zip(batch, shares,
-                                                                           strict=True)))
+                        answered = await asyncio.gather(*(
+                            answer_one(system, episode, q, sh, (order, i))
+                            for i, (q, sh) in enumerate(zip(batch, shares, strict=True))))
                     meter.answered(answered)
             except (RunStopped, StorageError):  # the run stops; its records cannot be written
                 raise
@@ -760,13 +784,16 @@ class Runner:
         """After answering (in the parent when there are workers): the status counts and the
         final manifest."""
         hits = CacheHits()  # from the records: every invocation's answers (design 0018)
-        status = _scan_status(self.run_dir, hits)
+        reuse = PrefixReuse()  # the server's prefix cache over the answers sent (0031)
+        status = _scan_status(self.run_dir, hits, reuse)
         if status is None:  # duplicate or torn lines: compact (validating every record)
             final = read_records(self.run_dir)
             rewrite_records(self.run_dir, final.values())
             status = _status(final)
             hits = count_records(final.values())
+            reuse = count_reuse(final.values())
         manifest["cache_hits"] = hits.to_dict()
+        manifest["prefix_cache"] = reuse.to_dict()
         manifest["benchmark"] = bench_manifest or manifest.get("benchmark")
         manifest["status"] = status
         if manifest.get("packages") is None:  # no episode was started
@@ -934,7 +961,8 @@ def _close_now(model: Any) -> None:
         release()
 
 
-def _scan_status(run_dir: Path, hits: CacheHits | None = None) -> dict[str, int] | None:
+def _scan_status(run_dir: Path, hits: CacheHits | None = None,
+                 reuse: PrefixReuse | None = None) -> dict[str, int] | None:
     """The status counts from one cheap pass over records.jsonl (records this run wrote
     need no re-validation); None when the file needs compacting (a torn or repeated line),
     which the full :func:`read_records` path handles as before."""
@@ -955,6 +983,8 @@ def _scan_status(run_dir: Path, hits: CacheHits | None = None) -> dict[str, int]
         ok += obj.get("status") == "ok"
         if hits is not None:
             hits.add_raw(obj)
+        if reuse is not None:
+            reuse.add_raw(obj)
     return {"records": len(seen), "ok": ok, "errors": len(seen) - ok}
 
 

@@ -17,6 +17,8 @@ _MODALITY = {"image": "image", "caption": "caption", "text": "text", "no-context
 
 class FullContext:
     name = "full-context"
+    # One episode's prompts are the same history plus each question (runner/_prefix.py)
+    shares_prefix = True
 
     def __init__(self, ctx: SystemContext) -> None:
         self.ctx = ctx
