@@ -208,7 +208,9 @@ def rebuild_prompt(manifest: dict[str, Any], record: Any) -> dict[str, Any]:
     async def replay() -> Any:
         await system.reset(episode)
         n = len(episode.sessions)
-        cut = n if question.asked_after is None else min(n, question.asked_after + 1)
+        # as the run answered: online up to the question's session, offline after them all
+        online = getattr(c, "protocol", "online") == "online"
+        cut = n if question.asked_after is None or not online else min(n, question.asked_after + 1)
         for session in episode.sessions[:cut]:
             await system.ingest(session)
         return await system.answer(question)

@@ -108,3 +108,25 @@ def test_run_protocol_on_the_command_line(timeline, tmp_path):
     bad = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "s"), "--protocol", "later"])
     assert bad.exit_code == 2 and "--protocol 'later'" in bad.output
     assert not (tmp_path / "s").exists()
+
+
+
+def test_show_rebuilds_a_question_with_the_runs_protocol(timeline, tmp_path):
+    """`memgauge show` replays a question as the run answered it: up to its asked_after
+    session online, after every session offline (the spy notes what it was shown)."""
+    from typer.testing import CliRunner
+
+    from memgauge.cli import app
+
+    for protocol in ("online", "offline"):
+        out = tmp_path / protocol
+        seen = _run(timeline, out, protocol)
+        target = next(r for r in seen if r["asked_after"] is not None
+                      and r["asked_after"] + 1 < r["total"])
+        SEEN.clear()
+        got = CliRunner().invoke(app, ["show", str(out), target["qid"]])
+        assert got.exit_code == 0, got.output
+        (replayed,) = SEEN
+        assert replayed["ingested"] == target["ingested"], protocol
+        want = target["asked_after"] + 1 if protocol == "online" else target["total"]
+        assert len(replayed["ingested"]) == want
