@@ -75,7 +75,7 @@ def _load_lazy(kind: str, name: str | None = None) -> None:
 
 def _load_builtins() -> None:
     # Importing the packages runs their registration decorators.
-    from . import benchmarks, models, scoring, systems  # noqa: F401
+    from . import benchmarks, captioners, models, scoring, systems  # noqa: F401
 
 
 def _load_plugins(kind: str) -> None:
