@@ -355,8 +355,8 @@ def build_factory(config: Any) -> tuple[Callable[[], Any], list[Any]]:
     run`` builds), and the closers of what it opened. Mistakes are ``ConfigError``s before
     anything listens; the model's endpoint is pre-flighted as a run's is."""
     from .cache import ResponseCache
-    from .media import ImageEncoder, ImagePolicy
-    from .models import GenerateConfig, ModelSettings, create_model
+    from .media import ImagePolicy
+    from .models import GenerateConfig, create_model
     from .registry import lookup
     from .runner._preflight import MODEL, check
     from .systems import SystemContext
@@ -365,13 +365,7 @@ def build_factory(config: Any) -> tuple[Callable[[], Any], list[Any]]:
     c = config.resolved()
     policy = ImagePolicy(max_side=c.image_max_side, format=c.image_format)
     cache = ResponseCache(c.cache_path) if c.cache else None
-    settings = ModelSettings(base_url=c.base_url, api_key_env=c.api_key_env,
-                             concurrency=c.concurrency, timeout_s=c.timeout_s,
-                             max_attempts=c.max_attempts, retry_base_s=c.retry_base_s,
-                             image_mode=c.image_mode, image_policy=policy,
-                             encoder=ImageEncoder(policy), cache=cache,
-                             model_options=dict(c.model_options))
-    model = create_model(c.model, settings)
+    model = create_model(c.model, c.model_settings(policy, cache))
     closers: list[Any] = [model.aclose] if hasattr(model, "aclose") else []
     try:
         if c.tokenizer == "model" and hasattr(model, "count_text"):

@@ -183,6 +183,16 @@ class RunConfig:
     def is_local(self) -> bool:
         return self.model.startswith("local:")
 
+    def model_settings(self, policy: ImagePolicy, cache: ResponseCache | None) -> ModelSettings:
+        """The settings the run's model is made with (``memgauge run`` and ``serve-memory``
+        alike)."""
+        return ModelSettings(base_url=self.base_url, api_key_env=self.api_key_env,
+                             concurrency=self.concurrency, timeout_s=self.timeout_s,
+                             max_attempts=self.max_attempts, retry_base_s=self.retry_base_s,
+                             image_mode=self.image_mode, image_policy=policy,
+                             encoder=ImageEncoder(policy), cache=cache,
+                             model_options=dict(self.model_options))
+
     def resolved(self) -> RunConfig:
         """Defaults that depend on the model, settled before the folder's identity is checked:
         a local model counts with its own tokenizer and is limited to its context (minus the
@@ -472,13 +482,7 @@ class Runner:
             question_ids=c.question_ids, tier=c.tier))
         policy = ImagePolicy(max_side=c.image_max_side, format=c.image_format)
         cache = ResponseCache(c.cache_path) if c.cache and with_cache else None
-        settings = ModelSettings(base_url=c.base_url, api_key_env=c.api_key_env,
-                                 concurrency=c.concurrency, timeout_s=c.timeout_s,
-                                 max_attempts=c.max_attempts, retry_base_s=c.retry_base_s,
-                                 image_mode=c.image_mode, image_policy=policy,
-                                 encoder=ImageEncoder(policy), cache=cache,
-                                 model_options=dict(c.model_options))
-        model = create_model(c.model, settings)
+        model = create_model(c.model, c.model_settings(policy, cache))
         setup: Setup | None = None
         try:
             if c.tokenizer == "model":
