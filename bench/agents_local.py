@@ -11,7 +11,7 @@ local:smollm2``, a fresh response cache per agent, and reports per agent:
 - LLM calls per unique haystack session: requests that reached the server at ingest over
   the tier's distinct session ids, and per stage as bench/memory_agents_cache.py classifies
   them (its ``Counting``; here it observes the requests the model client sends, so cache
-  hits are not counted).
+  hits are not counted), and without the retries of unreadable JSON replies (target 1.0).
 
     python bench/agents_local.py --tier 32k --questions 3
 
@@ -35,19 +35,29 @@ from memory_agents_cache import Counting
 
 from memgauge.models.openai_compat import OpenAICompatModel
 from memgauge.runner import RunConfig, run
+from memgauge.systems._memory import JSON_RETRY
 
 AGENTS: list[tuple[str, dict[str, str]]] = [
     ("fact-memory", {}), ("state-memory", {}), ("summary-memory", {}),
     ("recurrent-memory", {"variant": "blind", "memory_tokens": "64"}), ("rag", {"unit": "turn"})]
 
 
-def observe_requests(counting: Counting) -> None:
+def is_retry(body: dict[str, Any]) -> bool:
+    """A second ask after an unreadable reply (design 0026): it ends with the retry note."""
+    last = body["messages"][-1]
+    return last["role"] == "user" and last["content"] in (JSON_RETRY, [
+        {"type": "text", "text": JSON_RETRY}])
+
+
+def observe_requests(counting: Counting, retries: list[int]) -> None:
     """Count every request body the model client sends (a cache hit sends none)."""
     real_send = OpenAICompatModel._send
 
     async def counting_send(self: Any, pieces: list[bytes | memoryview], *args: Any,
                             **kwargs: Any) -> Any:
-        counting.observe(json.loads(b"".join(bytes(p) for p in pieces)))
+        body = json.loads(b"".join(bytes(p) for p in pieces))
+        counting.observe(body)
+        retries[0] += is_retry(body)
         return await real_send(self, pieces, *args, **kwargs)
 
     OpenAICompatModel._send = counting_send  # type: ignore[method-assign]
@@ -56,8 +66,9 @@ def observe_requests(counting: Counting) -> None:
 def measure(system: str, options: dict[str, str], data: Path, tier: str, work: Path,
             a: argparse.Namespace, sessions: dict[str, Any]) -> dict[str, Any]:
     counting = Counting()
+    retries = [0]
     real_send = OpenAICompatModel._send
-    observe_requests(counting)
+    observe_requests(counting, retries)
     out = work / f"run-{system}"
     t0 = time.perf_counter()
     try:
@@ -89,6 +100,9 @@ def measure(system: str, options: dict[str, str], data: Path, tier: str, work: P
             "answer_s_median": round(statistics.median(answer_s), 2) if answer_s else None,
             "ingest_server_calls": ingest_calls,
             "calls_per_unique_session": round(ingest_calls / sessions["unique"], 3),
+            "json_retries": retries[0],
+            "first_asks_per_unique_session": round((ingest_calls - retries[0])
+                                                   / sessions["unique"], 3),
             "ingest_failures": sum(failures.values()), "stages": stages}
 
 
@@ -129,11 +143,12 @@ def main() -> None:
             rows.append(f"| {system} | {r['questions']} / {r['errors']} | "
                         f"{r['sessions_per_ingest_s']} | {r['sessions_per_wall_s']} | "
                         f"{r['answer_s_median']} | {r['ingest_server_calls']} | "
-                        f"{r['calls_per_unique_session']} | {r['ingest_failures']} |")
+                        f"{r['calls_per_unique_session']} | {r['json_retries']} | "
+                        f"{r['first_asks_per_unique_session']} | {r['ingest_failures']} |")
         print("\n| system | questions / errors | sessions per ingest s | sessions per wall s "
-              "| answer s (median) | ingest server calls | per unique session "
-              "| ingest failures (records) |")
-        print("|---|---|---|---|---|---|---|---|")
+              "| answer s (median) | ingest server calls | per unique session | JSON retries "
+              "| first asks per unique session | ingest failures (records) |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         print("\n".join(rows))
 
 
