@@ -175,3 +175,26 @@ def test_empty_inputs_and_id_lists_are_errors_not_empty_successes(tmp_path, cont
     assert "Traceback" not in res.output and "error:" in res.output
     if says:
         assert says in " ".join(res.output.split()), res.output
+
+
+def test_episodes_without_questions_are_an_empty_input(tmp_path):
+    """A benchmark whose episodes hold no question runs nothing: an error naming the data,
+    never exit 0 with 0 answered (found by the hypothesis suite)."""
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from memgauge.cli import app
+
+    bench = tmp_path / "b" / "tiers" / "8k"
+    bench.mkdir(parents=True)
+    (tmp_path / "b" / "manifest.json").write_text(_json.dumps(
+        {"tiers": {"8k": {"questions": 0}}, "digest": "d", "generator_version": "1"}))
+    episode = {"episode_id": "e1", "sessions": [], "questions": [],
+               "benchmark": {"name": "synth", "tier": "8k"}}
+    (bench / "episodes.jsonl").write_text(_json.dumps(episode) + "\n")
+    got = CliRunner().invoke(app, ["run", "--bench", "synth", "--data", str(tmp_path / "b"),
+                                   "--out", str(tmp_path / "r"), "--model", "none:",
+                                   "--system", "oracle"])
+    assert got.exit_code == 2, got.output
+    assert "holds no questions" in " ".join(got.output.split())

@@ -725,11 +725,9 @@ class Runner:
 
         remaining = c.limit
         started = False
-        seen = 0
         in_input = 0  # questions in the input (after --question-ids), done ones included
         try:
             for episode in self._episodes(s.bench, part):
-                seen += 1
                 in_input += len(episode.questions)
                 if remaining is not None and remaining <= 0:
                     break
@@ -769,7 +767,8 @@ class Runner:
                 await asyncio.gather(*tasks)
             if stopped:
                 raise stopped[0]
-            if not seen and part is None and c.shard is None:  # (a shard may be empty)
+            # episodes without a question count as nothing (a shard may be empty)
+            if not in_input and part is None and c.shard is None:
                 raise InputError("holds no questions"
                                  + (f" among --question-ids {c.question_ids}"
                                     if c.question_ids else "")
