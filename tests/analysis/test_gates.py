@@ -314,7 +314,7 @@ def test_render_gates_markdown():
     md = render_gates_markdown(results)
     assert "**Overall: FAIL**" in md
     assert "| 8k | oracle accuracy | 100.0% (1/1, 0 errors) | ≥ 100.0% | PASS |" in md
-    assert "| 32k | text-only oracle on image-essential | 100.0% (1/1, 0 errors)" in md
+    assert "| 32k | text-only oracle on questions that need an image | 100.0% (1/1, 0 errors)" in md
     assert "FAIL answered: `q1`" in md
     assert "indistinguishability — PASS" in md and "**0.450**" in md
     assert "pass if |AUC − 0.5| ≤ 0.10, i.e. 0.40–0.60" in md

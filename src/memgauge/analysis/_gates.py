@@ -725,7 +725,7 @@ def _md_oracles(tiers: Mapping[str, Any]) -> list[str]:
         if v:
             ans = ("" if not v.get("answered") else
                    " answered: " + _ids(v["answered"], v["n_correct"]))
-            rows.append(f"| {tier} | text-only oracle on image-essential | "
+            rows.append(f"| {tier} | text-only oracle on questions that need an image | "
                         f"{_pct(v.get('fraction'))} ({v.get('n_correct')}/{v.get('n')}, "
                         f"{v.get('n_error')} errors) | ≤ {_pct(v.get('threshold'))} | "
                         f"{_verdict(v)}{ans} |")

@@ -2,7 +2,8 @@
 
 ``oracle`` sees the facts of the evidence images and turns and must answer 100 % (this
 checks every answer key). ``oracle-text`` sees the same evidence with image content
-withheld; on image-essential questions it should be unable to answer (visual necessity).
+withheld; on questions that need an image (essential or mixed) it should be unable to answer
+(visual necessity).
 Both go through the normal runner and report.
 """
 
