@@ -328,6 +328,8 @@ def run_server(factory: Callable[[], Any], host: str, port: int, prefix: str,
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
+            # no loop signal handlers on Windows or off the main thread (a test's server):
+            # Ctrl-C then arrives as KeyboardInterrupt instead
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, stop.set)
         with tempfile.TemporaryDirectory(prefix="memgauge-serve-") as tmp:

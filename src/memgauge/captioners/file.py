@@ -73,7 +73,7 @@ class FileCaptioner:
         return None if text is None else Caption(kind=self.kind, text=text)
 
     async def aclose(self) -> None:
-        pass
+        """Nothing to close (the captions were read at start: nothing is open)."""
 
 
 @captioner("file")

@@ -27,7 +27,7 @@ class GoldCaptioner:
         return None if kind is None else Caption(kind=kind, text=ref.captions[kind])
 
     async def aclose(self) -> None:
-        pass
+        """Nothing to close (it reads the data's own captions: nothing is open)."""
 
 
 @captioner("gold")
