@@ -31,6 +31,8 @@ class Ability(StrEnum):
     INDUCTION = "induction"
     SPATIAL = "spatial"
     LOGICAL = "logical"
+    # Game trajectories (issue 15)
+    TEMPORAL = "temporal"
 
 
 class AnswerType(StrEnum):
@@ -46,6 +48,13 @@ class AnswerType(StrEnum):
     ORDER = "order"  # an ordering such as (5)(8)(1)
     MCQ = "mcq"
     REFUSAL = "refusal"  # the correct answer is to refuse
+    # Game answers (issue 15)
+    STRING = "string"  # a name compared canonically, any alternative accepted
+    ACTION = "action"  # a game action such as move_left
+    DIRECTION = "direction"  # left/right/up/down, compass or text-game directions
+    LIST = "list"  # an ordered sequence of items
+    SET = "set"  # items (optionally counted) in any order
+    PATH = "path"  # a sequence of moves such as "2 left, 3 up"
 
 
 class _Model(BaseModel):
