@@ -115,6 +115,9 @@ def run(
         help="Record missing images per item instead of stopping")] = False,
     question_ids: Annotated[str | None, typer.Option(help="File of question ids to keep")] = None,
     tier: Annotated[str | None, typer.Option(help="Tier label (e.g. 32k)")] = None,
+    bench_option: Annotated[list[str] | None, typer.Option(
+        help="key=value for the benchmark loader (repeatable), e.g. locomo's "
+             "asked_after=evidence (ask each question after its latest evidence session)")] = None,
     context_mode: Annotated[str, typer.Option(help="image | text | caption | no-context")] = "image",
     captioner: Annotated[str | None, typer.Option(
         help="Text for images, shown in caption mode and to text systems: gold | ocr | "
@@ -182,6 +185,7 @@ def run(
             system_options=_options(system_option or []), model=model, image_dir=image_dir,
             model_options=_options(model_option or [], "--model-option"),
             judge_model_options=_options(judge_model_option or [], "--judge-model-option"),
+            bench_options=_options(bench_option or [], "--bench-option"),
             allow_missing_images=allow_missing_images, question_ids=question_ids, tier=tier,
             base_url=",".join(base_url) if base_url else None, api_key_env=api_key_env,
             concurrency=concurrency, limit=limit,

@@ -9,6 +9,12 @@ Shared photos are recorded, never fetched: an :class:`ImageRef` with the first `
 
 Category 5 questions are adversarial: they ask about something never said, so the right
 answer is to say it was not mentioned (answer type ``refusal``).
+
+LoCoMo gives no question dates. ``--bench-option asked_after=evidence`` asks each question right
+after its latest evidence session (``D3:5`` is session 3), so ``--protocol online`` answers it
+with only the sessions up to there; adversarial questions and questions without evidence stay
+at the end. The default, ``asked_after=end``, asks every question after the last session, as
+earlier versions did (design 0029).
 """
 
 from __future__ import annotations
@@ -17,12 +23,12 @@ import hashlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import ijson
 
 from .._json_limits import BoundedStream, LimitExceeded
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 from ..media import ImageTooLarge, inline_image
 from ..registry import benchmark
 from ..schema import (
@@ -63,6 +69,29 @@ _DATE_RE = re.compile(r"^session_(\d+)_date_time$")
 _DIA_RE = re.compile(r"^D:?(\d+):(\d+)$")  # also takes the typo "D:11:26"
 _SPLIT_RE = re.compile(r"[;,\s]+")
 _TURN_KEYS = {"speaker", "dia_id", "text", "img_url", "blip_caption", "query", "re-download"}
+# --bench-option asked_after=...: when a question is asked (the first is the default)
+ASKED_AFTER = ("end", "evidence")
+
+
+def _asked_after_option(extra: dict[str, Any]) -> str:
+    unknown = sorted(set(extra) - {"asked_after"})
+    if unknown:
+        raise ConfigError(f"--bench-option {unknown[0]}: locomo takes only asked_after "
+                          f"({' | '.join(ASKED_AFTER)})")
+    value = str(extra.get("asked_after", ASKED_AFTER[0]))
+    if value not in ASKED_AFTER:
+        raise ConfigError(f"--bench-option asked_after={value!r}: use one of "
+                          f"{', '.join(ASKED_AFTER)}")
+    return value
+
+
+def _after_latest_evidence(q: Question, index: dict[str, int]) -> int | None:
+    """The index of the latest session holding q's evidence; None (asked at the end) for
+    adversarial questions, which no session answers, and questions without evidence."""
+    if q.answer_type is AnswerType.REFUSAL or not q.evidence:
+        return None
+    return max(index[e.session_id] for e in q.evidence)
+
 
 def _natural_key(path: Path) -> list[Any]:
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", path.name)]
@@ -106,9 +135,11 @@ def _inline_image_info(url: str) -> tuple[int | None, int | None, str | None]:
 class LoCoMoBenchmark:
     name = "locomo"
     version = LOADER_VERSION
+    options: ClassVar[dict[str, tuple[str, ...]]] = {"asked_after": ASKED_AFTER}  # --bench-option
 
     def __init__(self, opts: BenchmarkOptions) -> None:
         self.opts = opts
+        self.asked_after = _asked_after_option(opts.extra)
         root = Path(opts.data)
         if root.is_dir():
             self.files = sorted((p for p in root.glob("*.json") if p.is_file()), key=_natural_key)
@@ -257,6 +288,10 @@ class LoCoMoBenchmark:
                      for k, q in enumerate(qa)]
         for q in questions:  # the dia_id evidence says whether a shared photo is involved
             q.labels = inferred_labels(q, sessions)
+        if self.asked_after == "evidence":
+            index = {s.session_id: i for i, s in enumerate(sessions)}
+            for q in questions:
+                q.asked_after = _after_latest_evidence(q, index)
         meta: dict[str, Any] = {"speaker_a": next(iter(speakers)),
                                 "speaker_b": list(speakers)[1], "file": path.name}
         orphan_dates = sorted(set(dated) - set(numbers))
@@ -392,6 +427,7 @@ class LoCoMoBenchmark:
             "inputs": inputs,
             "counts": dict(self._counts),
             "evidence_problems": dict(self._notes),
+            "asked_after": self.asked_after,
         }
         if self.keep is not None:
             out["subset"] = {"file": str(self.opts.question_ids), "ids": len(self.keep)}

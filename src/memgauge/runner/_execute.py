@@ -120,6 +120,9 @@ class RunConfig:
     # --protocol: online answers each question once its asked_after session is ingested;
     # offline ingests every session first (design 0029). Same for data without asked_after.
     protocol: str = "online"
+    # --bench-option key=value: a loader's own choices (BenchmarkOptions.extra), e.g. locomo's
+    # asked_after=evidence; in the identity only when given
+    bench_options: dict[str, str] = field(default_factory=dict)
 
     # Fields that define what a run measures; a run folder refuses a different identity.
     IDENTITY = ("bench", "system", "system_options", "model", "base_url", "question_ids", "tier", "shard",
@@ -139,6 +142,8 @@ class RunConfig:
             ident["model_options"] = dict(sorted(self.model_options.items()))
         if self.protocol != "online":  # online is what every earlier run did: same hash
             ident["protocol"] = self.protocol
+        if self.bench_options:  # only when given: earlier run folders keep their hash
+            ident["bench_options"] = dict(sorted(self.bench_options.items()))
         if self.captioner:  # only when given: earlier run folders keep their hash
             ident["captioner"] = self.captioner
             if self.captioner.startswith(("openai:", "local:")):
@@ -479,7 +484,9 @@ class Runner:
         c = self.config
         bench = lookup("benchmark", c.bench)(BenchmarkOptions(
             data=c.data, image_dir=c.image_dir, allow_missing_images=c.allow_missing_images,
-            question_ids=c.question_ids, tier=c.tier))
+            question_ids=c.question_ids, tier=c.tier, extra=dict(c.bench_options)))
+        if c.bench_options and not getattr(bench, "options", None):
+            raise ConfigError(f"--bench-option: {c.bench} takes no benchmark options")
         policy = ImagePolicy(max_side=c.image_max_side, format=c.image_format)
         cache = ResponseCache(c.cache_path) if c.cache and with_cache else None
         model = create_model(c.model, c.model_settings(policy, cache))
