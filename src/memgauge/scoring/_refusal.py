@@ -60,8 +60,8 @@ REFUSAL_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
          r"(?:mentioned|specified|stated|discussed|disclosed|indicated)\b"),
         # "not clear from the conversation"
         r"\b(?:not clear|unclear) from (?:the|this|our|my|your)\b",
-        # "unanswerable", "not answerable"
-        r"\b(?:unanswerable|not answerable)\b",
+        # "unanswerable", "not answerable", "Not_Answerable", "not-answerable"
+        r"\b(?:unanswerable|not[ _-]answerable)\b",
     )
 )
 

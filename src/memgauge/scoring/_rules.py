@@ -30,6 +30,8 @@ Decision rules of :class:`TypedRuleScorer` (version "1"):
 * yes_no: the same verdict. order: the same sequence, exactly.
 * free_text: 1 iff the normalized texts are equal or the gold occurs in the prediction on
   token boundaries (:func:`subem`); ``details["f1"]`` records the best token F1.
+* string / action / direction / list / set / path, and integer / number questions of a game
+  (``meta["game"]``): :mod:`memgauge.scoring._game_rules` (version "2" added these).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from typing import Any
 from ..registry import scorer
 from ..schema import AnswerType, Question, Score
 from ._base import Scorer
+from ._game_rules import score_game
 from ._parse import (
     Hit,
     currencies_compatible,
@@ -184,7 +187,7 @@ class TypedRuleScorer:
     """Scores by the question's ``answer_type``; see the module docstring for the rules."""
 
     name = "rule"
-    version = "1"
+    version = "2"
 
     def _score(self, value: bool | float, details: dict[str, Any]) -> Score:
         return Score(value=float(value), scorer=self.name, version=self.version, method="rule",
@@ -201,6 +204,9 @@ class TypedRuleScorer:
             return self._score(False, {"refused": True})
         if kind == AnswerType.FREE_TEXT:
             return self._score(*self._free_text(question.answers, prediction))
+        game = score_game(question, prediction)  # game answer types (design 0032)
+        if game is not None:
+            return self._score(game[0], {"refused": False, **game[1]})
         if kind in (AnswerType.CHOICE, AnswerType.MCQ):
             typed, find_gold = _choice_typed(question)
         else:
