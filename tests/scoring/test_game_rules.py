@@ -279,3 +279,22 @@ def test_refusing_an_answerable_game_question_is_wrong_and_flagged() -> None:
 
 def test_a_missing_prediction_is_not_scored() -> None:
     assert RULE.score(gq("move_left", "action"), None) is None
+
+
+# --- records keep what rescoring needs -----------------------------------------------------
+
+def test_a_record_keeps_the_game_meta_and_rescoring_from_it_agrees() -> None:
+    from memgauge.runner._execute import make_record
+    from memgauge.schema import BenchmarkInfo, Episode, Response, Session, Turn
+    from memgauge.scoring._judge_run import question_of
+
+    # within tolerance only: without the game meta the reply would be scored wrong
+    question = gq("2.5", "number", tolerance=0.1)
+    episode = Episode(episode_id="e1", benchmark=BenchmarkInfo(name="games"), questions=[question],
+                      sessions=[Session(session_id="s1",
+                                        turns=[Turn(turn_id="t1", role="user", text="step 1")])])
+    record = make_record(episode, question, Response(text="about 2.55"), [RULE], {}, missing=[])
+    assert record.meta["game"] == question.meta["game"]
+    assert record.scores["rule"] == 1.0
+    rescored = RULE.score(question_of(record), record.prediction)
+    assert rescored is not None and rescored.value == 1.0

@@ -393,6 +393,8 @@ def _record_meta(episode: Episode, question: Question,
         meta["old_answers"] = question.old_answers
     if question.options:
         meta["options"] = question.options  # extract-then-match rescoring needs them
+    if isinstance(question.meta.get("game"), dict):
+        meta["game"] = question.meta["game"]  # game scoring and the game report (design 0032)
     depth = evidence_depth(episode, question)
     if depth is not None:
         meta["evidence_depth"] = depth

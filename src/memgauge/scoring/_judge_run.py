@@ -70,9 +70,11 @@ def case_of(rec: Record) -> JudgeCase:
 
 def question_of(rec: Record) -> Question:
     options = rec.meta.get("options")
+    game = rec.meta.get("game")  # what game rule scoring reads (design 0032)
     return Question(question_id=rec.question_id, text=rec.question, answer=rec.gold,
                     answer_type=rec.answer_type, ability=rec.ability, subtype=rec.subtype,
-                    options=list(options) if isinstance(options, list) else [])
+                    options=list(options) if isinstance(options, list) else [],
+                    meta={"game": game} if isinstance(game, dict) else {})
 
 
 class JudgePipeline:
