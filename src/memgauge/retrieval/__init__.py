@@ -5,11 +5,22 @@ The session-ranking analysis (Recall@k of evidence sessions) stays in
 this package reuses, so ``rag-bm25``/``rag-embed`` score as they did.
 """
 
-from ._embed import EMBEDDERS, Embedder, LocalEmbedder, OpenAIEmbedder, make_embedder
+from ._embed import (
+    EMBEDDERS,
+    Embedder,
+    EndpointCheck,
+    Flags,
+    LocalEmbedder,
+    OpenAIEmbedder,
+    check_embedder_spec,
+    make_embedder,
+)
+from ._image_embed import IMAGE_EMBEDDERS, SHAPES, OpenAIImageEmbedder, check_image_embedder_spec
 from ._index import FUSIONS, RETRIEVERS, UnitIndex, with_recency
 from ._units import UNITS, Unit, as_sessions, split
 from ._visual import STAND_IN
 
-__all__ = ["EMBEDDERS", "FUSIONS", "RETRIEVERS", "STAND_IN", "UNITS", "Embedder",
-           "LocalEmbedder", "OpenAIEmbedder", "Unit", "UnitIndex", "as_sessions",
-           "make_embedder", "split", "with_recency"]
+__all__ = ["EMBEDDERS", "FUSIONS", "IMAGE_EMBEDDERS", "RETRIEVERS", "SHAPES", "STAND_IN", "UNITS",
+           "Embedder", "EndpointCheck", "Flags", "LocalEmbedder", "OpenAIEmbedder",
+           "OpenAIImageEmbedder", "Unit", "UnitIndex", "as_sessions", "check_embedder_spec",
+           "check_image_embedder_spec", "make_embedder", "split", "with_recency"]

@@ -12,8 +12,11 @@ What is computed when:
 - at ``search``: the question is embedded (if needed) and scored against every unit in a
   worker thread, off the event loop. The result is the whole ranking, best first.
 
-Scores: ``bm25`` raw BM25; ``embed`` cosine; ``visual`` the best image similarity (question
-images by appearance, else the question text against image captions); ``hybrid`` 0.5 ·
+Scores: ``bm25`` raw BM25; ``embed`` cosine; ``visual`` the best image similarity: with an
+image embedder (``image_embedder``, retrieval/_image_embed.py) the best cosine between the
+question's vectors (its text, and its images, embedded by that model) and the unit's image
+vectors; without one the offline stand-in (question images by appearance, else the question
+text against image captions); ``hybrid`` 0.5 ·
 min-max(text) + 0.5 · min-max(visual) (``fusion=weighted``) or reciprocal-rank fusion
 (``fusion=rrf``, k=60). ``recency=α`` then gives s' = (1-α)·z(s) + α·t̂, z min-max over the
 candidates and t̂ the unit's chronological position scaled to [0, 1] (MemEye's probe).
@@ -31,6 +34,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..schema import ImageRef, Question, Session
 from ._embed import Embedder
+from ._image_embed import OpenAIImageEmbedder
 from ._units import Unit, split
 from ._visual import Look, look, similarity
 
@@ -72,7 +76,7 @@ class UnitIndex:
 
     def __init__(self, unit: str, retriever: str, *, embedder: Embedder | None = None,
                  text_retriever: str = "embed", fusion: str = "weighted",
-                 recency: float = 0.0) -> None:
+                 recency: float = 0.0, image_embedder: OpenAIImageEmbedder | None = None) -> None:
         if retriever not in RETRIEVERS:
             raise ConfigError(f"unknown retriever {retriever!r}; use {', '.join(RETRIEVERS)}")
         if fusion not in FUSIONS:
@@ -86,7 +90,10 @@ class UnitIndex:
             text_retriever if retriever == "hybrid" else None)
         self.visual = retriever in ("visual", "hybrid")
         self.embedder = embedder
-        if embedder is None and (self.text_kind == "embed" or self.visual):
+        self.image_embedder = image_embedder if self.visual else None
+        # the stand-in matches text questions against captions with the text embedder
+        self.captions = self.visual and self.image_embedder is None
+        if embedder is None and (self.text_kind == "embed" or self.captions):
             raise ConfigError(f"retriever {retriever} needs an embedder")
         self.units: list[Unit] = []
         self.builds = 0
@@ -94,6 +101,7 @@ class UnitIndex:
         self._vec_parts: list[np.ndarray] = []
         self._caption_parts: list[list[np.ndarray]] = []  # per unit: its captions' rows
         self._looks: list[list[Look]] = []
+        self._image_rows: list[np.ndarray] = []  # per unit: its images' vectors (image embedder)
         self._dirty = True
         self._lock = threading.Lock()
         self._bm25: Any = None
@@ -120,7 +128,12 @@ class UnitIndex:
         if self.text_kind == "embed":
             assert self.embedder is not None
             self._vec_parts.append(await self.embedder.embed(texts))
-        if self.visual:
+        if self.image_embedder is not None:
+            for u in new:
+                rows = [r for r in await self.image_embedder.embed_images(u.images)
+                        if r is not None]
+                self._image_rows.append(np.stack(rows) if rows else np.zeros((0, 0)))
+        elif self.visual:
             assert self.embedder is not None
             caps = [[c for c in map(caption, u.images) if c] for u in new]
             flat = [c for cs in caps for c in cs]
@@ -159,8 +172,15 @@ class UnitIndex:
         assert self._vecs is not None and qvec is not None
         return (self._vecs @ qvec).astype(float)
 
-    def _visual_scores(self, qvec: np.ndarray | None, qlooks: list[Look]) -> np.ndarray:
+    def _visual_scores(self, qvec: np.ndarray | None, qlooks: list[Look],
+                       qimage: np.ndarray | None = None) -> np.ndarray:
         out = np.zeros(len(self.units))
+        if self.image_embedder is not None:
+            assert qimage is not None
+            for i, rows in enumerate(self._image_rows):
+                if rows.size:
+                    out[i] = float((rows @ qimage.T).max())
+            return out
         for i in range(len(self.units)):
             if qlooks:
                 sims = [similarity(a, b) for a in qlooks for b in self._looks[i]]
@@ -170,11 +190,12 @@ class UnitIndex:
             out[i] = max(sims, default=0.0)
         return out
 
-    def _scores(self, query: str, qvec: np.ndarray | None, qlooks: list[Look]) -> np.ndarray:
+    def _scores(self, query: str, qvec: np.ndarray | None, qlooks: list[Look],
+                qimage: np.ndarray | None = None) -> np.ndarray:
         self._build()
         if self.retriever in ("bm25", "embed"):
             return self._text_scores(query, qvec)
-        image = self._visual_scores(qvec, qlooks)
+        image = self._visual_scores(qvec, qlooks, qimage)
         if self.retriever == "visual":
             return image
         text = self._text_scores(query, qvec)
@@ -182,22 +203,29 @@ class UnitIndex:
             return 1.0 / (RRF_K + _ranks(text)) + 1.0 / (RRF_K + _ranks(image))
         return 0.5 * min_max(text) + 0.5 * min_max(image)
 
-    def rank(self, query: str, qvec: np.ndarray | None,
-             qlooks: Sequence[Look] = ()) -> list[tuple[Unit, float]]:
-        """Every unit with its score, best first (ties: the older unit first)."""
+    def rank(self, query: str, qvec: np.ndarray | None, qlooks: Sequence[Look] = (),
+             qimage: np.ndarray | None = None) -> list[tuple[Unit, float]]:
+        """Every unit with its score, best first (ties: the older unit first). ``qimage``:
+        the question's rows in the image embedder's space (its text first, then its images)."""
         if not self.units:
             return []
-        scores = with_recency(self._scores(query, qvec, list(qlooks)), self.recency)
+        scores = with_recency(self._scores(query, qvec, list(qlooks), qimage), self.recency)
         order = sorted(range(len(self.units)), key=lambda i: (-float(scores[i]), i))
         return [(self.units[i], float(scores[i])) for i in order]
 
     async def search(self, question: Question) -> list[tuple[Unit, float]]:
         qvec = None
-        if self.embedder is not None and (self.text_kind == "embed" or self.visual):
+        if self.embedder is not None and (self.text_kind == "embed" or self.captions):
             qvec = (await self.embedder.embed([question.text]))[0]
         qlooks: list[Look] = []
-        if self.visual and question.images:
+        qimage = None
+        if self.image_embedder is not None:
+            rows = [*await self.image_embedder.embed_texts([question.text]),
+                    *(r for r in await self.image_embedder.embed_images(
+                        [im for im in question.images if not im.missing]) if r is not None)]
+            qimage = np.stack(rows)
+        elif self.visual and question.images:
             qlooks = await asyncio.to_thread(
                 lambda: [x for im in question.images if not im.missing
                          for x in [look(im)] if x is not None])
-        return await asyncio.to_thread(self.rank, question.text, qvec, qlooks)
+        return await asyncio.to_thread(self.rank, question.text, qvec, qlooks, qimage)

@@ -64,6 +64,9 @@ class SystemContext:
         if self.max_context_tokens is not None:
             self.count_tokens = True
     options: dict[str, Any] = field(default_factory=dict)
+    # The run's response cache (None with --no-cache), for a system's own calls that are
+    # worth keeping across runs: image embeddings (retrieval/_image_embed.py).
+    cache: Any = None
 
     def image_size(self, part: Any) -> tuple[int, int]:
         """The size an image part is sent at (after the resize policy): what its tokens are

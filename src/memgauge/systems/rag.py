@@ -43,6 +43,10 @@ OPTIONS = {
     "embedder": (str, "model2vec (default) | model2vec:DIR | sentence-transformers:NAME | "
                       + "openai:MODEL"),
     "embedder_base_url": (str, "the OpenAI-compatible endpoint of embedder=openai:<model>"),
+    "image_embedder": (str, "visual/hybrid: openai:MODEL (image embeddings from an endpoint "
+                            + "you serve: CLIP, SigLIP); default: the offline stand-in"),
+    "image_embedder_base_url": (str, "the endpoint of image_embedder=openai:<model>"),
+    "image_embedder_shape": (str, "how images are sent: messages (vLLM, default) | input"),
     "text_retriever": (str, "hybrid's text side: embed (default) | bm25"),
     "fusion": (str, "hybrid: weighted (0.5·text + 0.5·image, default) | rrf"),
     "ranking": (int, "candidates recorded, the chosen included (default 50; 0: all)"),
@@ -53,7 +57,8 @@ _MODE_IMAGES = {"image": "keep", "caption": "caption", "text": "drop", "no-conte
 
 class Rag:
     def __init__(self, ctx: SystemContext, name: str = "rag",
-                 fixed: dict[str, Any] | None = None, embedder: Any = None) -> None:
+                 fixed: dict[str, Any] | None = None, embedder: Any = None,
+                 image_embedder: Any = None) -> None:
         from ..retrieval import UNITS
 
         self.ctx = ctx
@@ -92,18 +97,55 @@ class Rag:
         self.fusion = opts.get("fusion", "weighted")
         self.recency = opts.get("recency", 0.0)
         self._embedder = embedder  # shared by the episodes of a run (one model, one pool)
-        if embedder is None and self.retriever in ("embed", "visual", "hybrid"):
+        self._image_embedder = image_embedder or self._make_image_embedder(opts)
+        text_kind = self.retriever if self.retriever in ("bm25", "embed") else (
+            self.text_retriever if self.retriever == "hybrid" else None)
+        # the stand-in matches text questions against captions with the text embedder
+        needs_embedder = text_kind == "embed" or (
+            self.retriever in ("visual", "hybrid") and self._image_embedder is None)
+        if embedder is None and needs_embedder:
             from ..retrieval import make_embedder
 
             self._embedder = make_embedder(self.embedder_spec, self.embedder_base_url)
+        elif not needs_embedder and ("embedder" in opts or self.embedder_base_url):
+            raise ConfigError(f"--system-option embedder: retriever={self.retriever}"
+                              + (" with text_retriever=bm25" if self.retriever == "hybrid"
+                                 else "") + " embeds no text"
+                              + (" (the image embedder embeds the questions)"
+                                 if self._image_embedder is not None else ""))
         self.index = self._new_index()  # checks the retriever options up front
+
+    def _make_image_embedder(self, opts: dict[str, Any]) -> Any:
+        spec = opts.get("image_embedder")
+        if spec is None:
+            if "image_embedder_base_url" in opts or "image_embedder_shape" in opts:
+                raise ConfigError("--system-option image_embedder_base_url/_shape: they "
+                                  "belong to image_embedder=openai:<model>")
+            return None
+        if self.retriever not in ("visual", "hybrid"):
+            raise ConfigError(f"--system-option image_embedder: retriever={self.retriever} "
+                              "compares no images (use retriever=visual or hybrid)")
+        from ..retrieval import OpenAIImageEmbedder, check_image_embedder_spec
+
+        base_url = opts.get("image_embedder_base_url")
+        model = check_image_embedder_spec(spec, base_url)
+        assert base_url is not None
+        return OpenAIImageEmbedder(model, base_url, policy=self.ctx.image_policy,
+                                   cache=self.ctx.cache,
+                                   shape=opts.get("image_embedder_shape", "messages"))
+
+    def endpoints(self) -> list[Any]:
+        """The embeddings endpoints this system sends to, for the run's pre-flight."""
+        out = [e.endpoint_check() for e in (self._embedder, self._image_embedder)
+               if hasattr(e, "endpoint_check")]
+        return out
 
     def _new_index(self):  # type: ignore[no-untyped-def]
         from ..retrieval import UnitIndex
 
         return UnitIndex(self.unit, self.retriever, embedder=self._embedder,
                          text_retriever=self.text_retriever, fusion=self.fusion,
-                         recency=self.recency)
+                         recency=self.recency, image_embedder=self._image_embedder)
 
     def describe(self) -> dict[str, Any]:
         if self.alias:  # as before the options existed: old run folders resume unchanged
@@ -118,7 +160,10 @@ class Rag:
             out["embedder"] = self._embedder.name
         if self.retriever == "hybrid":
             out.update(text_retriever=self.text_retriever, fusion=self.fusion)
-        if self.retriever in ("visual", "hybrid"):
+        if self._image_embedder is not None:
+            out["image_embedder"] = self._image_embedder.name
+            out["image_similarity"] = self._image_embedder.describe()
+        elif self.retriever in ("visual", "hybrid"):
             from ..retrieval import STAND_IN
 
             out["image_similarity"] = STAND_IN
@@ -185,8 +230,9 @@ def _factory(name: str, fixed: dict[str, Any] | None, doc: str):  # type: ignore
         first = Rag(ctx, name, fixed)  # validates the options once, up front
 
         def make() -> MemorySystem:
-            return Rag(ctx, name, fixed, first._embedder)
+            return Rag(ctx, name, fixed, first._embedder, first._image_embedder)
 
+        make.endpoints = first.endpoints  # type: ignore[attr-defined]  # the run pre-flights them
         return make
 
     build.__doc__ = doc
