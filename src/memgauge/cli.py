@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ._cli_cache import cache_app, run_cache_lines, score_cache_lines
+from ._cli_games import generate_games
 from ._cli_probe import probe_app
 from ._cli_serve import serve_memory
 from .errors import MemgaugeError
@@ -590,6 +591,7 @@ def models_path(name: Annotated[str, typer.Argument(help="A catalogue name")]) -
 
 generate_app = typer.Typer(no_args_is_help=True, help="Generate benchmarks.")
 app.add_typer(generate_app, name="generate")
+generate_app.command("games")(generate_games)
 app.add_typer(cache_app, name="cache")
 app.add_typer(probe_app, name="probe")
 app.command("serve-memory")(serve_memory)

@@ -1,0 +1,196 @@
+"""``memgauge generate games``: horizon cut, seeds, caps, balance, ids, the folder it writes,
+paraphrasing with its consistency check, and the command's errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memgauge.cli import app
+from memgauge.errors import ConfigError
+from memgauge.games import _generate
+from memgauge.games._generate import GamesConfig, TemplateError, balance, generate_games
+from memgauge.games.templates import GameQuestion, template
+from memgauge.models import ScriptedModel
+
+from .gamebench_fixtures import Timeline, register_test_templates, write_trajectory
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def test_templates(monkeypatch):
+    return register_test_templates(monkeypatch)
+
+
+def _generate_to(tmp_path: Path, name: str = "bench", **kw) -> Path:
+    traj = tmp_path / "traj-a"
+    if not traj.exists():
+        write_trajectory(traj)
+    out = tmp_path / name
+    generate_games(GamesConfig(trajectories=[traj], out=out, make_timeline=Timeline, **kw))
+    return out
+
+
+def _rows(bench: Path) -> list[dict]:
+    return [json.loads(line) for line in (bench / "questions.jsonl").read_text().splitlines()]
+
+
+def test_templates_see_only_steps_up_to_the_horizon(tmp_path, test_templates):
+    rows = _rows(_generate_to(tmp_path, horizons=[3, 5]))
+    assert sorted(test_templates) == [3, 5, 8]  # each run saw exactly its cut, never later
+    last = {r["horizon"][1]: r["answer"] for r in rows if r["template"] == "test.last_step"}
+    assert last == {3: 3, 5: 5, 8: 8}
+    for r in rows:
+        assert all(r["horizon"][0] <= s <= r["horizon"][1] for s in r["evidence_steps"])
+        if r["template"] == "test.wood_at":
+            assert r["params"]["step"] <= r["horizon"][1]
+
+
+def test_same_inputs_and_seed_give_the_same_bytes(tmp_path, test_templates):
+    a = _generate_to(tmp_path, "a", seed=3, horizons=[4])
+    b = _generate_to(tmp_path, "b", seed=3, horizons=[4])
+    for name in ("questions.jsonl", "benchmark.json", "trajectories/traj-a/trajectory.jsonl"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    others = [_rows(_generate_to(tmp_path, f"s{s}", seed=s, horizons=[4])) for s in range(1, 6)]
+    picked = {tuple(r["id"] + json.dumps(r["params"]) for r in rows) for rows in others}
+    assert len(picked) > 1  # the seed chooses which of the capped questions are kept
+
+
+def test_cap_and_deduplication_per_trajectory_horizon_and_template(tmp_path, test_templates):
+    rows = _rows(_generate_to(tmp_path, max_per_template=2, horizons=[5]))
+    per = {}
+    for r in rows:
+        per.setdefault((r["horizon"][1], r["template"]), []).append(r)
+    assert {k: len(v) for k, v in per.items()} == {
+        (5, "test.diamond"): 1, (5, "test.last_step"): 1, (5, "test.twice"): 1,
+        (5, "test.wood_at"): 2, (8, "test.diamond"): 1, (8, "test.last_step"): 1,
+        (8, "test.twice"): 1, (8, "test.wood_at"): 2}
+    keys = [(r["trajectory"], r["horizon"][1], r["template"], json.dumps(r["params"]))
+            for r in rows]
+    assert len(keys) == len(set(keys))
+
+
+def test_window_phrase_and_stable_ids(tmp_path, test_templates):
+    rows = _rows(_generate_to(tmp_path, horizons=[4]))
+    for r in rows:
+        assert r["question"] == f"Considering only steps 1–{r['horizon'][1]} of your play: " \
+            + r["text"]
+        assert re.fullmatch(rf"traj-a-h{r['horizon'][1]}-{re.escape(r['template'])}-\d+",
+                            r["id"])
+    assert len({r["id"] for r in rows}) == len(rows)
+    na = [r for r in rows if r["template"] == "test.diamond"]
+    assert na and all(not r["answerable"] and r["answer"] == "not answerable" for r in na)
+
+
+def _q(template_id: str, ability: str, k: int) -> GameQuestion:
+    return GameQuestion(template=template_id, params={"k": k}, ability=ability,
+                        answer_type="integer", answer=k, evidence_steps=[1], horizon=(1, 5),
+                        text=f"q{k}")
+
+
+def test_balance_cuts_an_ability_to_twice_the_median_round_robin():
+    by_template = {"a.one": [_q("a.one", "single_hop", k) for k in range(6)],
+                   "a.two": [_q("a.two", "single_hop", k) for k in range(4)],
+                   "b": [_q("b", "temporal", k) for k in range(2)],
+                   "c": [_q("c", "spatial", k) for k in range(3)]}
+    out = balance(by_template)
+    # median of (10, 2, 3) is 3: single_hop keeps 6, taken from the larger template first
+    assert {t: len(v) for t, v in out.items()} == {"a.one": 3, "a.two": 3, "b": 2, "c": 3}
+    assert [q.params["k"] for q in out["a.one"]] == [0, 1, 2]  # the first ones stay
+
+
+def test_benchmark_json_and_the_copied_trajectory(tmp_path, test_templates):
+    bench = _generate_to(tmp_path, seed=5, horizons=[4])
+    info = json.loads((bench / "benchmark.json").read_text())
+    traj = tmp_path / "traj-a"
+    assert info["format"] == "memgauge.games-bench/1"
+    assert info["seed"] == 5 and info["options"]["horizons"] == [4]
+    [entry] = info["trajectories"]
+    assert entry["id"] == "traj-a" and entry["env"] == "crafter" and entry["steps"] == 8
+    assert entry["sha256"] == hashlib.sha256((traj / "trajectory.jsonl").read_bytes()).hexdigest()
+    rows = _rows(bench)
+    assert info["counts"]["questions"] == len(rows)
+    assert info["counts"]["per_ability"]["adversarial"] == 2
+    assert info["counts"]["answerable_share"] == round(
+        sum(r["answerable"] for r in rows) / len(rows), 4)
+    frames = sorted((traj / "frames").iterdir())
+    copied = sorted((bench / "trajectories" / "traj-a" / "frames").iterdir())
+    assert [f.name for f in frames] == [f.name for f in copied]
+    assert frames[0].stat().st_ino == copied[0].stat().st_ino  # hard-linked, same disk
+
+
+def test_horizon_beyond_the_trajectory_is_a_config_error(tmp_path, test_templates):
+    with pytest.raises(ConfigError, match=r"--horizon 9 is beyond trajectory traj-a .*8 steps"):
+        _generate_to(tmp_path, horizons=[9])
+
+
+def test_a_template_that_breaks_the_contract_is_named(tmp_path, test_templates):
+    @template("test.leaky", ability="single_hop", answer_type="integer", games=("crafter",))
+    def leaky(tl, rng):
+        yield GameQuestion(template="test.leaky", params={}, ability="single_hop",
+                           answer_type="integer", answer=1, evidence_steps=[tl.last + 1],
+                           horizon=(1, tl.last), text="?")
+
+    with pytest.raises(TemplateError, match=r"horizon 8, template test.leaky: evidence_steps"):
+        _generate_to(tmp_path)
+
+
+def test_paraphrase_kept_only_when_numbers_and_entities_survive(tmp_path, test_templates):
+    def reword(messages, qid):
+        text = messages[-1].parts[0].text
+        if "wood" in text:  # drops the step number: must be refused
+            return "How much wood did you hold back then?"
+        if "diamond" in text:  # keeps 'diamond' and has no number to lose
+            return "When did you first pick up 'diamond'?"
+        return "Please say: " + text
+
+    bench = _generate_to(tmp_path, paraphraser=ScriptedModel(fn=reword))
+    rows = _rows(bench)
+    for r in rows:
+        p = r["paraphrase"]
+        if r["template"] == "test.wood_at":
+            assert p["status"] == "rejected" and "numbers" in p["why"]
+            assert r["text"] == p["original"]
+        else:
+            assert p["status"] == "kept" and r["text"] != p["original"]
+        assert r["question"].endswith(r["text"]) and r["question"].startswith("Considering")
+    info = json.loads((bench / "benchmark.json").read_text())["options"]["paraphrase"]
+    assert info["rejected"] == sum(r["template"] == "test.wood_at" for r in rows)
+
+
+def test_cli_writes_the_folder_and_refuses_a_non_empty_out(tmp_path, test_templates,
+                                                           monkeypatch):
+    monkeypatch.setattr(_generate, "default_timeline", Timeline)
+    traj = write_trajectory(tmp_path / "t1")
+    out = tmp_path / "bench"
+    res = runner.invoke(app, ["generate", "games", str(traj), "--out", str(out),
+                              "--horizon", "4", "--max-per-template", "1"])
+    assert res.exit_code == 0, res.output
+    assert "questions from 1 trajectories" in res.output
+    assert len(_rows(out)) == json.loads((out / "benchmark.json").read_text())["counts"][
+        "questions"]
+    again = runner.invoke(app, ["generate", "games", str(traj), "--out", str(out)])
+    assert again.exit_code == 2 and "not empty" in again.output
+    assert "Traceback" not in again.output
+    forced = runner.invoke(app, ["generate", "games", str(traj), "--out", str(out),
+                                 "--overwrite"])
+    assert forced.exit_code == 0, forced.output
+    bad = runner.invoke(app, ["generate", "games", str(traj), "--out", str(tmp_path / "x"),
+                              "--horizon", "20"])
+    assert bad.exit_code == 2 and "beyond trajectory t1" in bad.output
+
+
+def test_overwrite_never_deletes_a_folder_that_is_not_a_games_benchmark(tmp_path,
+                                                                         test_templates):
+    out = tmp_path / "bench"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="does not hold a games benchmark"):
+        _generate_to(tmp_path, overwrite=True)
+    assert (out / "notes.txt").read_text() == "mine"
