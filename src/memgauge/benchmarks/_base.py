@@ -31,7 +31,8 @@ class BenchmarkOptions:
     allow_missing_images: bool = False
     question_ids: str | None = None  # a file listing question ids to keep (a subset)
     tier: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # --bench-option key=value
+    protocol: str = "online"  # --protocol: a loader may refuse one its data cannot honour
 
 
 @runtime_checkable

@@ -1,0 +1,222 @@
+"""``--bench games``: BENCH_DIR round trip, sessions cut at horizon ends, asked_after and
+evidence pointers, the frame policy, the offline-protocol refusal, malformed folders, and
+runs end to end with built-in systems."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from scripted_server import ScriptedServer, completion
+from typer.testing import CliRunner
+
+from memgauge.benchmarks import BenchmarkOptions
+from memgauge.benchmarks.games import GamesBenchmark
+from memgauge.cli import app
+from memgauge.errors import ConfigError, InputError
+from memgauge.games._generate import GamesConfig, generate_games
+from memgauge.schema import Ability, AnswerType
+
+from .gamebench_fixtures import Timeline, register_test_templates, write_trajectory
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def bench(tmp_path, monkeypatch) -> Path:
+    """Two 8-step trajectories, questions at horizon 4 and at the whole trajectory."""
+    register_test_templates(monkeypatch)
+    trajs = [write_trajectory(tmp_path / "traj-a"),
+             write_trajectory(tmp_path / "traj-b", ["do"] * 8)]
+    out = tmp_path / "bench"
+    generate_games(GamesConfig(trajectories=trajs, out=out, horizons=[4],
+                               make_timeline=Timeline))
+    return out
+
+
+def _load(bench: Path, **kw) -> GamesBenchmark:
+    extra = kw.pop("extra", {})
+    return GamesBenchmark(BenchmarkOptions(data=str(bench), extra=extra, **kw))
+
+
+def _rows(bench: Path) -> list[dict]:
+    return [json.loads(line) for line in (bench / "questions.jsonl").read_text().splitlines()]
+
+
+def test_round_trip_one_episode_per_trajectory(bench):
+    eps = list(_load(bench).episodes())
+    rows = {r["id"]: r for r in _rows(bench)}
+    assert [e.episode_id for e in eps] == ["traj-a", "traj-b"]
+    questions = [q for e in eps for q in e.questions]
+    assert sorted(q.question_id for q in questions) == sorted(rows)
+    for q in questions:
+        r = rows[q.question_id]
+        game = q.meta["game"]
+        assert q.text == r["question"] and q.subtype == r["template"]
+        assert {k: game[k] for k in ("template", "params", "horizon", "evidence_steps",
+                                     "alternatives", "tolerance", "answerable", "answer_type",
+                                     "trajectory")} == \
+            {k: r[k] for k in ("template", "params", "horizon", "evidence_steps",
+                               "alternatives", "tolerance", "answerable", "answer_type",
+                               "trajectory")}
+        assert game["env"] == "crafter" and game["trajectory_steps"] == 8
+        if r["answerable"]:
+            assert q.answer == str(r["answer"])
+            assert q.answer_type == AnswerType(r["answer_type"])
+        else:
+            assert q.answer == "not answerable" and q.answer_type is AnswerType.REFUSAL
+    abilities = {q.ability for q in questions}
+    assert Ability.TEMPORAL in abilities and Ability.ADVERSARIAL in abilities
+
+
+def test_sessions_cut_at_horizon_ends_and_asked_after(bench):
+    ep = next(_load(bench, extra={"steps_per_session": "3"}).episodes())
+    assert [s.meta["steps"] for s in ep.sessions] == [[1, 3], [4, 4], [5, 6], [7, 8]]
+    assert [t.turn_id for t in ep.sessions[1].turns] == ["t4-action", "t4-obs"]
+    assert ep.sessions[0].turns[0].turn_id == "t0-obs"  # what was seen before step 1
+    assert ep.sessions[0].turns[1].role == "assistant"
+    assert ep.sessions[0].turns[1].text == "Step 1: move_left"
+    for q in ep.questions:
+        horizon_end = q.meta["game"]["horizon"][1]
+        asked = ep.sessions[q.asked_after]
+        assert asked.meta["steps"][1] == horizon_end  # right after the horizon's last step
+        turns = {(s.session_id, t.turn_id) for s in ep.sessions for t in s.turns}
+        for ref in q.evidence:
+            assert (ref.session_id, ref.turn_id) in turns
+        steps = sorted({int(ref.turn_id[1:].split("-")[0]) for ref in q.evidence})
+        assert steps == sorted(q.meta["game"]["evidence_steps"])
+
+
+def _frames(ep) -> dict[str, int]:
+    return {t.turn_id: len(t.images) for s in ep.sessions for t in s.turns
+            if t.turn_id.endswith("-obs")}
+
+
+def test_frame_policy(bench):
+    every = _frames(next(_load(bench).episodes()))
+    assert every == {"t0-obs": 1, **{f"t{i}-obs": 1 for i in range(1, 9)}}
+    none = _frames(next(_load(bench, extra={"frames": "none"}).episodes()))
+    assert set(none.values()) == {0}
+    ep = next(_load(bench, extra={"frames": "every:3", "steps_per_session": "5"}).episodes())
+    # steps 3 and 6, and each session's last step (4: a horizon end, 5, 8)
+    kept = sorted(int(k[1:-4]) for k, n in _frames(ep).items() if n and k != "t0-obs")
+    assert kept == [3, 4, 5, 6, 8]
+    image = ep.sessions[0].turns[-1].images[0]
+    assert Path(image.path).is_file() and image.sha256 == Path(image.path).stem
+    assert _load(bench, extra={"frames": "every:3"}).manifest()["options"]["frames"] == "every:3"
+
+
+@pytest.mark.parametrize("extra, match", [
+    ({"frames": "some"}, "frames='some'"), ({"frames": "every:0"}, "every:K"),
+    ({"steps_per_session": "0"}, "steps_per_session"), ({"colour": "red"}, "colour")])
+def test_bad_bench_options_are_config_errors(bench, extra, match):
+    with pytest.raises(ConfigError, match=match):
+        _load(bench, extra=extra)
+
+
+def test_offline_protocol_with_an_early_horizon_is_refused(bench, tmp_path):
+    with pytest.raises(ConfigError, match=r"--protocol offline .* steps up to 4"):
+        _load(bench, protocol="offline")
+    whole = tmp_path / "whole"
+    generate_games(GamesConfig(trajectories=[tmp_path / "traj-a"], out=whole,
+                               make_timeline=Timeline))
+    assert list(_load(whole, protocol="offline").episodes())
+
+
+def _rewrite_line(bench: Path, index: int, change) -> None:
+    lines = (bench / "questions.jsonl").read_text().splitlines()
+    row = json.loads(lines[index])
+    change(row)
+    lines[index] = json.dumps(row)
+    (bench / "questions.jsonl").write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("change, item, field", [
+    (lambda r: r.pop("answer_type"), "line 2", "answer_type"),
+    (lambda r: r.update(horizon=[1, 99]), "line 2", "horizon"),
+    (lambda r: r.update(horizon=[3]), "line 2", "horizon"),
+    (lambda r: r.update(trajectory="nope"), "line 2", "trajectory"),
+    (lambda r: r.update(evidence_steps=[9]), "line 2", "evidence_steps"),
+    (lambda r: r.update(answerable=not r["answerable"]), "line 2", "answerable"),
+    (lambda r: r.update(ability="luck"), "line 2", "ability"),
+])
+def test_malformed_questions_name_file_line_and_field(bench, change, item, field):
+    _rewrite_line(bench, 1, change)
+    with pytest.raises(InputError) as err:
+        _load(bench)
+    assert err.value.file.endswith("questions.jsonl")
+    assert err.value.item == item and err.value.field == field
+
+
+def test_malformed_folder_errors(bench):
+    lines = (bench / "questions.jsonl").read_text().splitlines()
+    (bench / "questions.jsonl").write_text("\n".join([lines[0], "{not json", *lines[1:]]))
+    with pytest.raises(InputError, match="line 2: not valid JSON"):
+        _load(bench)
+    (bench / "questions.jsonl").write_text("\n".join([lines[0], lines[0]]))
+    with pytest.raises(InputError, match="also on line 1"):
+        _load(bench)
+    traj = bench / "trajectories" / "traj-b" / "trajectory.jsonl"
+    traj.write_text(traj.read_text().replace('"do"', '"noop"', 1))
+    with pytest.raises(InputError, match="the trajectory changed"):
+        _load(bench)
+    info = json.loads((bench / "benchmark.json").read_text())
+    (bench / "benchmark.json").write_text(json.dumps({**info, "format": "other/1"}))
+    with pytest.raises(InputError, match="format 'other/1'"):
+        _load(bench)
+    with pytest.raises(InputError, match="not a folder"):
+        _load(bench / "benchmark.json")
+
+
+def _run(bench: Path, out: Path, *args: str):
+    return runner.invoke(app, ["run", "--bench", "games", "--data", str(bench), "--out",
+                               str(out), *args])
+
+
+@pytest.mark.parametrize("system", ["full-context", "rag"])
+def test_run_end_to_end_with_gold_predictions(bench, tmp_path, system):
+    preds = tmp_path / "preds.jsonl"
+    rows = _rows(bench)
+    preds.write_text("".join(json.dumps({"question_id": r["id"], "prediction": str(r["answer"])})
+                             + "\n" for r in rows))
+    out = tmp_path / f"run-{system}"
+    res = _run(bench, out, "--model", f"replay:{preds}", "--system", system,
+               "--bench-option", "steps_per_session=3", "--bench-option", "frames=every:2")
+    assert res.exit_code == 0, res.output
+    records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+    assert len(records) == len(rows) and all(r["status"] == "ok" for r in records)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["identity"]["bench_options"] == {"frames": "every:2",
+                                                              "steps_per_session": "3"}
+    assert manifest["benchmark"]["options"] == {"frames": "every:2", "steps_per_session": 3}
+
+
+def test_online_context_stops_at_the_horizon(bench, tmp_path):
+    prompts: dict[str, str] = {}
+
+    def reply(body):
+        text = json.dumps(body["messages"])
+        asked = [m for m in body["messages"] if m["role"] == "user"][-1]
+        last = asked["content"] if isinstance(asked["content"], str) else \
+            " ".join(p.get("text", "") for p in asked["content"])
+        prompts[last] = text
+        return 200, completion("3")
+
+    with ScriptedServer([], after=reply) as srv:
+        res = _run(bench, tmp_path / "run", "--model", "openai:m", "--base-url", srv.base_url,
+                   "--bench-option", "frames=none", "--bench-option", "steps_per_session=3")
+    assert res.exit_code == 0, res.output
+    early = [t for q, t in prompts.items() if "steps 1–4 of your play" in q]
+    late = [t for q, t in prompts.items() if "steps 1–8 of your play" in q]
+    assert early and late
+    assert all("Step 4: " in t and "Step 5: " not in t for t in early)
+    assert all("Step 8: " in t for t in late)
+
+
+def test_run_offline_with_horizons_stops_before_any_request(bench, tmp_path):
+    with ScriptedServer([], after=(200, completion("x"))) as srv:
+        res = _run(bench, tmp_path / "run", "--model", "openai:m", "--base-url",
+                   srv.base_url, "--protocol", "offline")
+        assert res.exit_code == 2 and "--protocol offline" in res.output
+        assert srv.requests == []
