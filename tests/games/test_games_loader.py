@@ -220,3 +220,17 @@ def test_run_offline_with_horizons_stops_before_any_request(bench, tmp_path):
                    srv.base_url, "--protocol", "offline")
         assert res.exit_code == 2 and "--protocol offline" in res.output
         assert srv.requests == []
+
+
+def test_gold_answer_shape_the_rule_scorer_reads():
+    from memgauge.benchmarks.games import gold_answer
+
+    # list, set, path: one answer's items (alternatives stay in meta.game)
+    assert gold_answer("path", ["move_left", "move_up"], [["move_up", "move_left"]]) == \
+        ["move_left", "move_up"]
+    assert gold_answer("set", [], []) == "none" and gold_answer("path", [], []) == "here"
+    assert gold_answer("set", {"wood": 2, "sapling": 1}, []) == "1 sapling, 2 wood"
+    # the others: every correct answer
+    assert gold_answer("integer", 3, []) == "3"
+    assert gold_answer("string", "kitchen", ["the kitchen"]) == ["kitchen", "the kitchen"]
+    assert gold_answer("yes_no", True, []) == "yes"

@@ -333,8 +333,7 @@ class GamesBenchmark:
         evidence = [EvidenceRef(session_id=where[s][0], turn_id=f"t{s}-{part}")
                     for s in r.evidence_steps for part in ("action", "obs")]
         if r.answerable:
-            answers = [answer_text(r.answer), *(answer_text(a) for a in r.alternatives)]
-            answer: str | list[str] = answers[0] if len(answers) == 1 else answers
+            answer: str | list[str] = gold_answer(r.answer_type, r.answer, r.alternatives)
             answer_type = _ANSWER_TYPES[r.answer_type]
         else:
             answer, answer_type = NOT_ANSWERABLE, AnswerType.REFUSAL
@@ -367,6 +366,22 @@ class GamesBenchmark:
                 "options": {"steps_per_session": self.steps_per_session,
                             "frames": self.frames.describe()},
                 "counts": dict(self._counts)}
+
+
+_ONE_VALUE = ("list", "set", "path")  # a list answer is the items of one answer
+_EMPTY = {"list": "none", "set": "none", "path": "here"}
+
+
+def gold_answer(answer_type: str, answer: Any, alternatives: list[Any]) -> str | list[str]:
+    """``Question.answer`` as the rule scorer reads it: for list, set and path questions a
+    list holds the items of the one answer (other correct ones stay in
+    ``meta["game"]["alternatives"]``); for the others a list holds every correct answer."""
+    if answer_type in _ONE_VALUE and isinstance(answer, list):
+        return [answer_text(v) for v in answer] if answer else _EMPTY[answer_type]
+    if answer_type in _ONE_VALUE:
+        return answer_text(answer)
+    answers = [answer_text(answer), *(answer_text(a) for a in alternatives)]
+    return answers[0] if len(answers) == 1 else answers
 
 
 def answer_text(value: Any) -> str:
