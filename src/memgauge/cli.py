@@ -356,9 +356,10 @@ def report(
     import json
 
     from ._cache_hits import count_records, describe_hits
-    from .analysis import build_tables, error_breakdown, load_prices, load_runs
+    from .analysis import build_tables, error_breakdown, game_report, load_prices, load_runs
     from .report import (
         render_error_labels,
+        render_games_markdown,
         render_html,
         render_json,
         render_markdown,
@@ -379,8 +380,11 @@ def report(
             title = "memgauge report: " + (runs[0].label if len(runs) == 1
                                            else f"{len(runs)} runs")
             page = Path(out_file or "report.html")
+            games = {run.label: g for run in runs if (g := game_report(
+                run.records, scorer=tables.primary or "rule")) is not None}  # design 0032
             page.write_text(render_html(tables, title=title, cache={
-                label: describe_hits(h) for label, h in hits.items()}), encoding="utf-8")
+                label: describe_hits(h) for label, h in hits.items()}, games=games),
+                encoding="utf-8")
             err.print(f"wrote {page}", highlight=False)
             return
         texts, payloads = [], []
@@ -397,11 +401,14 @@ def report(
             scorer = summary.primary or "rule"
             labels = (tables.breakdowns[run.label] if scorer == tables.primary
                       else error_breakdown(run.records, scorer=scorer))
+            games = game_report(run.records, scorer=scorer)  # None without game records
             if fmt == "md":
                 texts.append(render_markdown(summary, title=f"memgauge report: {run.label}",
-                                             meta=meta) + "\n\n" + render_error_labels(labels))
+                                             meta=meta) + "\n\n" + render_error_labels(labels)
+                             + ("" if games is None else "\n\n" + render_games_markdown(games)))
             else:
-                payloads.append(json.loads(render_json(summary, {**meta, "error_labels": labels})))
+                payloads.append(json.loads(render_json(summary, {**meta, "error_labels": labels},
+                                                       games=games)))
         text = ("\n\n".join([*texts, render_tables_markdown(tables)]) if fmt == "md"
                 else render_tables_json(payloads, tables).rstrip("\n"))
         if out_file:

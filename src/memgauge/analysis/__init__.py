@@ -31,6 +31,13 @@ from memgauge.analysis._cost import (
     load_prices,
 )
 from memgauge.analysis._errors import ErrorLabel, error_breakdown, label_error
+from memgauge.analysis._games import (
+    Answerability,
+    GameCell,
+    GameReport,
+    game_records,
+    game_report,
+)
 from memgauge.analysis._gates import (
     AccuracyGateResult,
     CaptionProofResult,
@@ -94,6 +101,7 @@ __all__ = [
     "MEMORY_AGENT",
     "AccuracyGateResult",
     "AgreementStat",
+    "Answerability",
     "AuditResult",
     "BM25Retriever",
     "CaptionProofResult",
@@ -105,6 +113,8 @@ __all__ = [
     "EmbedRetriever",
     "ErrorItem",
     "ErrorLabel",
+    "GameCell",
+    "GameReport",
     "GroupStat",
     "IndistinguishabilityResult",
     "JudgeFailureItem",
@@ -138,6 +148,8 @@ __all__ = [
     "cohen_kappa_labels",
     "error_breakdown",
     "family_kind",
+    "game_records",
+    "game_report",
     "get_retriever",
     "indistinguishability",
     "label_error",

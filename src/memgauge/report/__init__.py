@@ -16,7 +16,12 @@ if TYPE_CHECKING:
     from memgauge.report._audit import render_audit_markdown
     from memgauge.report._compare import render_compare_markdown
     from memgauge.report._html import render_html
-    from memgauge.report._markdown import render_error_labels, render_json, render_markdown
+    from memgauge.report._markdown import (
+        render_error_labels,
+        render_games_markdown,
+        render_json,
+        render_markdown,
+    )
     from memgauge.report._tables_md import (
         render_tables_json,
         render_tables_markdown,
@@ -27,6 +32,7 @@ _WHERE = {
     "render_audit_markdown": "_audit",
     "render_compare_markdown": "_compare",
     "render_error_labels": "_markdown",
+    "render_games_markdown": "_markdown",
     "render_html": "_html",
     "render_json": "_markdown",
     "render_markdown": "_markdown",
@@ -39,6 +45,7 @@ __all__ = [
     "render_audit_markdown",
     "render_compare_markdown",
     "render_error_labels",
+    "render_games_markdown",
     "render_html",
     "render_json",
     "render_markdown",

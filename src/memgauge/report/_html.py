@@ -26,6 +26,7 @@ from memgauge.analysis import (
     measure_of,
     scorer_label,
 )
+from memgauge.analysis._games import ALL_GAMES, GameCell, GameReport
 from memgauge.errors import ConfigError
 from memgauge.report._tables_md import (
     CLUES_HEADER,
@@ -624,6 +625,47 @@ _BROWSER_JS = """
 """
 
 
+def _game_pct(x: float) -> str:
+    return f"{x * 100:.1f}%" if math.isfinite(x) else MISSING
+
+
+def _game_cell(c: GameCell | None) -> str:
+    if c is None or c.n == 0:
+        return MISSING
+    ci = (f" [{c.ci_low * 100:.1f}, {c.ci_high * 100:.1f}]"
+          if math.isfinite(c.ci_low) and math.isfinite(c.ci_high) else "")
+    return f"{_game_pct(c.accuracy)}{ci} (n={c.n})"
+
+
+def _games(games: Mapping[str, GameReport] | None) -> str:
+    """Per run with game records: ability × game, accuracy against horizon and trajectory
+    length, per template, answerability (design 0032)."""
+    if not games:
+        return ""
+    parts = [_note("Cells: accuracy [CI] (n). Answerability: the positive class is the model "
+                   "saying 'not answerable'; errors are excluded.")]
+    for run, g in games.items():
+        cols = [*g.games, ALL_GAMES]
+        parts.append(f"<h3>{_e(run)}</h3>")
+        parts.append('<div class="scroll">' + _table(
+            ["Ability", *(_e(c) for c in cols)],
+            [[_e(a), *(_e(_game_cell(row.get(c))) for c in cols)]
+             for a, row in g.by_ability_game.items()]) + "</div>")
+        for title, cells in (("Horizon (steps)", g.by_horizon),
+                             ("Trajectory (steps)", g.by_trajectory),
+                             ("Template", g.by_template)):
+            if cells:
+                parts.append(_table([_e(title), "Accuracy [CI] (n)"],
+                                    [[_e(k), _e(_game_cell(c))] for k, c in cells.items()]))
+        parts.append(_table(
+            ["Game", "n", "Unanswerable", "Said not answerable", "Precision", "Recall", "F1",
+             "Refused answerable"],
+            [[_e(name), str(a.n), str(a.true_pos + a.false_neg), str(a.true_pos + a.false_pos),
+              _game_pct(a.precision), _game_pct(a.recall), _game_pct(a.f1),
+              _game_pct(a.refusal_rate_answerable)] for name, a in g.answerability.items()]))
+    return _section("games", "Game memory", *parts)
+
+
 def _attrs(q: QuestionRow) -> dict[str, str]:
     return {"run": q.run, "ability": q.ability, "tier": q.tier, "correct": q.correct,
             "label": q.error_label or NO_LABEL}
@@ -722,12 +764,14 @@ td.nowrap{white-space:nowrap}
 
 
 def render_html(tables: ReportTables, *, title: str,
-                cache: Mapping[str, Sequence[str]] | None = None) -> str:
+                cache: Mapping[str, Sequence[str]] | None = None,
+                games: Mapping[str, GameReport] | None = None) -> str:
     """The report page: header, leaderboard with CIs, accuracy vs tier, ability heatmap,
     evidence depth × tier, X×Y, error categories, coverage scatter, Spearman table and a
     filterable per-question browser. Raises :class:`~memgauge.errors.ConfigError` when
     matplotlib (the ``report`` extra) is missing. ``cache`` holds, per run label, the
-    sentences on how many answers came from the response cache (shown with each run)."""
+    sentences on how many answers came from the response cache (shown with each run);
+    ``games``, per run label, the game report of runs with game records."""
     plots = _Plots()
     t = tables
     data = {k: v for k, v in t.to_dict().items() if k != "questions"}
@@ -735,7 +779,7 @@ def render_html(tables: ReportTables, *, title: str,
         _header(t, title, cache), _leaderboard(t, plots), _tiers(t, plots),
         _side_by_side(t, plots), _clues(t), _timeline(t), _abilities(t, plots),
         _depth(t, plots), _xy(t, plots), _errors(t, plots), _coverage(t, plots), _spearman(t),
-        _browser(t),
+        _games(games), _browser(t),
     ]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

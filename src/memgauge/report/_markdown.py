@@ -8,10 +8,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from memgauge.analysis import GroupStat, Summary, measure_of, scorer_label
+from memgauge.analysis._games import ALL_GAMES, GameCell, GameReport
 from memgauge.analysis._json import json_safe
 from memgauge.report._md import cell, code, table
 
-__all__ = ["render_json", "render_markdown"]
+__all__ = ["render_games_markdown", "render_json", "render_markdown"]
 
 MISSING = "—"
 MESSAGE_LIMIT = 120
@@ -172,13 +173,17 @@ def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | N
     return "\n".join(out) + "\n"
 
 
-def render_json(summary: Summary, meta: Mapping[str, Any] | None = None) -> str:
-    """The summary as JSON: ``{"meta": ..., "summary": Summary.to_dict()}``.
+def render_json(summary: Summary, meta: Mapping[str, Any] | None = None,
+                games: GameReport | None = None) -> str:
+    """The summary as JSON: ``{"meta": ..., "summary": Summary.to_dict()}``, with
+    ``"games": GameReport.to_dict()`` when the run has game records (design 0032).
 
     Keys are sorted (stable output), indent 2, strict JSON (no NaN: missing values are
     ``null``); values JSON cannot hold (paths, dates) are written as strings.
     """
     payload = {"meta": json_safe(dict(meta or {})), "summary": summary.to_dict()}
+    if games is not None:
+        payload["games"] = games.to_dict()
     return json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False,
                       allow_nan=False, default=str) + "\n"
 
@@ -201,3 +206,47 @@ def render_error_labels(breakdown: Mapping[str, Any]) -> str:
     for cat, count in sorted(breakdown["by_category"].items(), key=lambda kv: -kv[1]):
         out.append(f"| {cell(cat)} | {count} |")
     return "\n".join(out)
+
+
+def _game_cell(c: GameCell | None) -> str:
+    if c is None or c.n == 0:
+        return MISSING
+    return f"{_pct(c.accuracy)} {_ci(c.ci_low, c.ci_high)} (n={c.n})"
+
+
+def _game_rows(cells: Mapping[str, GameCell], header: str, ci: str) -> str:
+    rows = [[_cell(k), str(c.n), _pct(c.accuracy), _ci(c.ci_low, c.ci_high)]
+            for k, c in cells.items()]
+    return table([header, "n", "Accuracy", ci], rows) if rows else "No scored records."
+
+
+def render_games_markdown(games: GameReport) -> str:
+    """The game sections (design 0032): ability × game, accuracy against the horizon and the
+    trajectory length, per template, and answerability with "not answerable" as the
+    positive class."""
+    ci = f"{games.confidence * 100:g}% CI"
+    cols = [*games.games, ALL_GAMES]
+    out = ["## Game memory", "",
+           (f"{games.n_records} game questions ({games.n_errors} with an error, never scored as "
+            f"wrong), scored by {code(games.scorer)}; cells: accuracy [{ci}] (n)."), "",
+           "### Accuracy by ability × game", ""]
+    rows = [[_cell(a), *(_game_cell(by_game.get(g)) for g in cols)]
+            for a, by_game in games.by_ability_game.items()]
+    out += [table(["Ability", *(_cell(g) for g in cols)], rows), ""]
+    out += ["### Accuracy against horizon (steps in the question's window)", "",
+            _game_rows(games.by_horizon, "Horizon (steps)", ci), ""]
+    out += ["### Accuracy against trajectory length (steps played)", "",
+            _game_rows(games.by_trajectory, "Trajectory (steps)", ci), ""]
+    out += ["### Accuracy per template", "", _game_rows(games.by_template, "Template", ci), ""]
+    out += ["### Answerability", "",
+            ("Positive class: the model says *not answerable*; gold positive: the question is "
+             "unanswerable within its window. Errors are excluded. *Refused answerable*: share "
+             "of answerable questions the model called not answerable."), ""]
+    rows = []
+    for g, a in games.answerability.items():
+        rows.append([_cell(g), str(a.n), str(a.true_pos + a.false_neg),
+                     str(a.true_pos + a.false_pos), _pct(a.precision), _pct(a.recall),
+                     _pct(a.f1), _pct(a.refusal_rate_answerable)])
+    out.append(table(["Game", "n", "Unanswerable", "Said not answerable", "Precision",
+                      "Recall", "F1", "Refused answerable"], rows))
+    return "\n".join(out) + "\n"
