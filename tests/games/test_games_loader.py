@@ -234,3 +234,25 @@ def test_gold_answer_shape_the_rule_scorer_reads():
     assert gold_answer("integer", 3, []) == "3"
     assert gold_answer("string", "kitchen", ["the kitchen"]) == ["kitchen", "the kitchen"]
     assert gold_answer("yes_no", True, []) == "yes"
+
+
+def test_mosaic_tiles_k_frames_with_labels_outside_and_never_across_a_session(bench):
+    from PIL import Image
+
+    from memgauge.games._mosaic import LABEL_BAND
+
+    ep = next(_load(bench, extra={"frames": "mosaic:2", "steps_per_session": "3"}).episodes())
+    # sessions 1-3, 4, 5-6, 7-8: groups (1,2) (3) | (4) | (5,6) | (7,8)
+    with_image = {k: n for k, n in _frames(ep).items() if n and k != "t0-obs"}
+    assert sorted(with_image) == ["t2-obs", "t3-obs", "t4-obs", "t6-obs", "t8-obs"]
+    turn = next(t for s in ep.sessions for t in s.turns if t.turn_id == "t6-obs")
+    assert "steps 5–6" in turn.text
+    [ref] = turn.images
+    assert ref.meta["steps"] == [5, 6]
+    with Image.open(ref.path) as im:
+        assert im.size == (8, 4 + LABEL_BAND)  # two 4x4 frames side by side, a band above
+        # the frames' own pixels are untouched (write_trajectory shades step i as 10*i)
+        assert im.getpixel((0, LABEL_BAND)) == (50, 50, 50)
+        assert im.getpixel((4, LABEL_BAND + 3)) == (60, 60, 60)
+    alone = next(t for s in ep.sessions for t in s.turns if t.turn_id == "t4-obs").images[0]
+    assert alone.meta["steps"] == [4]  # a horizon end: step 5 is in no picture shown before

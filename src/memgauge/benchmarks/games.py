@@ -38,7 +38,7 @@ BENCH_FORMAT = "memgauge.games-bench/1"  # as games/_generate.py writes it
 LOADER_VERSION = "1"
 NOT_ANSWERABLE = "not answerable"
 OPTIONS = {"steps_per_session": "steps per session (default 20)",
-           "frames": "Crafter frames shown: all | every:K | none (default all)"}
+           "frames": "Crafter frames shown: all | every:K | mosaic:K | none (default all)"}
 _ANSWER_TYPES = {"integer": AnswerType.INTEGER, "number": AnswerType.NUMBER,
                  "string": AnswerType.STRING, "action": AnswerType.ACTION,
                  "direction": AnswerType.DIRECTION, "yes_no": AnswerType.YES_NO,
@@ -87,10 +87,11 @@ class _TrajectoryEntry(BaseModel):
 
 class FramePolicy(BaseModel):
     """Which steps' frames the episode carries: every one, every K-th (and each session's
-    last, so a question always sees the latest picture), or none."""
+    last, so a question always sees the latest picture), none, or K at a time tiled into
+    one labelled picture (``mosaic:K``, never across a session's end)."""
 
     model_config = ConfigDict(frozen=True)
-    kind: Literal["all", "every", "none"] = "all"
+    kind: Literal["all", "every", "none", "mosaic"] = "all"
     every: int = 1
 
     @classmethod
@@ -98,17 +99,19 @@ class FramePolicy(BaseModel):
         name, _, arg = text.partition(":")
         if name in ("all", "none") and not arg:
             return cls(kind=name)
-        if name == "every" and arg.isdigit() and int(arg) >= 1:
-            return cls(kind="every", every=int(arg))
-        raise ConfigError(f"--bench-option frames={text!r}: use all, every:K (K >= 1) or none")
+        if name in ("every", "mosaic") and arg.isdigit() and int(arg) >= 1:
+            return cls(kind=name, every=int(arg))
+        raise ConfigError(f"--bench-option frames={text!r}: use all, every:K, mosaic:K "
+                          "(K >= 1) or none")
 
     def keeps(self, step: int, session_last: bool) -> bool:
-        if self.kind == "none":
+        """Whether this step's own frame is shown (a mosaic shows frames of its own)."""
+        if self.kind in ("none", "mosaic"):
             return False
         return self.kind == "all" or step % self.every == 0 or session_last
 
     def describe(self) -> str:
-        return f"every:{self.every}" if self.kind == "every" else self.kind
+        return f"{self.kind}:{self.every}" if self.kind in ("every", "mosaic") else self.kind
 
 
 def parse_options(extra: dict[str, Any]) -> tuple[int, FramePolicy]:
@@ -284,8 +287,11 @@ class GamesBenchmark:
             turns: list[Turn] = []
             if start == 1:
                 turns += self._initial_turns(folder, meta)
+            mosaics = self._mosaics(folder, steps[start - 1:end]) \
+                if self.frames.kind == "mosaic" else {}
             for step in steps[start - 1:end]:
-                turns += self._step_turns(folder, step, step.step == end)
+                turns += self._step_turns(folder, step, step.step == end,
+                                          mosaics.get(step.step))
                 where[step.step] = (sid, index)
             sessions.append(Session(session_id=sid, turns=turns,
                                     meta={"steps": [start, end]}))
@@ -319,14 +325,42 @@ class GamesBenchmark:
         return [Turn(turn_id="t0-obs", role="user", text=text,
                      images=self._image(folder, frame))]
 
-    def _step_turns(self, folder: Path, step: Any, session_last: bool) -> list[Turn]:
-        frame = step.frame if self.frames.keeps(step.step, session_last) else None
-        text = f"After step {step.step} you saw:" + (" <image>" if frame else "") + \
+    def _mosaics(self, folder: Path, session_steps: list[Any]) -> dict[int, tuple[ImageRef, int]]:
+        """The session's steps K at a time: the group's last step -> (its mosaic, the
+        group's first step). Groups start at the session's start, so none crosses its end
+        (a question never sees a step after its horizon)."""
+        from ..cache import default_cache_dir
+        from ..games._mosaic import store_mosaic
+
+        out: dict[int, tuple[ImageRef, int]] = {}
+        k = self.frames.every
+        for i in range(0, len(session_steps), k):
+            group = session_steps[i:i + k]
+            frames = [(s.step, folder / "frames" / f"{s.frame}.png") for s in group if s.frame]
+            if not frames:
+                continue
+            sha, path = store_mosaic(frames, default_cache_dir() / "mosaics")
+            self._counts["images"] += 1
+            out[group[-1].step] = (ImageRef(source=f"mosaics/{sha}.png", path=str(path),
+                                            sha256=sha, meta={"steps": [s for s, _ in frames]}),
+                                   group[0].step)
+        return out
+
+    def _step_turns(self, folder: Path, step: Any, session_last: bool,
+                    mosaic: tuple[ImageRef, int] | None = None) -> list[Turn]:
+        if mosaic is not None:
+            images = [mosaic[0]]
+            seen = (f" <image>\n(the frames of steps {mosaic[1]}–{step.step}, each under its "
+                    "step number)")
+        else:
+            frame = step.frame if self.frames.keeps(step.step, session_last) else None
+            images = self._image(folder, frame)
+            seen = " <image>" if frame else ""
+        text = f"After step {step.step} you saw:" + seen + \
             (f"\n{step.observation}" if step.observation else "")
         return [Turn(turn_id=f"t{step.step}-action", role="assistant",
                      text=f"Step {step.step}: {step.action}"),
-                Turn(turn_id=f"t{step.step}-obs", role="user", text=text,
-                     images=self._image(folder, frame))]
+                Turn(turn_id=f"t{step.step}-obs", role="user", text=text, images=images)]
 
     def _question(self, entry: _TrajectoryEntry, r: _Row,
                   where: dict[int, tuple[str, int]]) -> Question:
