@@ -298,3 +298,24 @@ def test_a_record_keeps_the_game_meta_and_rescoring_from_it_agrees() -> None:
     assert record.scores["rule"] == 1.0
     rescored = RULE.score(question_of(record), record.prediction)
     assert rescored is not None and rescored.value == 1.0
+
+
+def test_a_set_of_steps_reads_every_number_stated() -> None:
+    q = gq(["12", "30", "45"], "set", text="At which steps did you drink, up to step 50?")
+    assert verdict(q, "45, 12, 30") == 1.0
+    assert verdict(q, "At steps 12, 30 and 45.") == 1.0
+    assert verdict(q, "12 and 30") == 0.0
+    assert verdict(q, "12, 30, 45, 50") == 0.0
+
+
+def test_text_game_sets_and_lists_expand_directions() -> None:
+    q = gq(["go north", "take key"], "set", env="textworld")
+    assert verdict(q, "take the key and n") == 1.0
+    assert verdict(q, "take key, go south") == 0.0
+    assert verdict(gq(["n", "e"], "list", env="textworld"), "north, then east") == 1.0
+
+
+def test_an_empty_list() -> None:
+    q = gq("none", "list", env="textworld")
+    assert verdict(q, "nothing") == 1.0 and verdict(q, "None.") == 1.0
+    assert verdict(q, "kitchen") == 0.0 and verdict(q, "") == 0.0

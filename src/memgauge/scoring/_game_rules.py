@@ -24,7 +24,9 @@ value equals one gold value. Categorical answers are never given partial credit.
   empty direction.
 * list: items split on commas, semicolons, "and", "then", arrows or new lines, compared in
   order. set: items with optional counts ("wood: 2", "2 wood", "wood x2"), order-insensitive;
-  "nothing", "none", "empty" are the empty set. A gold item without a count accepts any count.
+  "nothing", "none", "empty" are the empty set (and list). A gold item without a count accepts
+  any count. A set of numbers (steps) is every whole number the reply states. Text-game items
+  are commands and rooms with directions expanded ("n" = "go north").
 * path: a sequence of unit moves ("2 left, 3 up", "left left up up up", "move_left ×2 then
   move_up ×3"), expanded and compared with the answer and every alternative.
 
@@ -319,10 +321,24 @@ def _items(value: Any) -> list[str]:
     return [p for p in _ITEM_SPLIT.split(text) if _canon(p)]
 
 
-def _score_list(prediction: str, golds: Sequence[Any]) -> tuple[bool, dict[str, Any]]:
-    gold = [[_canon(i) for i in _items(g)] for g in golds]
-    said = [_canon(i) for i in _items(prediction)]
-    return said in gold, {"gold": gold, "parsed": said}
+def _list_value(value: Any, name: Callable[[str], list[str]]) -> list[str]:
+    if not isinstance(value, list | tuple) and _EMPTY_SET.fullmatch(_canon(str(value))):
+        return []
+    return [" ".join(name(i)) for i in _items(value)]
+
+
+def _score_list(question: Question, prediction: str,
+                golds: Sequence[Any]) -> tuple[bool, dict[str, Any]]:
+    name = _item_name(question, golds)
+    gold = [_list_value(g, name) for g in golds]
+    said = _list_value(prediction, name) if prediction.strip() else None
+    return said is not None and said in gold, {"gold": gold, "parsed": said}
+
+
+def _item_name(question: Question, golds: Sequence[Any]) -> Callable[[str], list[str]]:
+    """How an item's name is canonicalised: text-game commands with their directions
+    expanded ("n" = "go north" = "north"), anything else as canonical text."""
+    return _tokens if _is_crafter(question, golds) else _text_action
 
 
 def _singular(word: str) -> str:
@@ -330,9 +346,12 @@ def _singular(word: str) -> str:
         else word
 
 
-def _set_item(item: str) -> tuple[str, int | None]:
-    """ "wood: 2" / "2 wood" / "wood x2" / "two saplings" -> (name, count)."""
-    words = _tokens(item.replace("×", " x "))
+def _set_item(item: str, name_of: Callable[[str], list[str]] = _tokens) -> tuple[str, int | None]:
+    """ "wood: 2" / "2 wood" / "wood x2" / "two saplings" -> (name, count); a bare number
+    ("12", a step) is a name."""
+    words = name_of(item.replace("×", " x "))
+    if len(words) == 1 and words[0].isdecimal():
+        return words[0], None
     count: int | None = None
     name: list[str] = []
     for w in words:
@@ -345,7 +364,8 @@ def _set_item(item: str) -> tuple[str, int | None]:
     return " ".join(name), count
 
 
-def _set_value(value: Any) -> dict[str, int | None] | None:
+def _set_value(value: Any,
+               name_of: Callable[[str], list[str]] = _tokens) -> dict[str, int | None] | None:
     if isinstance(value, dict):
         return {" ".join(_singular(w) for w in _tokens(str(k))): int(v) for k, v in value.items()}
     if isinstance(value, list | tuple) and not value:
@@ -356,7 +376,7 @@ def _set_value(value: Any) -> dict[str, int | None] | None:
             return {}
     out: dict[str, int | None] = {}
     for item in _items(value):
-        name, count = _set_item(item)
+        name, count = _set_item(item, name_of)
         if not name:
             continue
         if name in out and out[name] is not None and count is not None:
@@ -371,9 +391,17 @@ def _set_equal(gold: dict[str, int | None], said: dict[str, int | None]) -> bool
     return all(g is None or said[k] == g for k, g in gold.items())
 
 
-def _score_set(prediction: str, golds: Sequence[Any]) -> tuple[bool, dict[str, Any]]:
-    gold = [s for g in golds if (s := _set_value(g)) is not None]
-    said = _set_value(prediction)
+def _score_set(question: Question, prediction: str,
+               golds: Sequence[Any]) -> tuple[bool, dict[str, Any]]:
+    name_of = _item_name(question, golds)
+    gold = [s for g in golds if (s := _set_value(g, name_of)) is not None]
+    if gold and all(k.isdecimal() and v is None for g in gold for k, v in g.items()):
+        # a set of numbers (steps): every whole number the reply states ("at steps 12 and 30")
+        found = [n for n in _numbers_in(prediction) if n == n.to_integral_value()]
+        said: dict[str, int | None] | None = {str(int(n)): None for n in found} or (
+            {} if _EMPTY_SET.fullmatch(_canon(prediction)) else None)
+    else:
+        said = _set_value(prediction, name_of) if prediction.strip() else None
     details = {"gold": gold, "parsed": said}
     return said is not None and any(_set_equal(g, said) for g in gold), details
 
@@ -433,8 +461,8 @@ def score_game(question: Question, prediction: str) -> tuple[bool, dict[str, Any
         AnswerType.STRING: lambda: _score_string(prediction, golds),
         AnswerType.ACTION: lambda: _score_action(question, prediction, golds),
         AnswerType.DIRECTION: lambda: _score_direction(question, prediction, golds),
-        AnswerType.LIST: lambda: _score_list(prediction, golds),
-        AnswerType.SET: lambda: _score_set(prediction, golds),
+        AnswerType.LIST: lambda: _score_list(question, prediction, golds),
+        AnswerType.SET: lambda: _score_set(question, prediction, golds),
         AnswerType.PATH: lambda: _score_path(question, prediction, golds),
     }
     run = scorers.get(kind)
