@@ -256,3 +256,41 @@ def test_mosaic_tiles_k_frames_with_labels_outside_and_never_across_a_session(be
         assert im.getpixel((4, LABEL_BAND + 3)) == (60, 60, 60)
     alone = next(t for s in ep.sessions for t in s.turns if t.turn_id == "t4-obs").images[0]
     assert alone.meta["steps"] == [4]  # a horizon end: step 5 is in no picture shown before
+
+
+def test_played_crafter_to_report_end_to_end(tmp_path):
+    """Scripted Crafter play -> `generate games` -> `run --bench games` (full-context and
+    rag, gold predictions) -> `report`: every gold, as the loader states it, scores 1."""
+    pytest.importorskip("crafter")
+    import asyncio
+
+    from memgauge.benchmarks.games import answer_text
+    from memgauge.games._play import new_meta, play
+    from memgauge.games.envs import open_env
+    from memgauge.games.players import make_player
+
+    traj = tmp_path / "crafter-s2"
+    env = open_env("crafter", seed=2)
+    asyncio.run(play(env, make_player("scripted", env_name="crafter", seed=2), traj,
+                     new_meta(env, seed=2, player="scripted", max_steps=40), 40))
+    bench = tmp_path / "bench"
+    res = runner.invoke(app, ["generate", "games", str(traj), "--out", str(bench),
+                              "--horizon", "20", "--seed", "2"])
+    assert res.exit_code == 0, res.output
+    rows = _rows(bench)
+    assert {r["horizon"][1] for r in rows} == {20, 40}
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"question_id": r["id"],
+                                         "prediction": answer_text(r["answer"])}) + "\n"
+                             for r in rows))
+    for system in ("full-context", "rag"):
+        out = tmp_path / system
+        res = _run(bench, out, "--model", f"replay:{preds}", "--system", system,
+                   "--bench-option", "frames=mosaic:4")
+        assert res.exit_code == 0, res.output
+        records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
+        assert len(records) == len(rows) and all(r["status"] == "ok" for r in records)
+        wrong = [(r["question_id"], r["gold"]) for r in records if r["scores"]["rule"] != 1]
+        assert wrong == []
+        report = runner.invoke(app, ["report", str(out)])
+        assert report.exit_code == 0, report.output
