@@ -319,3 +319,10 @@ def test_an_empty_list() -> None:
     q = gq("none", "list", env="textworld")
     assert verdict(q, "nothing") == 1.0 and verdict(q, "None.") == 1.0
     assert verdict(q, "kitchen") == 0.0 and verdict(q, "") == 0.0
+
+
+def test_replies_in_a_sentence_around_an_empty_answer() -> None:
+    for kind in ("set", "list"):
+        q = gq("none", kind, env="textworld", alternatives=["nothing"])
+        assert verdict(q, "The answer is none.") == 1.0, kind
+        assert verdict(q, "Answer: nothing") == 1.0, kind

@@ -301,9 +301,10 @@ def _score_direction(question: Question, prediction: str,
 
 # --- lists and sets ----------------------------------------------------------------------
 
-def _items(value: Any) -> list[str]:
+def _items(value: Any, reply: bool = False) -> list[str]:
     """Items of a list answer: a list as given, a "['a', 'b']" literal, or text split on
-    separators after any lead-in ("I had 2 wood and 1 sapling")."""
+    separators, after any lead-in when it is the model's reply ("I had 2 wood and 1
+    sapling")."""
     if isinstance(value, list | tuple):
         return [str(v) for v in value]
     text = str(value).strip()
@@ -316,22 +317,25 @@ def _items(value: Any) -> list[str]:
             return [str(v) for v in parsed]
     text = text.rstrip(".!")
     lowered = text.lower()
-    if (m := _LEAD_IN.match(lowered)) and m.end() < len(text):
+    if reply and (m := _LEAD_IN.match(lowered)) and m.end() < len(text):
         text = text[m.end():]
     return [p for p in _ITEM_SPLIT.split(text) if _canon(p)]
 
 
-def _list_value(value: Any, name: Callable[[str], list[str]]) -> list[str]:
+def _list_value(value: Any, name: Callable[[str], list[str]], reply: bool = False) -> list[str]:
     if not isinstance(value, list | tuple) and _EMPTY_SET.fullmatch(_canon(str(value))):
         return []
-    return [" ".join(name(i)) for i in _items(value)]
+    items = _items(value, reply)
+    if len(items) == 1 and _EMPTY_SET.fullmatch(_canon(items[0])):
+        return []
+    return [" ".join(name(i)) for i in items]
 
 
 def _score_list(question: Question, prediction: str,
                 golds: Sequence[Any]) -> tuple[bool, dict[str, Any]]:
     name = _item_name(question, golds)
     gold = [_list_value(g, name) for g in golds]
-    said = _list_value(prediction, name) if prediction.strip() else None
+    said = _list_value(prediction, name, reply=True) if prediction.strip() else None
     return said is not None and said in gold, {"gold": gold, "parsed": said}
 
 
@@ -364,8 +368,8 @@ def _set_item(item: str, name_of: Callable[[str], list[str]] = _tokens) -> tuple
     return " ".join(name), count
 
 
-def _set_value(value: Any,
-               name_of: Callable[[str], list[str]] = _tokens) -> dict[str, int | None] | None:
+def _set_value(value: Any, name_of: Callable[[str], list[str]] = _tokens,
+               reply: bool = False) -> dict[str, int | None] | None:
     if isinstance(value, dict):
         return {" ".join(_singular(w) for w in _tokens(str(k))): int(v) for k, v in value.items()}
     if isinstance(value, list | tuple) and not value:
@@ -374,8 +378,11 @@ def _set_value(value: Any,
         text = str(value).strip()
         if _EMPTY_SET.fullmatch(_canon(text)) or re.fullmatch(r"\[\s*\]|\{\s*\}", text):
             return {}
+    items = _items(value, reply)
+    if len(items) == 1 and _EMPTY_SET.fullmatch(_canon(items[0])):  # "The answer is none."
+        return {}
     out: dict[str, int | None] = {}
-    for item in _items(value):
+    for item in items:
         name, count = _set_item(item, name_of)
         if not name:
             continue
@@ -395,13 +402,13 @@ def _score_set(question: Question, prediction: str,
                golds: Sequence[Any]) -> tuple[bool, dict[str, Any]]:
     name_of = _item_name(question, golds)
     gold = [s for g in golds if (s := _set_value(g, name_of)) is not None]
-    if gold and all(k.isdecimal() and v is None for g in gold for k, v in g.items()):
+    if any(gold) and all(k.isdecimal() and v is None for g in gold for k, v in g.items()):
         # a set of numbers (steps): every whole number the reply states ("at steps 12 and 30")
         found = [n for n in _numbers_in(prediction) if n == n.to_integral_value()]
         said: dict[str, int | None] | None = {str(int(n)): None for n in found} or (
             {} if _EMPTY_SET.fullmatch(_canon(prediction)) else None)
     else:
-        said = _set_value(prediction, name_of) if prediction.strip() else None
+        said = _set_value(prediction, name_of, reply=True) if prediction.strip() else None
     details = {"gold": gold, "parsed": said}
     return said is not None and any(_set_equal(g, said) for g in gold), details
 
