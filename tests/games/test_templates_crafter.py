@@ -325,6 +325,16 @@ def test_death_cause(after, rows, cause):
     assert ev.ask_death_cause(one_step(after, rows, end="death")).answer == cause
 
 
+def test_an_arrow_hits_where_the_player_moved_to():
+    """Seen in a random Crafter run: the player stepped next to an arrow and died; the arrow
+    is gone from the state after the step."""
+    initial = state((3, 0), (-1, 0), inventory(health=1),
+                    creatures=[{"kind": "arrow", "pos": [1, 0]}], seen=grid(["gggg"]))
+    meta, steps = short(initial, ("move_left", state((2, 0), (-1, 0), inventory(health=0))),
+                        end="death")
+    assert ev.ask_death_cause(CrafterTimeline(meta, steps)).answer == "arrow"
+
+
 def test_death_cause_unknown_is_skipped_not_guessed():
     timeline = one_step(state((1, 1), (0, 1), inventory(health=0)), ["ggg", "ggg"],
                         end="death")

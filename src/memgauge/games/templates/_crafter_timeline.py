@@ -204,9 +204,12 @@ class CrafterTimeline:
     def _drop_causes(self, t: int) -> tuple[str, ...]:
         causes: list[str] = []
         here = self.pos[t]
+        # A zombie hits from next to the player after its move; an arrow hits from where it
+        # was before the step, next to where the player was or has just moved to.
         for state in (t - 1, t):
             for c in self.creatures[state]:
-                near = _manhattan(tuple(c["pos"]), self.pos[state]) <= 1  # type: ignore[arg-type]
+                where = {self.pos[t - 1], here} if state == t - 1 else {here}
+                near = any(_manhattan((c["pos"][0], c["pos"][1]), p) <= 1 for p in where)
                 if near and c.get("kind") in ("zombie", "arrow") and c["kind"] not in causes:
                     causes.append(c["kind"])
         if self.material_at(here, t) == "lava":
