@@ -227,3 +227,26 @@ def test_llm_model_error_stops_play_and_keeps_the_steps(tmp_path):
     assert "http_500" in meta.model_dump()["end_message"]
     assert [s.action for s in steps] == ["move_left", "do"]
     assert steps[0].player.raw == "move_left"
+
+
+def test_an_interrupt_keeps_the_steps_and_says_so_in_meta(tmp_path):
+    pytest.importorskip("crafter")
+    from memgauge.games._play import new_meta, play
+    from memgauge.games.envs import open_env
+    from memgauge.games.players import Decision
+
+    class Interrupted:
+        name = "interrupted"
+
+        async def act(self, observation):
+            if observation.step == 4:
+                raise KeyboardInterrupt
+            return Decision(action="move_up")
+
+    env = open_env("crafter", seed=0, options={})
+    meta = new_meta(env, seed=0, player="interrupted", max_steps=10)
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(play(env, Interrupted(), tmp_path / "t", meta, 10))
+    meta, steps = read_trajectory(tmp_path / "t")
+    assert meta.end == "player_stopped" and meta.steps == 3 == len(steps)
+    assert meta.model_dump()["end_message"] == "interrupted"
