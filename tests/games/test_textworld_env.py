@@ -102,6 +102,8 @@ def _play(env, out: Path, player: str = "scripted", noise: float = 0.0, seed: in
 def test_the_same_seed_gives_the_same_game_file_and_trajectory(games, tmp_path):
     a, b = games
     assert a.info()["game"]["sha256"] == b.info()["game"]["sha256"]
+    # meta.json is written from info() before the first reset: the game's facts are known
+    assert a.info()["game"]["walkthrough"] and a.info()["game"]["max_score"] == 1.0
     meta_a, steps_a = _play(a, tmp_path / "a")
     meta_b, steps_b = _play(b, tmp_path / "b")
     assert meta_a.game == meta_b.game and meta_a.initial == meta_b.initial
@@ -152,6 +154,8 @@ def test_step_fields_follow_the_text_game_contract(games):
     assert first["moves"] == 1 and first["success"] is True and "action" not in first
     assert all(isinstance(f, str) for f in first["facts"]) and first["facts"] != state["facts"]
     json.dumps(first)  # plain data, ready for the trajectory line
+    # the padded status line is kept apart from the reply the player reads
+    assert " " * 20 not in first["observation"] and first["status_line"].startswith("-= ")
 
 
 def test_noise_changes_the_trajectory_deterministically(games, tmp_path):

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
+from .jericho import split_status  # the same padded status line ends TextWorld's replies
 
 DEFAULTS: dict[str, int] = {"rooms": 5, "objects": 10, "quest_length": 5}
 _PATH_OPTIONS = ("game_dir",)
@@ -69,6 +70,13 @@ def make_game(seed: int, settings: dict[str, int], folder: Path) -> Path:
     compile_inform7_game(generate_inform7_source(game) + _FIXED_SERIAL, str(path))
     game.save(str(path.with_suffix(".json")))
     return path
+
+
+def _max_score_and_walkthrough(path: Path) -> tuple[float, list[str]]:
+    import textworld
+
+    game = textworld.Game.load(str(path.with_suffix(".json")))
+    return float(game.max_score), [str(c) for c in game.metadata.get("walkthrough") or []]
 
 
 def _sha256(path: Path) -> str:
@@ -120,27 +128,27 @@ class TextWorldEnv:
             self._env = textworld.start(str(self.game_path), request_infos=infos)
         self._state: dict[str, Any] = {}
         self._admissible: list[str] | None = None
-        self.max_score: float | None = None
-        self.walkthrough: list[str] = []
+        # known before the first reset: meta.json is written from info() before play starts
+        self.max_score, self.walkthrough = _max_score_and_walkthrough(self.game_path)
 
     def _fields(self, game_state: Any) -> dict[str, Any]:
         facts = list(game_state.facts)
+        reply, status = split_status(game_state.feedback)
         self._admissible = sorted(game_state.admissible_commands)
         return {
-            "observation": game_state.feedback,
+            "observation": reply,
             "room": _room(facts),
             "inventory": _inventory(facts),
             "score": float(game_state.score),
             "moves": int(game_state.moves),
             "admissible": self._admissible,
             "facts": sorted(str(f) for f in facts),
+            "status_line": status,
         }
 
     def reset(self) -> dict[str, Any]:
         with _quiet_jericho():
             game_state = self._env.reset()
-        self.max_score = float(game_state.max_score)
-        self.walkthrough = list(game_state.get("extra.walkthrough") or [])
         self._state = self._fields(game_state)
         return {**self._state, "max_score": self.max_score, "walkthrough": self.walkthrough}
 
