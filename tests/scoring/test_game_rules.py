@@ -326,3 +326,11 @@ def test_replies_in_a_sentence_around_an_empty_answer() -> None:
         q = gq("none", kind, env="textworld", alternatives=["nothing"])
         assert verdict(q, "The answer is none.") == 1.0, kind
         assert verdict(q, "Answer: nothing") == 1.0, kind
+
+
+def test_a_step_index_in_a_path_reply_is_not_a_count() -> None:
+    q = gq("3 right", "path", text="After your action at step 139, how do you reach the table?")
+    assert verdict(q, "At step 139, move right three times.") == 1.0
+    assert verdict(q, "Go 3 steps to the right") == 1.0
+    assert verdict(q, "From step 139: right, right, right") == 1.0
+    assert verdict(q, "I saw 3 zombies, then went right") == 0.0  # 3 counts zombies

@@ -418,29 +418,45 @@ def _score_set(question: Question, prediction: str,
 _PATH_TOKEN = re.compile(r"\d+|[a-z]+|[×*]")
 
 
+# Words that may sit between a count and its direction ("3 steps to the left", "move 2 up").
+_PATH_FILLER = frozenset({"step", "steps", "tile", "tiles", "cell", "cells", "square",
+                          "squares", "space", "spaces", "to", "the", "move", "go", "walk",
+                          "head", "and", "then", "by", "of"})
+_REPEATS = frozenset({"once", "twice", "thrice"})
+
+
+def _count(word: str) -> int | None:
+    if word.isdecimal():
+        return int(word)
+    return _NUMBER_WORDS.get(word) if word not in _REPEATS else None
+
+
 def _path(text: str, crafter: bool) -> list[str] | None:
     """The unit moves of a path, in order; [] for "here"/"0"; None when nothing reads as a
-    path."""
+    path. A number right after "step" is a step index, not a count ("at step 139, move
+    right"); a count is forgotten when another word comes before its direction."""
     table = _CRAFTER_DIRECTIONS if crafter else _TEXT_DIRECTIONS
     words = _PATH_TOKEN.findall(text.lower().replace("_", " ").replace("-", " "))
     moves: list[str] = []
     pending: int | None = None
     i = 0
     while i < len(words):
-        w = words[i]
-        if w.isdecimal() or w in _NUMBER_WORDS and w not in ("once", "twice", "thrice"):
-            pending = int(w) if w.isdecimal() else _NUMBER_WORDS[w]
+        w, prev = words[i], words[i - 1] if i else ""
+        if (n := _count(w)) is not None:
+            pending = None if prev in ("step", "turn") else n
         elif w in table and (crafter or len(w) > 2 or len(words) <= 8):
             count = pending if pending is not None else 1
             pending = None
             nxt = words[i + 1 : i + 3]
             if nxt[:1] and nxt[0] in ("x", "×", "*") and nxt[1:] and nxt[1].isdecimal():
                 count, i = int(nxt[1]), i + 2
-            elif nxt[:1] and nxt[0] in ("once", "twice", "thrice"):
+            elif nxt[:1] and nxt[0] in _REPEATS:
                 count, i = _NUMBER_WORDS[nxt[0]], i + 1
-            elif len(nxt) == 2 and nxt[0].isdecimal() and nxt[1] == "times":
-                count, i = int(nxt[0]), i + 2
+            elif len(nxt) == 2 and _count(nxt[0]) is not None and nxt[1] == "times":
+                count, i = _count(nxt[0]) or 0, i + 2
             moves += [table[w]] * count
+        elif w not in _PATH_FILLER:
+            pending = None
         i += 1
     if moves:
         return moves
