@@ -66,7 +66,8 @@ def ask_nearest_direction(tl: CrafterTimeline, material: str, step: int) -> Game
     found = tl.nearest(material, step)
     params = {"material": material, "step": step}
     text = (f"After your action at step {step}, in which direction was the nearest {material} "
-            f"you had seen by then? Answer up, down, left, right, or two joined like 'up-left'.")
+            f"you had seen by then (in grid cells, ignoring obstacles)? Answer up, down, left, "
+            f"right, or two joined like 'up-left'.")
     if found is None:
         return tl.question("crafter.nearest_direction", params=params, answer=NOT_ANSWERABLE,
                            text=text)
