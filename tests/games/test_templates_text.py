@@ -114,6 +114,14 @@ def test_facts_give_typed_entities():
         [("attic", "r"), ("red apple", "f")]
 
 
+def test_keywords_are_the_names_of_things_the_texts_mention():
+    assert timeline().keywords("observation") == \
+        ["Hall", "Kitchen", "Study", "coin", "hook", "knife", "lamp", "table"]
+    # with no facts only five names are mentioned: words two replies share are added
+    words = timeline(facts=False).keywords("observation")
+    assert {"knife", "lamp", "desk", "exits"} <= set(words) and "from" not in words
+
+
 def test_reference_bug_the_map_at_step_t_holds_no_edge_found_later():
     tl = timeline()
     assert [(e.src, e.direction, e.dst, e.first_step) for e in tl.edges] == HOUSE_EDGES
@@ -178,7 +186,10 @@ def test_keyword_step_against_a_plain_regex():
         p = json.loads(k)
         hits = regex_hits(OBS, p["keyword"])
         index = {"first": 0, "second": 1, "last": -1, "second_last": -2}[p["ordinal"]]
-        assert q.answer == hits[index]
+        enough = len(hits) >= (index + 1 if index >= 0 else -index)
+        assert q.answer == (hits[index] if enough else NOT_ANSWERABLE)
+    assert qs[key(source="observation", keyword="Study", ordinal="second")].answer == \
+        NOT_ANSWERABLE
 
 
 def test_keyword_step_in_reasons_and_a_missing_second_mention_is_not_answerable():
@@ -200,7 +211,8 @@ def test_reference_bug_keyword_steps_name_the_step_the_text_is_shown_under():
     # the text a step's answer points at is that step's reply, as the episode prints it
     tl = timeline()
     for k, q in ask("text.keyword_step", tl).items():
-        assert mentions(tl.obs_after(q.answer), json.loads(k)["keyword"])
+        if q.answerable:
+            assert mentions(tl.obs_after(q.answer), json.loads(k)["keyword"])
     # "hook" is first in the reply to step 2; the reference answered 3 (the text before step 3)
     assert answers("text.keyword_step", tl)[key(source="observation", keyword="hook",
                                                 ordinal="first")] == 2
@@ -265,6 +277,14 @@ def test_observation_after_and_before():
     before = {key(step=1): HOUSE_START["observation"]}
     before |= {key(step=t): OBS[t - 1] for t in range(2, 11)}
     assert answers("text.observation_before", tl) == before
+
+
+def test_replies_are_asked_without_the_padding_games_add():
+    meta, steps = simple([{"action": "look", "observation": "\n\n-= Attic =-\nDusty.\n"}],
+                         observation="\nWelcome.\n")
+    tl = TextTimeline(meta, steps)
+    assert answers("text.observation_after", tl) == {key(step=1): "-= Attic =-\nDusty."}
+    assert answers("text.observation_before", tl) == {key(step=1): "Welcome."}
 
 
 # --- multi_hop -----------------------------------------------------------------------------
@@ -522,6 +542,13 @@ def test_confusables_from_the_vocabulary_only_when_the_game_names_none():
                            "observation": "A rope hangs from the beam."}], room="attic")
     names = confusable_names(TextTimeline(meta, steps))
     assert "rope" not in names and "attic" not in names and "candle" in names
+
+
+def test_confusables_from_the_vocabulary_when_the_player_saw_the_whole_world():
+    meta, steps = simple([{"action": "look", "room": "attic", "facts": ["at(P, attic: r)"],
+                           "observation": "An empty attic."}], room="attic")
+    assert confusable_names(TextTimeline(meta, steps)) == \
+        set(FALLBACK_ITEMS) | set(FALLBACK_ROOMS) - {"attic"}
 
 
 def test_confusables_from_a_jericho_object_tree():

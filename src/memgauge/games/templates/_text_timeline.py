@@ -39,7 +39,8 @@ _FACT = re.compile(r"^\s*[\w-]+\((.*)\)\s*$")
 _TYPED_ARG = re.compile(r"^(.+?):\s*([\w-]+)$")
 ROOM_KINDS = frozenset({"r"})  # TextWorld's type letters
 ITEM_KINDS = frozenset({"o", "k", "f"})  # portable things: object, key, food
-
+OTHER_KINDS = frozenset({"c", "s", "d"})  # containers, supporters, doors
+MIN_KEYWORDS = 8
 
 def normalise(text: str) -> str:
     return " ".join(text.lower().split())
@@ -114,7 +115,7 @@ class TextTimeline:
         self._room0: str | None = initial.get("room")
         self._inv0: list[str] = list(initial.get("inventory") or [])
         self._score0: float = float(initial.get("score") or 0.0)
-        self._obs0: str = initial.get("observation") or ""
+        self._obs0: str = (initial.get("observation") or "").strip()
         self._adm0: list[str] | None = initial.get("admissible")
         self.edges: list[Edge] = []
         seen_edges: set[tuple[str, str, str]] = set()
@@ -190,7 +191,7 @@ class TextTimeline:
         return self._step(t).moves
 
     def obs_after(self, t: int) -> str:
-        return self._step(t).observation
+        return self._step(t).observation.strip()  # games pad their replies with newlines
 
     def obs_before(self, t: int) -> str:
         return self._obs0 if t == 1 else self.obs_after(t - 1)
@@ -339,7 +340,7 @@ class TextTimeline:
         """Names of rooms (``kind="room"``) or items the game itself holds in the window:
         TextWorld's typed facts, or Jericho's object tree (``objects``: ``[num, name,
         parent]`` rows, changes folded in step order)."""
-        kinds = ROOM_KINDS if kind == "room" else ITEM_KINDS
+        kinds = {"room": ROOM_KINDS, "item": ITEM_KINDS}.get(kind, OTHER_KINDS)
         states: list[dict[str, Any]] = [self.meta.initial or {}]
         states += [{"facts": s.facts, "objects": (s.model_extra or {}).get("objects"),
                     "inventory": s.inventory} for s in self.steps]
@@ -377,15 +378,26 @@ class TextTimeline:
 
     @_memo
     def keywords(self, source: str) -> list[str]:
-        """Words worth asking about: the names of things you held, and words of 4+ letters
-        (not function words) that at least two texts share. Sorted, so a seed picks the same."""
+        """Words worth asking about: the names of things and places (the world's entities,
+        what you held, where you were) that the texts mention; where fewer than
+        MIN_KEYWORDS are, also words of 4+ letters (not function words) that two texts
+        share. Sorted, so a seed picks the same."""
         texts = list(self.texts(source).values())
-        df: Counter[str] = Counter()
-        for text in texts:
-            df.update(set(_WORD.findall(text.lower())))
-        words = {w for w, n in df.items() if n >= 2 and len(w) >= 4 and w not in _STOP}
-        words |= {i for i in self.items_held() if any(mentions(text, i) for text in texts)}
+        names = set(self.items_held()) | set(self.rooms_visited()) | set(self.entity_names())
+        words = {n for n in names if any(mentions(text, n) for text in texts)}
+        if len(words) < MIN_KEYWORDS:
+            df: Counter[str] = Counter()
+            for text in texts:
+                df.update(set(_WORD.findall(text.lower())))
+            words |= {w for w, n in df.items() if n >= 2 and len(w) >= 4 and w not in _STOP}
         return sorted(words)
+
+    @_memo
+    def entity_names(self) -> list[str]:
+        """Every typed entity of the window's TextWorld facts and every named object of
+        Jericho's tree (rooms and items alike)."""
+        return list(dict.fromkeys(self.world_entities("room") + self.world_entities("item") +
+                                  self.world_entities("other")))
 
     @_memo
     def steps_mentioning(self, source: str, term: str) -> list[int]:

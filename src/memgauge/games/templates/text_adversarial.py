@@ -1,7 +1,7 @@
 """Text-game adversarial templates: questions about an item or room that never appeared in
 the window, so the answer is "not answerable". The names come from the game's own world
 (TextWorld's typed facts, Jericho's object tree), and only where the
-world gives none from the small vocabulary below; a name the player saw or held in the
+world has no unseen one from the small vocabulary below; a name the player saw or held in the
 window is never used. Design 0032, "Text-game templates"."""
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ FALLBACK_ITEMS = ("brass lantern", "silver key", "rope", "candle", "compass", "s
 
 def confusables(tl: TextTimeline, kind: str) -> list[str]:
     """Names of this kind ("room" or "item") that never appeared in the window, sorted."""
-    world = tl.world_entities(kind)
-    unseen = sorted(n for n in world if not tl.appeared(n))
-    if unseen or world:
+    unseen = sorted(n for n in tl.world_entities(kind) if not tl.appeared(n))
+    if unseen:
         return unseen
     fallback = FALLBACK_ROOMS if kind == "room" else FALLBACK_ITEMS
     return sorted(n for n in fallback if not tl.appeared(n))

@@ -172,7 +172,8 @@ def item_before_leave(tl: TextTimeline, rng: random.Random) -> Questions:
 
 @template("text.score_gain_since", ability="temporal", answer_type="integer", games=("text",))
 def score_gain_since(tl: TextTimeline, rng: random.Random) -> Questions:
-    """State update: how much the score rose from after step t to after the last step."""
+    """State update: how much the score rose from after step t to after the window's last
+    step (named in the question, so "now" cannot be misread)."""
     end = tl.last_step
     for t in shuffled(rng, range(1, end)):
         gain = whole_number(tl.score_after(end) - tl.score_after(t))
@@ -180,7 +181,7 @@ def score_gain_since(tl: TextTimeline, rng: random.Random) -> Questions:
             yield tl.question("text.score_gain_since", params={"step": t}, answer=gain,
                               evidence_steps=[t, end],
                               text=f"By how much did your score change from after your action "
-                                   f"at step {t} to after your last action?")
+                                   f"at step {t} to after your action at step {end}?")
 
 
 # --- logical -------------------------------------------------------------------------------
@@ -270,9 +271,9 @@ def inventory_change_since(tl: TextTimeline, rng: random.Random) -> Questions:
             answer, alternatives = _set_answer(list(then - now if change == "lost"
                                                     else now - then))
             text = (f"Which items did you carry after your action at step {t} that you no "
-                    f"longer carry after your last action?" if change == "lost" else
-                    f"Which items do you carry after your last action that you did not carry "
-                    f"after your action at step {t}?")
+                    f"longer carried after your action at step {end}?" if change == "lost" else
+                    f"Which items did you carry after your action at step {end} that you did "
+                    f"not carry after your action at step {t}?")
             yield tl.question("text.inventory_change_since",
                               params={"step": t, "change": change}, answer=answer,
                               alternatives=alternatives, evidence_steps=[t, end],
