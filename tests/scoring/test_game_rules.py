@@ -127,10 +127,16 @@ def test_a_string_is_named_only_as_a_whole_name() -> None:
 def test_crafter_actions_are_direction_aware() -> None:
     q = gq("move_left", "action")
     for said in ("move_left", "move left", "MOVE_LEFT", "Move-Left", "left", "I moved left.",
-                 "West"):
+                 "West", "move west"):
         assert verdict(q, said) == 1.0, said
     for said in ("move_right", "MOVE_RIGHT", "right", "I moved right.", "do"):
         assert verdict(q, said) == 0.0, said
+
+
+def test_noop_spellings() -> None:
+    assert verdict(gq("noop", "action"), "No-op.") == 1.0
+    assert verdict(gq("noop", "action"), "NOOP") == 1.0
+    assert verdict(gq("noop", "action"), "do") == 0.0
 
 
 def test_naming_two_actions_is_ambiguous() -> None:

@@ -38,16 +38,13 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ..schema import AnswerType, Question
 from ._parse import find_dates, find_numbers
 from ._text import normalize_text
-
-GAME_TYPES = frozenset({AnswerType.STRING, AnswerType.ACTION, AnswerType.DIRECTION,
-                        AnswerType.LIST, AnswerType.SET, AnswerType.PATH})
 
 # Crafter's 17 action names (crafter.constants.actions, checked by a test when crafter is
 # installed); a closed vocabulary, so the scorer works without the games extra.
@@ -88,7 +85,7 @@ _NUMBER_WORDS = {
 _ITEM_SPLIT = re.compile(r"\s*(?:,|;|\n|->|→|=>|\band then\b|\bthen\b|\band\b|&)\s*")
 _LEAD_IN = re.compile(
     r"^.*?\b(?:answer is|answer|is|are|was|were|had|have|has|holds?|held|contains?|contained"
-    r"|carried|carrying|collected|visited|went|did|were)\b\s*:?\s*", re.DOTALL)
+    r"|carried|carrying|collected|visited|went|did)\b\s*:?\s*", re.DOTALL)
 
 
 def _canon(text: str) -> str:
@@ -217,7 +214,9 @@ def _crafter_actions(text: str) -> list[str]:
         for m in re.finditer(rf"(?<= ){re.escape(words)}(?= )", s):
             if not any(a <= m.start() < a + len(b.replace("_", " ")) for a, b in hits):
                 hits.append((m.start(), action))
-    for m in re.finditer(r"(?<= )(?:moved|moving|moves|go|goes|going|went|walked|walk)"
+    for m in re.finditer(r"(?<= )no op(?= )", s):  # "no-op"
+        hits.append((m.start(), "noop"))
+    for m in re.finditer(r"(?<= )(?:move|moved|moving|moves|go|goes|going|went|walked|walk)"
                          r"(?: to)?(?: the)? (left|right|up|down|west|east|north|south)(?= )", s):
         hits.append((m.start(), "move_" + _CRAFTER_DIRECTIONS[m[1]]))
     if not hits:
@@ -492,4 +491,4 @@ def score_game(question: Question, prediction: str) -> tuple[bool, dict[str, Any
     return None if run is None else run()
 
 
-__all__: Iterable[str] = ["CRAFTER_ACTIONS", "GAME_TYPES", "gold_values", "score_game"]
+__all__ = ["CRAFTER_ACTIONS", "gold_values", "score_game"]
