@@ -507,3 +507,75 @@ def test_not_answerable_exactly_when_the_precondition_fails(seed, n):
             assert q.answerable == (seen_by.get(material, n + 1) <= step)
     assert ev.ask_death_cause(timeline) is None or (
         ev.ask_death_cause(timeline).answerable == (meta.end == "death"))
+
+
+# -- a second, plain implementation over the raw steps ------------------------------------
+
+def raw_state(meta, steps, t):
+    return meta.initial if t == 0 else steps[t - 1].model_dump()
+
+
+def raw_seen_by(meta, steps, t):
+    known = {}
+    for k in range(t + 1):
+        for x, y, m in raw_state(meta, steps, k)["seen"]:
+            known[(x, y)] = m
+    return known
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 40), pick_seed=st.integers(0, 10_000))
+def test_answers_match_a_plain_reimplementation(seed, n, pick_seed):
+    meta, steps = simulate(seed, n)
+    timeline = CrafterTimeline(meta, steps)
+    rng = random.Random(pick_seed)
+    t = rng.randint(1, n)
+    a, b = sorted((rng.randint(1, n), rng.randint(1, n)))
+    item = rng.choice(("wood", "health", "food"))
+    action = rng.choice(ACTIONS)
+    after = raw_state(meta, steps, t)
+    assert rec.ask_inventory_at_step(timeline, item, t).answer == after["inventory"][item]
+    assert pat.ask_action_count(timeline, action, a, b).answer == sum(
+        1 for s in steps[a - 1:b] if s.action == action)
+    placed = [k for k in range(1, n + 1)
+              if raw_state(meta, steps, k)["achievements"].get("place_table", 0)
+              > raw_state(meta, steps, k - 1)["achievements"].get("place_table", 0)]
+    assert ev.ask_successful_placements(timeline, "table", b).answer == len(
+        [k for k in placed if k <= b])
+    moves = sum(1 for k in range(a, b + 1)
+                if raw_state(meta, steps, k)["pos"] != raw_state(meta, steps, k - 1)["pos"])
+    assert sp.ask_path_length(timeline, a, b).answer == moves
+    direction = rng.choice(("left", "right", "up", "down"))
+    dx, dy = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}[direction]
+    x, y = after["pos"]
+    cell = raw_seen_by(meta, steps, t).get((x + 2 * dx, y + 2 * dy), NA)
+    assert sp.ask_terrain_at_offset(timeline, t, direction, 2).answer == cell
+    material = rng.choice(MATERIALS)
+    ever = any(m == material for m in raw_seen_by(meta, steps, t).values())
+    assert sp.ask_material_seen_by(timeline, material, t).answer == ("yes" if ever else "no")
+    x0, y0 = raw_state(meta, steps, a - 1)["pos"]
+    x1, y1 = raw_state(meta, steps, b)["pos"]
+    words = sp.ask_displacement(timeline, a, b).answer
+    expected_words = []
+    if x1 != x0:
+        expected_words.append(f"{abs(x1 - x0)} step{'s' * (abs(x1 - x0) != 1)} "
+                              f"{'right' if x1 > x0 else 'left'}")
+    if y1 != y0:
+        expected_words.append(f"{abs(y1 - y0)} step{'s' * (abs(y1 - y0) != 1)} "
+                              f"{'down' if y1 > y0 else 'up'}")
+    assert words == (" and ".join(expected_words) or "0 steps")
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 25), t=st.integers(1, 25))
+def test_navigation_matches_brute_force_on_simulated_maps(seed, n, t):
+    meta, steps = simulate(seed, n, size=7)
+    timeline = CrafterTimeline(meta, steps)
+    t = min(t, n)
+    for material in ("tree", "water", "sand", "table"):
+        q = sp.ask_navigate(timeline, material, t)
+        length = timeline.route_length(material, t)
+        if q is None or not q.answerable or length is None or length > 6:
+            continue
+        assert sorted([q.answer, *q.alternatives]) == brute_force_paths(timeline, material, t,
+                                                                        longest=length)
