@@ -535,6 +535,30 @@ def test_reference_bug_confusables_come_from_the_world_and_were_never_seen():
     assert all(ask(tid, timeline()) for tid in ADVERSARIAL)
 
 
+TWINS = {"text.adv_keyword_step": "text.keyword_step", "text.adv_item_gain": "text.item_gain_step",
+         "text.adv_item_pickup_room": "text.item_pickup_room",
+         "text.adv_room_leave": "text.room_event_step", "text.adv_room_stay": "text.region_stay",
+         "text.adv_closer_rooms": "text.closer_room", "text.adv_path_length": "text.path_length"}
+
+
+def shape(q: GameQuestion) -> str:
+    """The question's words with its names and steps blanked."""
+    text = q.text
+    names = [str(v) for k, v in q.params.items() if k in ("item", "room", "keyword", "a", "b",
+                                                             "step")]
+    for name in sorted(names, key=len, reverse=True):
+        text = re.sub(r"\b" + re.escape(name) + r"\b", "_", text)
+    return text
+
+
+def test_adversarial_questions_are_worded_as_their_answerable_twins():
+    tl = timeline()
+    assert set(TWINS) == set(ADVERSARIAL)
+    for adv, twin in TWINS.items():
+        answerable = {shape(q) for q in ask(twin, tl).values() if q.answerable}
+        assert {shape(q) for q in ask(adv, tl).values()} <= answerable, adv
+
+
 def test_confusables_from_the_vocabulary_only_when_the_game_names_none():
     names = confusable_names(timeline(facts=False))
     assert names == set(FALLBACK_ITEMS) | set(FALLBACK_ROOMS)

@@ -2,7 +2,8 @@
 the window, so the answer is "not answerable". The names come from the game's own world
 (TextWorld's typed facts, Jericho's object tree), and only where the
 world has no unseen one from the small vocabulary below; a name the player saw or held in the
-window is never used. Design 0032, "Text-game templates"."""
+window is never used. Each question is worded exactly as its answerable twin, so the wording
+never gives the answer away. Design 0032, "Text-game templates"."""
 
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ def adv_item_gain(tl: TextTimeline, rng: random.Random) -> Questions:
     """When an item you never saw first joined the inventory."""
     for name in _names(tl, rng, "item"):
         yield tl.unanswerable("text.adv_item_gain", params={"item": name},
-                              text=f"At which step did {name} first join your inventory?")
+                              text=f"At which step did {name} join your inventory for the "
+                                   f"first time?")
 
 
 @template("text.adv_item_pickup_room", ability="adversarial", answer_type="string",
