@@ -206,6 +206,14 @@ def test_ties_are_alternatives(tl):
     assert (q.answer, q.alternatives) == (["move_down"], [["move_right"]])
 
 
+def test_map_evidence_is_the_steps_that_showed_the_cells(tl):
+    assert sp.ask_nearest_direction(tl, "stone", 3).evidence_steps == [3]
+    assert sp.ask_nearest_direction(tl, "stone", 7).evidence_steps == [3, 7]
+    assert sp.ask_terrain_at_offset(tl, 8, "down", 1).evidence_steps == [8]  # the new table
+    assert sp.ask_terrain_at_offset(tl, 7, "down", 1).evidence_steps == [7]  # seen at reset
+    assert sp.ask_navigate(tl, "table", 9).evidence_steps == [8, 9]
+
+
 def test_most_common_move_ties_and_no_moves(tl):
     q = pat.ask_most_common_move(tl)  # move_up 1,3 and move_left 9,12; right 2, down 7
     assert (q.answer, q.alternatives) == ("move_left", ["move_up"])

@@ -249,6 +249,18 @@ class CrafterTimeline:
             self._maps[t] = known
         return self._maps[t]
 
+    def seen_step(self, cell: Cell, t: int) -> int | None:
+        """The last step up to t (0: at reset) whose seen cells set this cell."""
+        for k in range(t, -1, -1):
+            if any((x, y) == cell for x, y, _ in self._seen[k]):
+                return k
+        return None
+
+    def evidence_for(self, cells: Iterable[Cell], t: int) -> list[int]:
+        """Step t and the steps that showed these cells as known at t."""
+        found = {self.seen_step(c, t) for c in cells}
+        return sorted({t} | {k for k in found if k})
+
     def material_at(self, cell: Cell, t: int) -> str | None:
         return self.map_at(t).get(cell)
 

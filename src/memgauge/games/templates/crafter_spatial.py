@@ -77,7 +77,8 @@ def ask_nearest_direction(tl: CrafterTimeline, material: str, step: int) -> Game
     x, y = tl.pos[step]
     words = sorted({direction_words(cx - x, cy - y) for cx, cy in cells})
     return tl.question("crafter.nearest_direction", params=params, answer=words[0],
-                       alternatives=words[1:], evidence_steps=range(step + 1), text=text)
+                       alternatives=words[1:], evidence_steps=tl.evidence_for(cells, step),
+                       text=text)
 
 
 @template("crafter.nearest_direction", ability="spatial", answer_type="direction",
@@ -104,12 +105,28 @@ def ask_navigate(tl: CrafterTimeline, material: str, step: int) -> GameQuestion 
     length = tl.route_length(material, step)
     if length is None:  # seen, but no route over cells known walkable at t
         return tl.question("crafter.navigate", params=params, answer=NOT_ANSWERABLE,
-                           evidence_steps=range(step + 1), text=text)
+                           evidence_steps=[step], text=text)
     paths = tl.shortest_paths(material, step)
     if length == 0 or paths is None:  # already there, or more tied paths than the cap
         return None
     return tl.question("crafter.navigate", params=params, answer=paths[0],
-                       alternatives=paths[1:], evidence_steps=range(step + 1), text=text)
+                       alternatives=paths[1:],
+                       evidence_steps=_path_evidence(tl, paths, material, step),
+                       text=text)
+
+
+def _path_evidence(tl: CrafterTimeline, paths: list[list[str]], material: str,
+                   step: int) -> list[int]:
+    """The steps that showed the cells the paths cross and the target cells they reach."""
+    cells: set[tuple[int, int]] = set()
+    for path in paths:
+        x, y = tl.pos[step]
+        for move in path:
+            x, y = x + MOVES[move][0], y + MOVES[move][1]
+            cells.add((x, y))
+        ends = [(x + dx, y + dy) for dx, dy in [(0, 0), *MOVES.values()]]
+        cells |= {c for c in ends if tl.material_at(c, step) == material}
+    return tl.evidence_for(cells, step)
 
 
 @template("crafter.navigate", ability="spatial", answer_type="path", games=("crafter",))
@@ -129,12 +146,13 @@ def ask_terrain_at_offset(tl: CrafterTimeline, step: int, direction: str,
                           distance: int) -> GameQuestion:
     dx, dy = MOVES[f"move_{direction}"]
     x, y = tl.pos[step]
-    material = tl.material_at((x + dx * distance, y + dy * distance), step)
+    cell = (x + dx * distance, y + dy * distance)
+    material = tl.material_at(cell, step)
     return tl.question(
         "crafter.terrain_at_offset",
         params={"step": step, "direction": direction, "distance": distance},
         answer=material if material else NOT_ANSWERABLE,
-        evidence_steps=range(step + 1) if material else [],
+        evidence_steps=tl.evidence_for([cell], step) if material else [],
         text=f"After your action at step {step}, what material was {distance} cell"
              f"{'s' if distance > 1 else ''} {direction} of you, as far as you had seen by then?")
 
