@@ -587,3 +587,22 @@ def test_navigation_matches_brute_force_on_simulated_maps(seed, n, t):
             continue
         assert sorted([q.answer, *q.alternatives]) == brute_force_paths(timeline, material, t,
                                                                         longest=length)
+
+
+def test_folded_cells_and_bounded_map_cache_agree_with_a_plain_fold():
+    meta, steps = simulate(11, 200)
+    timeline = CrafterTimeline(meta, steps)
+    for t in range(1, 201):  # more maps than the cache holds
+        timeline.map_at(t)
+    for t in (1, 50, 199, 200):
+        plain = raw_seen_by(meta, steps, t)
+        assert timeline.map_at(t) == plain
+        assert {c: timeline.material_at(c, t) for c in plain} == plain
+        assert timeline.material_at((-1, -1), t) is None
+    for material in ("tree", "water", "table"):
+        for t, cells in timeline.cells_over_time(material):
+            assert cells == {c for c, m in raw_seen_by(meta, steps, t).items() if m == material}
+        plain = [(timeline.nearest(material, t)[0], t) for t in timeline.steps_range()
+                 if timeline.nearest(material, t)]
+        q = sp.ask_closest_step(timeline, material)
+        assert q.answer == (min(plain)[1] if plain else NA)

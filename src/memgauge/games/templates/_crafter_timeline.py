@@ -9,8 +9,9 @@ template can read a later step.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +67,7 @@ EVENTS: dict[str, str] = {
     "wake": "you woke up", "health_drop": "your health dropped",
 }
 MAX_PATHS = 50  # more equally short paths than this: the instance is skipped
+MAP_CACHE = 128  # maps at a step kept at once
 
 Cell = tuple[int, int]
 
@@ -112,6 +114,13 @@ class CrafterTimeline:
         self._seen: list[list[tuple[int, int, str]]] = [
             [(int(c[0]), int(c[1]), str(c[2])) for c in (s.get("seen") or [])] for s in states]
         self._maps: dict[int, dict[Cell, str]] = {}
+        self._history: dict[Cell, tuple[list[int], list[str]]] = {}  # steps, materials
+        for t, seen in enumerate(self._seen):
+            for x, y, material in seen:
+                steps_, materials = self._history.setdefault((x, y), ([], []))
+                steps_.append(t)
+                materials.append(material)
+        self._events: dict[str, list[int]] = {}
         self.died = (meta.end == "death" and self.last == meta.steps)
 
     # -- steps and questions -----------------------------------------------------------
@@ -222,6 +231,11 @@ class CrafterTimeline:
 
     def event_steps(self, event: str) -> list[int]:
         """Steps at which a named event (a key of EVENTS) happened, in order."""
+        if event not in self._events:
+            self._events[event] = self._event_steps(event)
+        return self._events[event]
+
+    def _event_steps(self, event: str) -> list[int]:
         kind, _, what = event.partition(":")
         if kind == "place":
             return self.placements(what)
@@ -246,15 +260,30 @@ class CrafterTimeline:
             for cells in self._seen[:t + 1]:
                 for x, y, material in cells:
                     known[(x, y)] = material
+            if len(self._maps) >= MAP_CACHE:  # bounded: a long game holds many maps
+                self._maps.pop(next(iter(self._maps)))
             self._maps[t] = known
         return self._maps[t]
 
+    def cells_over_time(self, material: str) -> Iterator[tuple[int, set[Cell]]]:
+        """(t, the known cells of the material at t) for t = 1..last, folded once."""
+        known: dict[Cell, str] = {}
+        cells: set[Cell] = set()
+        for t, seen in enumerate(self._seen):
+            for x, y, m in seen:
+                known[(x, y)] = m
+                if m == material:
+                    cells.add((x, y))
+                else:
+                    cells.discard((x, y))
+            if t:
+                yield t, cells
+
     def seen_step(self, cell: Cell, t: int) -> int | None:
         """The last step up to t (0: at reset) whose seen cells set this cell."""
-        for k in range(t, -1, -1):
-            if any((x, y) == cell for x, y, _ in self._seen[k]):
-                return k
-        return None
+        steps_, _ = self._history.get(cell, ([], []))
+        i = bisect_right(steps_, t)
+        return steps_[i - 1] if i else None
 
     def evidence_for(self, cells: Iterable[Cell], t: int) -> list[int]:
         """Step t and the steps that showed these cells as known at t."""
@@ -262,7 +291,10 @@ class CrafterTimeline:
         return sorted({t} | {k for k in found if k})
 
     def material_at(self, cell: Cell, t: int) -> str | None:
-        return self.map_at(t).get(cell)
+        """The cell's material as last seen by step t; None if not seen by then."""
+        steps_, materials = self._history.get(cell, ([], []))
+        i = bisect_right(steps_, t)
+        return materials[i - 1] if i else None
 
     def under(self, t: int) -> str | None:
         return self.material_at(self.pos[t], t)

@@ -168,10 +168,12 @@ def terrain_at_offset(tl: CrafterTimeline, rng: random.Random) -> Q:
 
 def ask_closest_step(tl: CrafterTimeline, material: str) -> GameQuestion:
     best: tuple[int, int] | None = None  # (distance, step)
-    for t in tl.steps_range():
-        found = tl.nearest(material, t)
-        if found and (best is None or found[0] < best[0]):
-            best = (found[0], t)
+    for t, cells in tl.cells_over_time(material):
+        if cells:
+            x, y = tl.pos[t]
+            distance = min(abs(cx - x) + abs(cy - y) for cx, cy in cells)
+            if best is None or distance < best[0]:
+                best = (distance, t)
     return tl.question("crafter.closest_step", params={"material": material},
                        answer=best[1] if best else NOT_ANSWERABLE,
                        evidence_steps=[best[1]] if best else [],
