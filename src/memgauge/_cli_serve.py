@@ -15,6 +15,14 @@ def serve_memory(
         help="The model it uses: openai:<model>, local:<smollm2|file.gguf>, none:")] = "none:",
     system_option: Annotated[list[str] | None, typer.Option(
         help="key=value passed to the system (repeatable)")] = None,
+    embedder: Annotated[str | None, typer.Option(
+        help="The text embedder, as `memgauge run --embedder`")] = None,
+    embedder_base_url: Annotated[str | None, typer.Option(
+        help="The openai: embedder's endpoint")] = None,
+    image_embedder: Annotated[str | None, typer.Option(
+        help="rag's image embedder, as `memgauge run --image-embedder`")] = None,
+    image_embedder_base_url: Annotated[str | None, typer.Option(
+        help="The image embedder's endpoint")] = None,
     host: Annotated[str, typer.Option(help="Address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on (0: any free port)")] = 8765,
     prefix: Annotated[str, typer.Option(help="Path prefix of the routes, e.g. /memory")] = "",
@@ -57,6 +65,8 @@ def serve_memory(
         config = RunConfig(
             bench="-", data="-", out="-", system=system, model=model,
             system_options=_options(system_option or []),
+            embedder=embedder, embedder_base_url=embedder_base_url,
+            image_embedder=image_embedder, image_embedder_base_url=image_embedder_base_url,
             model_options=_options(model_option or [], "--model-option"),
             base_url=base_url, api_key_env=api_key_env, concurrency=concurrency,
             context_mode=context_mode, instruction=instruction, label_images=label_images,

@@ -360,7 +360,7 @@ def build_factory(config: Any) -> tuple[Callable[[], Any], list[Any]]:
     from .media import ImagePolicy
     from .models import GenerateConfig, create_model
     from .registry import lookup
-    from .runner._preflight import MODEL, check
+    from .runner._preflight import MODEL, Role, check
     from .systems import SystemContext
     from .tokens import TokenCounter
 
@@ -383,9 +383,11 @@ def build_factory(config: Any) -> tuple[Callable[[], Any], list[Any]]:
             extra_body=dict(c.extra_body)), counter=counter, image_policy=policy,
             context_mode=c.context_mode, instruction=c.instruction,
             label_images=c.label_images, max_context_tokens=c.max_context_tokens,
-            overflow=c.overflow, count_tokens=c.count_tokens, options=dict(c.system_options))
+            overflow=c.overflow, count_tokens=c.count_tokens,
+            options=c.effective_system_options(), cache=cache)
         factory = lookup("system", c.system)(ctx)
-        check([(model, MODEL)], {})
+        check([(model, MODEL)] + [(e, Role(e.label, e.url_flag, e.key_flag))
+                                  for e in getattr(factory, "endpoints", list)()], {})
     except BaseException:
         release = getattr(model, "release", None)
         if release is not None:

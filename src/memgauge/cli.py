@@ -86,6 +86,12 @@ def _config_file(ctx: typer.Context, param: typer.CallbackParam,
     return apply_config(ctx, value)
 
 
+_EMBEDDER_HELP = ("The text embedder of systems that embed (rag with retriever=embed, visual, "
+                  "hybrid): model2vec | model2vec:DIR | sentence-transformers:NAME | "
+                  "openai:MODEL (as --system-option embedder=)")
+_IMAGE_EMBEDDER_HELP = ("Image embeddings for rag's visual/hybrid retriever from an endpoint "
+                        "you serve (CLIP, SigLIP): openai:MODEL; default: the offline "
+                        "perceptual-hash stand-in (as --system-option image_embedder=)")
 _CONFIG_HELP = ("TOML file of settings, with the same keys as the flags (flags win); "
                 "a [run] or [score] table holds one command's keys")
 
@@ -100,6 +106,14 @@ def run(
     system: Annotated[str, typer.Option(help="System under test")] = "full-context",
     system_option: Annotated[list[str] | None, typer.Option(
         help="key=value passed to the system (repeatable), e.g. top_k=5, reader=oracle")] = None,
+    embedder: Annotated[str | None, typer.Option(
+        help=_EMBEDDER_HELP)] = None,
+    embedder_base_url: Annotated[str | None, typer.Option(
+        help="The openai: embedder's endpoint")] = None,
+    image_embedder: Annotated[str | None, typer.Option(
+        help=_IMAGE_EMBEDDER_HELP)] = None,
+    image_embedder_base_url: Annotated[str | None, typer.Option(
+        help="The image embedder's endpoint")] = None,
     image_dir: Annotated[str | None, typer.Option(help="Folder image paths are relative to")] = None,
     model_option: Annotated[list[str] | None, typer.Option(
         help="key=value for a local: model (repeatable): n_ctx, n_parallel, threads, mmproj, "
@@ -185,6 +199,8 @@ def run(
         config = RunConfig(
             bench=bench, data=data, out=out_dir, system=system,
             system_options=_options(system_option or []), model=model, image_dir=image_dir,
+            embedder=embedder, embedder_base_url=embedder_base_url,
+            image_embedder=image_embedder, image_embedder_base_url=image_embedder_base_url,
             model_options=_options(model_option or [], "--model-option"),
             judge_model_options=_options(judge_model_option or [], "--judge-model-option"),
             bench_options=_options(bench_option or [], "--bench-option"),

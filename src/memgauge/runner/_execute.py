@@ -64,6 +64,10 @@ if TYPE_CHECKING:
     from ..captioners import CaptionStage
 
 
+# RunConfig fields given by flags that are system options of the same names (rag's)
+EMBEDDER_FLAGS = ("embedder", "embedder_base_url", "image_embedder", "image_embedder_base_url")
+
+
 @dataclass
 class RunConfig:
     bench: str
@@ -123,6 +127,12 @@ class RunConfig:
     # --bench-option key=value: a loader's own choices (BenchmarkOptions.extra), e.g. locomo's
     # asked_after=evidence; in the identity only when given
     bench_options: dict[str, str] = field(default_factory=dict)
+    # --embedder / --image-embedder (and their base URLs): the system options of the same
+    # names, given as flags; merged into the system options (effective_system_options)
+    embedder: str | None = None
+    embedder_base_url: str | None = None
+    image_embedder: str | None = None
+    image_embedder_base_url: str | None = None
 
     # Fields that define what a run measures; a run folder refuses a different identity.
     IDENTITY = ("bench", "system", "system_options", "model", "base_url", "question_ids", "tier", "shard",
@@ -134,6 +144,9 @@ class RunConfig:
         from ..models.openai_compat import redact_urls
 
         ident = {k: getattr(self, k) for k in self.IDENTITY}
+        # a flag and the system option it stands for measure the same: one identity
+        ident["system_options"] = {k: redact_urls(v) if k.endswith("base_url") else v
+                                   for k, v in self.effective_system_options().items()}
         ident["base_url"] = redact_urls(self.base_url)  # a password is not what a run measures
         for key in ("top_p", "extra_body"):  # only when given: earlier folders keep their hash
             if getattr(self, key):
@@ -149,6 +162,46 @@ class RunConfig:
             if self.captioner.startswith(("openai:", "local:")):
                 ident["captioner_prompt"] = self.captioner_prompt
         return ident
+
+    def effective_system_options(self) -> dict[str, Any]:
+        """``--system-option``s with the embedder flags merged in; a flag and the option it
+        stands for, given both, are a ConfigError naming both."""
+        out = dict(self.system_options)
+        for key in EMBEDDER_FLAGS:
+            value = getattr(self, key)
+            if value is None:
+                continue
+            if key in out:
+                raise ConfigError(f"--{key.replace('_', '-')} {value} and --system-option "
+                                  f"{key}={out[key]} say the same thing: give one of them")
+            out[key] = value
+        return out
+
+    def check_embedders(self) -> None:
+        """The embedder flags' specs, and that the system takes them (before the system is
+        made, so the error names the flag)."""
+        given = [k for k in EMBEDDER_FLAGS if getattr(self, k) is not None]
+        if not given:
+            return
+        from ..retrieval import Flags, check_embedder_spec, check_image_embedder_spec
+
+        options = self.effective_system_options()
+        try:
+            declared = getattr(lookup("system", self.system), "registry_options", None)
+        except ConfigError:
+            declared = None  # not a registered name (an http:// system): it says itself
+        if declared is not None and (missing := [k for k in given if k not in declared]):
+            raise ConfigError(f"--{missing[0].replace('_', '-')}: the system {self.system} "
+                              "embeds nothing with it (rag does, with retriever=embed, "
+                              "visual or hybrid)")
+        if "embedder" in given or "embedder_base_url" in given:
+            check_embedder_spec(options.get("embedder", "model2vec"),
+                                options.get("embedder_base_url"),
+                                Flags("--embedder", "--embedder-base-url"))
+        if "image_embedder" in given or "image_embedder_base_url" in given:
+            check_image_embedder_spec(options.get("image_embedder", ""),
+                                      options.get("image_embedder_base_url"),
+                                      Flags("--image-embedder", "--image-embedder-base-url"))
 
     def check(self) -> None:
         """Every option's value, before anything is read or sent: a mistake here must not
@@ -183,6 +236,7 @@ class RunConfig:
             from ..tokens import check_tokenizer
 
             check_tokenizer(self.tokenizer)
+        self.check_embedders()
 
     @property
     def is_local(self) -> bool:
@@ -539,6 +593,8 @@ class Runner:
         if captioner_model is not None:
             models.append((captioner_model,
                            Role("captioner", "--captioner-base-url", "--api-key-env")))
+        for endpoint in getattr(s.new_system, "endpoints", list)():  # rag's embedders
+            models.append((endpoint, Role(endpoint.label, endpoint.url_flag, endpoint.key_flag)))
         try:
             check(models, self._endpoints)
         except BaseException:
@@ -553,7 +609,8 @@ class Runner:
             extra_body=dict(c.extra_body)), counter=counter,
             image_policy=policy, context_mode=c.context_mode, instruction=c.instruction,
             label_images=c.label_images, max_context_tokens=c.max_context_tokens,
-            overflow=c.overflow, count_tokens=c.count_tokens, options=dict(c.system_options))
+            overflow=c.overflow, count_tokens=c.count_tokens,
+            options=c.effective_system_options(), cache=cache)
         new_system = lookup("system", c.system)(ctx)
         return Setup(bench=bench, cache=cache, model=model, counter=counter, policy=policy,
                      new_system=new_system, probe=new_system(), scorers=default_scorers(),

@@ -81,7 +81,7 @@ def build_manifest(config: Any, *, model: dict[str, Any], system: dict[str, Any]
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     cfg = asdict(config)
     cfg.pop("argv", None)
-    for key in ("base_url", "judge_base_url"):
+    for key in ("base_url", "judge_base_url", "embedder_base_url", "image_embedder_base_url"):
         if key in cfg:
             cfg[key] = redact_url(cfg[key])
     invocation = {"at": now, "argv": scrub_argv(list(config.argv)), "limit": config.limit,
