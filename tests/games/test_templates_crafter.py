@@ -606,3 +606,56 @@ def test_folded_cells_and_bounded_map_cache_agree_with_a_plain_fold():
                  if timeline.nearest(material, t)]
         q = sp.ask_closest_step(timeline, material)
         assert q.answer == (min(plain)[1] if plain else NA)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 40), cut=st.integers(1, 40))
+def test_event_questions_are_not_answerable_exactly_when_the_event_did_not_happen(seed, n, cut):
+    meta, steps = simulate(seed, n, end="death")
+    cut = min(cut, n)
+    timeline = CrafterTimeline(meta, steps[:cut])
+    states = [meta.initial] + [s.model_dump() for s in steps[:cut]]
+    raw = {
+        "place:table": [t for t in range(1, cut + 1) if steps[t - 1].action == "place_table"
+                        and states[t]["achievements"].get("place_table", 0)
+                        > states[t - 1]["achievements"].get("place_table", 0)],
+        "collect:wood": [t for t in range(1, cut + 1)
+                         if states[t]["achievements"].get("collect_wood", 0)
+                         > states[t - 1]["achievements"].get("collect_wood", 0)],
+        "sleep": [t for t in range(1, cut + 1)
+                  if states[t]["sleeping"] and not states[t - 1]["sleeping"]],
+        "health_drop": [t for t in range(1, cut + 1) if states[t]["inventory"]["health"]
+                        < states[t - 1]["inventory"]["health"]],
+        "eat": [],
+    }
+    for event, happened in raw.items():
+        q = ev.ask_event_steps(timeline, event)
+        assert q.answer == (happened or NA)
+        other = "collect:wood" if event != "collect:wood" else "sleep"
+        order = ev.ask_event_order(timeline, event, other)
+        if order is not None:
+            assert order.answerable == bool(happened and raw[other])
+    death = ev.ask_death_cause(timeline)
+    if cut < n:
+        assert death.answer == NA
+    elif death is not None:
+        assert death.answerable
+
+
+def test_first_increase_at_two_horizons():
+    meta, steps = tiny()
+    assert rec.ask_first_increase_step(CrafterTimeline(meta, steps[:3]), "wood").answer == NA
+    assert rec.ask_first_increase_step(CrafterTimeline(meta, steps[:4]), "wood").answer == 4
+    assert ev.ask_successful_placements(CrafterTimeline(meta, steps[:7]), "table", 7).answer == 0
+
+
+def test_adversarial_templates_mix_in_an_answerable_question(tl):
+    """Water and the cow were in view at reset, so the answerable ones are stone or tree and
+    the zombie; the rest name things Crafter has that never appeared."""
+    for tid, answerable_names in [("crafter.first_sighting", {"stone", "table", "lava", "tree"}),
+                                  ("crafter.first_creature", {"zombie"})]:
+        for seed in range(5):
+            qs = list(all_templates()[tid].fn(tl, random.Random(seed)))
+            assert [q for q in qs if q.answerable]
+            assert all(next(iter(q.params.values())) in answerable_names
+                       for q in qs if q.answerable)

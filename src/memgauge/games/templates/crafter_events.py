@@ -362,7 +362,8 @@ def first_sighting(tl: CrafterTimeline, rng: random.Random) -> Q:
     """When a material was first seen; mostly asked about Crafter materials never seen
     within the horizon (NA), with real ones mixed in so "not answerable" is not free."""
     seen = [m for m in MATERIALS if tl.first_seen(m) is not None]
-    for material in pick(rng, unseen(MATERIALS, seen), 2) + pick(rng, seen, 1):
+    later = [m for m in seen if tl.first_seen(m)]  # not already in view at reset
+    for material in pick(rng, unseen(MATERIALS, seen), 2) + pick(rng, later, 1):
         q = ask_first_sighting(tl, material)
         if q:
             yield q
@@ -383,7 +384,8 @@ def ask_first_creature(tl: CrafterTimeline, creature: str) -> GameQuestion | Non
 def first_creature(tl: CrafterTimeline, rng: random.Random) -> Q:
     """When a creature kind was first in view; mostly Crafter creatures never seen (NA)."""
     seen = [c for c in CREATURES if tl.creature_first_seen(c) is not None]
-    for creature in pick(rng, unseen(CREATURES, seen), 2) + pick(rng, seen, 1):
+    later = [c for c in seen if tl.creature_first_seen(c)]
+    for creature in pick(rng, unseen(CREATURES, seen), 2) + pick(rng, later, 1):
         q = ask_first_creature(tl, creature)
         if q:
             yield q
