@@ -145,6 +145,29 @@ def test_reference_bug_no_phantom_final_step():
     assert answers("text.inventory_at_step", tl)[key(step=10)] == ["coin", "lamp"]
 
 
+def test_unknown_fields_are_never_read_as_empty_or_unchanged():
+    # Jericho without bindings: no score; one inventory reply that could not be read; one
+    # status line without a room
+    meta, steps = simple([
+        {"action": "take lamp", "room": "Hall", "inventory": ["lamp"]},
+        {"action": "n", "room": None, "inventory": None},
+        {"action": "drop lamp", "room": "Attic", "inventory": []}],
+        room="Hall", inventory=[])
+    tl = TextTimeline(meta, steps)
+    assert tl.score_after(2) is None and tl.inventory_after(2) is None
+    asked = {t.id: list(t.fn(tl, random.Random(0))) for t in templates_for("text")}
+    for tid in ("text.score_after_step", "text.score_gain_since", "text.gain_score_delay",
+                "text.item_gain_step", "text.max_inventory_step", "text.distinct_rooms",
+                "text.most_visited_room", "text.longest_dwell_room", "text.room_event_step",
+                "text.region_stay", "text.keyword_then_score", "text.gain_then_score",
+                "text.item_before_leave", "text.room_most_pickups", "text.room_order",
+                "text.path_length", "text.known_exit_count", "text.reachable_within"):
+        assert asked[tid] == [], tid
+    assert {q.params["step"] for q in asked["text.inventory_at_step"]} == {1, 3}
+    assert {q.params["step"] for q in asked["text.room_at_step"]} == {1, 2, 3}
+    assert [q.answer for q in asked["text.room_at_step"] if q.params["step"] == 2] == ["Hall"]
+
+
 def test_memo_results_are_per_timeline():
     assert timeline(5).entries() != timeline().entries()
 

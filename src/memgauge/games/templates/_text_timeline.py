@@ -113,8 +113,9 @@ class TextTimeline:
         self.last_step = len(self.steps)
         initial = meta.initial or {}
         self._room0: str | None = initial.get("room")
-        self._inv0: list[str] = list(initial.get("inventory") or [])
-        self._score0: float = float(initial.get("score") or 0.0)
+        inv0, score0 = initial.get("inventory"), initial.get("score")
+        self._inv0: list[str] | None = list(inv0) if isinstance(inv0, list) else None
+        self._score0: float | None = float(score0) if isinstance(score0, int | float) else None
         self._obs0: str = (initial.get("observation") or "").strip()
         self._adm0: list[str] | None = initial.get("admissible")
         self.edges: list[Edge] = []
@@ -173,18 +174,19 @@ class TextTimeline:
     def room_before(self, t: int) -> str | None:
         return self._room0 if t == 1 else self.room_after(t - 1)
 
-    def inventory_after(self, t: int) -> list[str]:
+    # None where the env could not read it (Jericho without bindings): unknown, never empty
+    def inventory_after(self, t: int) -> list[str] | None:
         inv = self._step(t).inventory
-        return list(inv) if isinstance(inv, list) else list((inv or {}).keys())
+        return None if inv is None else list(inv)
 
-    def inventory_before(self, t: int) -> list[str]:
-        return list(self._inv0) if t == 1 else self.inventory_after(t - 1)
+    def inventory_before(self, t: int) -> list[str] | None:
+        return self._inv0 if t == 1 else self.inventory_after(t - 1)
 
-    def score_after(self, t: int) -> float:
+    def score_after(self, t: int) -> float | None:
         score = self._step(t).score
-        return self.score_before(t) if score is None else float(score)
+        return None if score is None else float(score)
 
-    def score_before(self, t: int) -> float:
+    def score_before(self, t: int) -> float | None:
         return self._score0 if t == 1 else self.score_after(t - 1)
 
     def moves_after(self, t: int) -> int | None:
@@ -206,30 +208,54 @@ class TextTimeline:
 
     # --- events --------------------------------------------------------------------------
     @_memo
+    def fully_known(self, field: str) -> bool:
+        """Every state of the window, the reset included, has the field. Events over a field
+        (entries, gains, score rises) and totals are only counted then: an unknown step could
+        hide the first entry or the extra item."""
+        return (self.meta.initial or {}).get(field) is not None and \
+            all(getattr(s, field) is not None for s in self.steps)
+
+    @_memo
     def entries(self) -> list[tuple[int, str]]:
         """(step, room): the action of that step took you into the room."""
+        if not self.fully_known("room"):
+            return []
         return [(t, self.room_after(t)) for t in self.step_range()
                 if self.room_after(t) and self.room_after(t) != self.room_before(t)]
 
     @_memo
     def exits(self) -> list[tuple[int, str]]:
         """(step, room): the action of that step took you out of the room."""
+        if not self.fully_known("room"):
+            return []
         return [(t, self.room_before(t)) for t in self.step_range()
-                if self.room_before(t) and self.room_after(t) != self.room_before(t)]
+                if self.room_before(t) and self.room_after(t)
+                and self.room_after(t) != self.room_before(t)]
 
     @_memo
     def gains(self) -> list[tuple[int, str]]:
-        return [(t, item) for t in self.step_range() for item in self.inventory_after(t)
-                if item not in self.inventory_before(t)]
+        return [(t, item) for t, before, after in self._inventory_pairs() for item in after
+                if item not in before]
 
     @_memo
     def losses(self) -> list[tuple[int, str]]:
-        return [(t, item) for t in self.step_range() for item in self.inventory_before(t)
-                if item not in self.inventory_after(t)]
+        return [(t, item) for t, before, after in self._inventory_pairs() for item in before
+                if item not in after]
+
+    def _inventory_pairs(self) -> list[tuple[int, list[str], list[str]]]:
+        """(step, before, after) for every step, where every inventory is known."""
+        if not self.fully_known("inventory"):
+            return []
+        return [(t, b, a) for t in self.step_range()
+                if (b := self.inventory_before(t)) is not None
+                and (a := self.inventory_after(t)) is not None]
 
     @_memo
     def score_increases(self) -> list[int]:
-        return [t for t in self.step_range() if self.score_after(t) > self.score_before(t)]
+        if not self.fully_known("score"):
+            return []
+        return [t for t in self.step_range() if (a := self.score_after(t)) is not None
+                and (b := self.score_before(t)) is not None and a > b]
 
     @_memo
     def rooms_visited(self) -> list[str]:
@@ -239,6 +265,8 @@ class TextTimeline:
 
     def visits(self) -> Counter[str]:
         """Times you came to each room (being there at reset counts as one)."""
+        if not self.fully_known("room"):
+            return Counter()
         counts: Counter[str] = Counter(room for _, room in self.entries())
         if self._room0:
             counts[self._room0] += 1
@@ -246,12 +274,15 @@ class TextTimeline:
 
     def dwell(self) -> Counter[str]:
         """Steps after whose action you were in each room."""
+        if not self.fully_known("room"):
+            return Counter()
         return Counter(r for t in self.step_range() if (r := self.room_after(t)))
 
     @_memo
     def items_held(self) -> list[str]:
         """Every item you carried at some point in the window, in order of first holding."""
-        names = list(self._inv0) + [i for t in self.step_range() for i in self.inventory_after(t)]
+        names = list(self._inv0 or []) + [i for t in self.step_range()
+                                          for i in self.inventory_after(t) or []]
         return list(dict.fromkeys(names))
 
     @_memo
@@ -456,9 +487,10 @@ def shuffled(rng: Any, items: Any, limit: int = SAMPLE) -> list[Any]:
     return out[:limit]
 
 
-def whole_number(value: float) -> int | None:
-    """An integer answer only where the value is one: 9.6 is never asked as 9."""
-    return int(value) if float(value).is_integer() else None
+def whole_number(value: float | None) -> int | None:
+    """An integer answer only where the value is one (9.6 is never asked as 9); None where
+    the value is unknown."""
+    return int(value) if value is not None and float(value).is_integer() else None
 
 
 def first_sentence(text: str) -> str:

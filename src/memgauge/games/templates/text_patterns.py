@@ -62,7 +62,7 @@ def action_mode(tl: TextTimeline, rng: random.Random) -> Questions:
 def distinct_rooms(tl: TextTimeline, rng: random.Random) -> Questions:
     """How many different rooms you were in, the starting room included."""
     rooms = tl.rooms_visited()
-    if tl.last_step and rooms:
+    if tl.last_step and rooms and tl.fully_known("room"):
         yield tl.question("text.distinct_rooms", params={}, answer=len(rooms),
                           evidence_steps=[t for t, _ in tl.entries()],
                           text="How many different rooms were you in, counting the one you "
@@ -160,6 +160,8 @@ def item_order(tl: TextTimeline, rng: random.Random) -> Questions:
 @template("text.item_before_leave", ability="temporal", answer_type="yes_no", games=("text",))
 def item_before_leave(tl: TextTimeline, rng: random.Random) -> Questions:
     """Before first gaining an item, had you ever left a given room you had been in?"""
+    if not tl.fully_known("room"):
+        return
     exits = tl.exits()
     for item, g in shuffled(rng, _first_steps(tl.gains()).items()):
         for room in shuffled(rng, tl.rooms_visited()):
@@ -176,7 +178,8 @@ def score_gain_since(tl: TextTimeline, rng: random.Random) -> Questions:
     step (named in the question, so "now" cannot be misread)."""
     end = tl.last_step
     for t in shuffled(rng, range(1, end)):
-        gain = whole_number(tl.score_after(end) - tl.score_after(t))
+        now, then = tl.score_after(end), tl.score_after(t)
+        gain = None if now is None or then is None else whole_number(now - then)
         if gain is not None:
             yield tl.question("text.score_gain_since", params={"step": t}, answer=gain,
                               evidence_steps=[t, end],
@@ -188,8 +191,8 @@ def score_gain_since(tl: TextTimeline, rng: random.Random) -> Questions:
 @template("text.inventory_at_step", ability="logical", answer_type="set", games=("text",))
 def inventory_at_step(tl: TextTimeline, rng: random.Random) -> Questions:
     """Everything carried after the action at step t, as a set; empty is a valid answer."""
-    for t in shuffled(rng, tl.step_range()):
-        answer, alternatives = _set_answer(tl.inventory_after(t))
+    for t in shuffled(rng, [t for t in tl.step_range() if tl.inventory_after(t) is not None]):
+        answer, alternatives = _set_answer(tl.inventory_after(t) or [])
         yield tl.question("text.inventory_at_step", params={"step": t}, answer=answer,
                           alternatives=alternatives, evidence_steps=[t],
                           text=f"What were you carrying after your action at step {t}? "
@@ -200,10 +203,10 @@ def inventory_at_step(tl: TextTimeline, rng: random.Random) -> Questions:
 def has_item(tl: TextTimeline, rng: random.Random) -> Questions:
     """Whether an item you held at some point was in the inventory after step t."""
     items = tl.items_held()
-    for t in shuffled(rng, tl.step_range()):
+    for t in shuffled(rng, [t for t in tl.step_range() if tl.inventory_after(t) is not None]):
         for item in shuffled(rng, items)[:2]:
             yield tl.question("text.has_item", params={"step": t, "item": item},
-                              answer="yes" if item in tl.inventory_after(t) else "no",
+                              answer="yes" if item in (tl.inventory_after(t) or []) else "no",
                               evidence_steps=[t],
                               text=f"After your action at step {t}, were you carrying {item}?")
 
@@ -212,8 +215,9 @@ def has_item(tl: TextTimeline, rng: random.Random) -> Questions:
 def max_inventory_step(tl: TextTimeline, rng: random.Random) -> Questions:
     """The first step after which the inventory held the most items (the question says
     "first", so later ties do not make it ambiguous)."""
-    sizes = {t: len(set(tl.inventory_after(t))) for t in tl.step_range()}
-    if sizes and max(sizes.values()) > 0:
+    sizes = {t: len(set(inv)) for t in tl.step_range()
+             if (inv := tl.inventory_after(t)) is not None}
+    if sizes and len(sizes) == tl.last_step and max(sizes.values()) > 0:
         top = max(sizes.values())
         step = min(t for t, n in sizes.items() if n == top)
         yield tl.question("text.max_inventory_step", params={}, answer=step,
@@ -227,7 +231,7 @@ def room_most_pickups(tl: TextTimeline, rng: random.Random) -> Questions:
     """The room where most items joined the inventory (the room the action was taken in);
     ties all count."""
     gains = [(t, tl.room_before(t)) for t, _ in tl.gains() if tl.room_before(t)]
-    if gains:
+    if gains and tl.fully_known("room"):
         rooms = _ties(Counter(r for _, r in gains))
         yield tl.question("text.room_most_pickups", params={}, answer=rooms,
                           evidence_steps=[t for t, r in gains if r in rooms],
@@ -265,8 +269,11 @@ def inventory_change_since(tl: TextTimeline, rng: random.Random) -> Questions:
     """State update: what you carried after step t and no longer carry after the last step
     (``lost``), or carry now and did not then (``gained``); empty is a valid answer."""
     end = tl.last_step
-    for t in shuffled(rng, range(1, end)):
-        then, now = set(tl.inventory_after(t)), set(tl.inventory_after(end))
+    known = [t for t in range(1, end) if tl.inventory_after(t) is not None]
+    if end and tl.inventory_after(end) is None:
+        known = []
+    for t in shuffled(rng, known):
+        then, now = set(tl.inventory_after(t) or []), set(tl.inventory_after(end) or [])
         for change in shuffled(rng, ("lost", "gained")):
             answer, alternatives = _set_answer(list(then - now if change == "lost"
                                                     else now - then))

@@ -96,6 +96,8 @@ ROOM_EVENTS = {"first_enter": "first take you into", "first_leave": "first take 
 def room_event_step(tl: TextTimeline, rng: random.Random) -> Questions:
     """The step whose action first/last took you into a room, or first out of it; not
     answerable for "out of" a room you never left. Being there at reset is no entering."""
+    if not tl.fully_known("room"):  # an unknown room could hide the entering or leaving
+        return
     entries, exits = tl.entries(), tl.exits()
     for room in shuffled(rng, tl.rooms_visited()):
         into = [t for t, r in entries if r == room]

@@ -17,7 +17,8 @@ KNOWN = "using only the exits you had taken by then"
 
 def _situations(tl: TextTimeline, rng: random.Random) -> Iterator[tuple[int, str, list[str]]]:
     """(step, the room after it, rooms known by then) for steps where a map exists."""
-    steps = [t for t in tl.step_range() if tl.room_after(t) and tl.known_edges(t)]
+    known = tl.fully_known("room")  # an unknown room could hide an exit taken
+    steps = [t for t in tl.step_range() if known and tl.room_after(t) and tl.known_edges(t)]
     for _ in range(DRAWS if steps else 0):
         t = rng.choice(steps)
         known = sorted({e.src for e in tl.known_edges(t)} | {e.dst for e in tl.known_edges(t)})
@@ -81,7 +82,8 @@ def reachable_within(tl: TextTimeline, rng: random.Random) -> Questions:
 @template("text.known_exit_count", ability="spatial", answer_type="integer", games=("text",))
 def known_exit_count(tl: TextTimeline, rng: random.Random) -> Questions:
     """How many different directions you had taken out of your room by step t."""
-    for t in shuffled(rng, [t for t in tl.step_range() if tl.room_after(t)]):
+    known = tl.fully_known("room")
+    for t in shuffled(rng, [t for t in tl.step_range() if known and tl.room_after(t)]):
         here = tl.room_after(t)
         exits = tl.exits_known(here, t)
         yield tl.question("text.known_exit_count", params={"step": t}, answer=len(exits),
