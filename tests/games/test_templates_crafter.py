@@ -659,3 +659,20 @@ def test_adversarial_templates_mix_in_an_answerable_question(tl):
             assert [q for q in qs if q.answerable]
             assert all(next(iter(q.params.values())) in answerable_names
                        for q in qs if q.answerable)
+
+
+def test_sampling_asks_the_traps_and_no_mirrored_pairs(tl):
+    for seed in range(10):
+        rng = random.Random(seed)
+        pairs = [frozenset((q.params["a"], q.params["b"]))
+                 for q in all_templates()["crafter.event_order"].fn(tl, rng)]
+        assert len(pairs) == len(set(pairs))
+        for q in all_templates()["crafter.material_seen_by"].fn(tl, random.Random(seed)):
+            assert q.params["material"] != "grass"
+            if q.params["step"] < 3 and q.params["material"] == "stone":
+                assert q.answer == "no"  # seen at step 3, inside the window, after step t
+    asked = {(q.params["material"], q.answer) for seed in range(10)
+             for q in all_templates()["crafter.material_seen_by"].fn(tl, random.Random(seed))}
+    assert any(answer == "no" for _, answer in asked)
+    text = ev.ask_craft_feasible(tl, "iron_pickaxe", 3).text
+    assert "made an iron pickaxe" in text

@@ -61,7 +61,8 @@ PLACEMENTS: dict[str, tuple[dict[str, int], tuple[str, ...]]] = {
 EVENTS: dict[str, str] = {
     **{f"place:{w}": f"you placed a {w}" for w in ("table", "furnace", "stone")},
     "place:plant": "you planted a sapling",
-    **{f"make:{t}": f"you made a {t.replace('_', ' ')}" for t in TOOLS},
+    **{f"make:{t}": f"you made {'an' if t[0] == 'i' else 'a'} {t.replace('_', ' ')}"
+       for t in TOOLS},
     **{f"collect:{r}": f"you collected {r}" for r in RESOURCES},
     "drink": "you drank water", "eat": "you ate", "sleep": "you fell asleep",
     "wake": "you woke up", "health_drop": "your health dropped",

@@ -28,3 +28,8 @@ def unseen(vocabulary: Iterable[str], present: Iterable[str]) -> list[str]:
     """Confusables: names of Crafter's own vocabulary that did not occur."""
     got = set(present)
     return [name for name in vocabulary if name not in got]
+
+
+def article(noun: str) -> str:
+    """"a table", "an iron pickaxe"."""
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"

@@ -23,13 +23,13 @@ from ._crafter_timeline import (
     VITALS,
     CrafterTimeline,
 )
-from ._crafter_util import pick, unseen
+from ._crafter_util import article, pick, unseen
 
 Q = Iterator[GameQuestion]
 CONDITIONS = {
-    "drink": "you drank water", "eat": "you ate", "health_drop": "your health dropped",
-    "food_low": "your food was below 3", "drink_low": "your drink was below 3",
-    "energy_low": "your energy was below 3",
+    "drink": "did you drink water", "eat": "did you eat", "health_drop": "did your health drop",
+    "food_low": "was your food below 3", "drink_low": "was your drink below 3",
+    "energy_low": "was your energy below 3",
 }
 
 
@@ -57,9 +57,11 @@ def ask_event_order(tl: CrafterTimeline, a: str, b: str) -> GameQuestion | None:
 def event_order(tl: CrafterTimeline, rng: random.Random) -> Q:
     """Order of two events' first occurrences. NA: one of them never happened."""
     happened = _happened(tl)
+    asked: set[frozenset[str]] = set()
     for _ in range(2):
         pair = pick(rng, happened, 2)
-        if len(pair) == 2:
+        if len(pair) == 2 and frozenset(pair) not in asked:  # (a, b) and (b, a) ask the same
+            asked.add(frozenset(pair))
             q = ask_event_order(tl, *pair)
             if q:
                 yield q
@@ -213,9 +215,9 @@ def ask_craft_feasible(tl: CrafterTimeline, tool: str, step: int) -> GameQuestio
     ok = all(tl.count(k, step) >= n for k, n in uses.items()) and all(s in near for s in stations)
     return tl.question("crafter.craft_feasible", params={"tool": tool, "step": step},
                        answer="yes" if ok else "no", evidence_steps=[step],
-                       text=f"Right after your action at step {step}, could you have made a "
-                            f"{tool.replace('_', ' ')} with what you held and what was next to "
-                            f"you?")
+                       text=f"Right after your action at step {step}, could you have made "
+                            f"{article(tool.replace('_', ' '))} with what you held and what was "
+                            f"next to you?")
 
 
 @template("crafter.craft_feasible", ability="logical", answer_type="yes_no",

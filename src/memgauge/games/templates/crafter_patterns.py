@@ -150,7 +150,8 @@ def ask_visible_count(tl: CrafterTimeline, material: str) -> GameQuestion:
           games=("crafter",))
 def visible_count(tl: CrafterTimeline, rng: random.Random) -> Q:
     """Steps after which a material was in the local view (0 is an answer)."""
-    seen = [m for m in MATERIALS if any(tl.in_view(m, t) for t in tl.steps_range())]
+    seen = [m for m in MATERIALS
+            if m != "grass" and any(tl.in_view(m, t) for t in tl.steps_range())]
     for material in pick(rng, seen, 2):
         yield ask_visible_count(tl, material)
 

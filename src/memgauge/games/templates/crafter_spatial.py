@@ -217,6 +217,12 @@ def ask_material_seen_by(tl: CrafterTimeline, material: str, step: int) -> GameQ
 @template("crafter.material_seen_by", ability="spatial", answer_type="yes_no",
           games=("crafter",))
 def material_seen_by(tl: CrafterTimeline, rng: random.Random) -> Q:
-    """Whether a material had been seen by step t (knowledge at t, not at the end)."""
+    """Whether a material had been seen by step t (knowledge at t, not at the end). Asked
+    about one first seen after t when there is one (the answer is "no": a later sighting
+    must not leak in) and one seen by t, never about grass (always seen)."""
     for step in pick(rng, tl.steps_range(), 2):
-        yield ask_material_seen_by(tl, rng.choice(MATERIALS), step)
+        first = {m: tl.first_seen(m) for m in MATERIALS if m != "grass"}
+        later = [m for m, t in first.items() if t is not None and t > step]
+        known = [m for m, t in first.items() if t is not None and t <= step]
+        for material in pick(rng, later, 1) + pick(rng, known, 1):
+            yield ask_material_seen_by(tl, material, step)
