@@ -739,3 +739,33 @@ def test_modes_and_counts_match_a_plain_count(world):
             before = s.room
         assert q.answer == brute_distance(edges, steps[p["step"] - 1].room, p["room"],
                                           p["step"])
+
+
+@SETTINGS
+@given(worlds())
+def test_not_answerable_exactly_when_the_premise_fails(world):
+    meta, steps = world
+    tl = TextTimeline(meta, steps)
+    n = len(steps)
+    rooms = [meta.initial["room"]] + [s.room for s in steps]  # rooms[t] = after step t
+    invs = [meta.initial["inventory"]] + [s.inventory for s in steps]
+    scores = [meta.initial["score"]] + [s.score for s in steps]
+    gains = {i: [t for t in range(1, n + 1) if i in invs[t] and i not in invs[t - 1]]
+             for i in ITEMS}
+    for q in ask("text.item_gain_step", tl).values():
+        count = len(gains[q.params["item"]])
+        assert q.answerable == (q.params["ordinal"] != "second" or count >= 2)
+    for q in ask("text.room_event_step", tl).values():
+        room = q.params["room"]
+        left = any(rooms[t - 1] == room != rooms[t] for t in range(1, n + 1))
+        assert q.answerable == (q.params["event"] != "first_leave" or left)
+    for q in ask("text.region_stay", tl).values():
+        room = q.params["room"]
+        entered = min(t for t in range(1, n + 1) if rooms[t] == room != rooms[t - 1])
+        left = any(rooms[t - 1] == room != rooms[t] for t in range(entered + 1, n + 1))
+        assert q.answerable == left
+    for q in ask("text.gain_score_delay", tl).values():
+        g = gains[q.params["item"]][0]
+        assert q.answerable == any(scores[t] > scores[t - 1] for t in range(g + 1, n + 1))
+    for q in ask("text.gain_then_action", tl).values():
+        assert q.answerable == (gains[q.params["item"]][0] + q.params["offset"] <= n)
