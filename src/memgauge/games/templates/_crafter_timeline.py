@@ -103,7 +103,8 @@ class CrafterTimeline:
                     raise InputError("a Crafter step needs this field", file="trajectory.jsonl",
                                      item=f"step {t}", field=name)
         self.pos: list[Cell] = [(int(s["pos"][0]), int(s["pos"][1])) for s in states]
-        self.facing: list[Cell] = [tuple(s.get("facing") or (0, 1)) for s in states]  # type: ignore[misc]
+        facing = [s.get("facing") or (0, 1) for s in states]  # Crafter starts facing down
+        self.facing: list[Cell] = [(int(f[0]), int(f[1])) for f in facing]
         self.inventory: list[dict[str, int]] = [dict(s["inventory"]) for s in states]
         self.achievements: list[dict[str, int]] = [dict(s.get("achievements") or {})
                                                    for s in states]

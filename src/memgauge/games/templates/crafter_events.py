@@ -67,19 +67,23 @@ def event_order(tl: CrafterTimeline, rng: random.Random) -> Q:
                 yield q
     missing = pick(rng, unseen(EVENTS, happened), 1)
     if happened and missing:
-        yield ask_event_order(tl, rng.choice(happened), missing[0])  # type: ignore[misc]
+        q = ask_event_order(tl, rng.choice(happened), missing[0])
+        if q:
+            yield q
 
 
 def ask_event_interval(tl: CrafterTimeline, a: str, b: str) -> GameQuestion | None:
     sa, sb = _first(tl, a), _first(tl, b)
-    if sa is not None and sb is not None and sb <= sa:
+    params = {"a": a, "b": b}
+    text = (f"How many steps after the first time {EVENTS[a]} was the first time "
+            f"{EVENTS[b]}?")
+    if sa is None or sb is None:
+        return tl.question("crafter.event_interval", params=params, answer=NOT_ANSWERABLE,
+                           text=text)
+    if sb <= sa:
         return None
-    ok = sa is not None and sb is not None
-    return tl.question("crafter.event_interval", params={"a": a, "b": b},
-                       answer=sb - sa if ok else NOT_ANSWERABLE,  # type: ignore[operator]
-                       evidence_steps=[sa, sb] if ok else [],  # type: ignore[list-item]
-                       text=f"How many steps after the first time {EVENTS[a]} was the first "
-                            f"time {EVENTS[b]}?")
+    return tl.question("crafter.event_interval", params=params, answer=sb - sa,
+                       evidence_steps=[sa, sb], text=text)
 
 
 @template("crafter.event_interval", ability="temporal", answer_type="integer",
@@ -108,16 +112,17 @@ def _holds(tl: CrafterTimeline, condition: str, t: int) -> bool:
 def ask_event_count_between(tl: CrafterTimeline, a: str, b: str,
                             condition: str) -> GameQuestion | None:
     sa, sb = _first(tl, a), _first(tl, b)
-    if sa is not None and sb is not None and sb < sa:
+    params = {"a": a, "b": b, "condition": condition}
+    text = (f"From the first time {EVENTS[a]} to the first time {EVENTS[b]}, both included, "
+            f"after how many steps {CONDITIONS[condition]}?")
+    if sa is None or sb is None:
+        return tl.question("crafter.event_count_between", params=params,
+                           answer=NOT_ANSWERABLE, text=text)
+    if sb < sa:
         return None
-    ok = sa is not None and sb is not None
-    steps = [t for t in range(sa, sb + 1) if _holds(tl, condition, t)] if ok else []  # type: ignore[arg-type,operator]
-    return tl.question("crafter.event_count_between", params={"a": a, "b": b,
-                                                               "condition": condition},
-                       answer=len(steps) if ok else NOT_ANSWERABLE,
-                       evidence_steps=steps + ([sa, sb] if ok else []),  # type: ignore[list-item]
-                       text=f"From the first time {EVENTS[a]} to the first time {EVENTS[b]}, "
-                            f"both included, after how many steps {CONDITIONS[condition]}?")
+    steps = [t for t in range(sa, sb + 1) if _holds(tl, condition, t)]
+    return tl.question("crafter.event_count_between", params=params, answer=len(steps),
+                       evidence_steps=[*steps, sa, sb], text=text)
 
 
 @template("crafter.event_count_between", ability="temporal", answer_type="integer",

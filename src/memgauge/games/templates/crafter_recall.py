@@ -140,16 +140,16 @@ def achievement_first_step(tl: CrafterTimeline, rng: random.Random) -> Q:
 
 def ask_action_around_occurrence(tl: CrafterTimeline, action: str, ordinal: str, offset: int,
                                  direction: str) -> GameQuestion:
+    params = {"action": action, "ordinal": ordinal, "offset": offset, "direction": direction}
+    text = (f"Which action did you take {offset} step{'s' if offset > 1 else ''} {direction} "
+            f"the {ordinal} time you took the action {action}?")
     anchor = nth(tl.action_steps(action), ordinal)
     target = None if anchor is None else anchor + (offset if direction == "after" else -offset)
-    ok = target is not None and 1 <= target <= tl.last
-    return tl.question(
-        "crafter.action_around_occurrence",
-        params={"action": action, "ordinal": ordinal, "offset": offset, "direction": direction},
-        answer=tl.actions[target] if ok else NOT_ANSWERABLE,  # type: ignore[index]
-        evidence_steps=[anchor, target] if ok else [],  # type: ignore[list-item]
-        text=f"Which action did you take {offset} step{'s' if offset > 1 else ''} {direction} "
-             f"the {ordinal} time you took the action {action}?")
+    if anchor is None or target is None or not 1 <= target <= tl.last:
+        return tl.question("crafter.action_around_occurrence", params=params,
+                           answer=NOT_ANSWERABLE, text=text)
+    return tl.question("crafter.action_around_occurrence", params=params,
+                       answer=tl.actions[target], evidence_steps=[anchor, target], text=text)
 
 
 @template("crafter.action_around_occurrence", ability="multi_hop", answer_type="action",
