@@ -40,7 +40,8 @@ _TYPED_ARG = re.compile(r"^(.+?):\s*([\w-]+)$")
 ROOM_KINDS = frozenset({"r"})  # TextWorld's type letters
 ITEM_KINDS = frozenset({"o", "k", "f"})  # portable things: object, key, food
 OTHER_KINDS = frozenset({"c", "s", "d"})  # containers, supporters, doors
-MIN_KEYWORDS = 8
+MIN_KEYWORDS = 8  # fewer names than this in the texts: frequent words are added
+
 
 def normalise(text: str) -> str:
     return " ".join(text.lower().split())
