@@ -194,3 +194,30 @@ def test_overwrite_never_deletes_a_folder_that_is_not_a_games_benchmark(tmp_path
     with pytest.raises(ConfigError, match="does not hold a games benchmark"):
         _generate_to(tmp_path, overwrite=True)
     assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_cli_paraphrase_through_an_endpoint_is_cached(tmp_path, test_templates, monkeypatch):
+    from scripted_server import ScriptedServer, completion
+
+    monkeypatch.setattr(_generate, "default_timeline", Timeline)
+    traj = write_trajectory(tmp_path / "t1")
+
+    def reply(body):
+        return 200, completion("Kindly tell me: " + body["messages"][-1]["content"])
+
+    args = ["generate", "games", str(traj), "--max-per-template", "1", "--paraphrase",
+            "openai:m"]
+    with ScriptedServer([], after=reply) as srv:
+        first = runner.invoke(app, [*args, "--paraphrase-base-url", srv.base_url, "--out",
+                                    str(tmp_path / "a")])
+        sent = len(srv.requests)
+        second = runner.invoke(app, [*args, "--paraphrase-base-url", srv.base_url, "--out",
+                                     str(tmp_path / "b")])
+    assert first.exit_code == 0 and second.exit_code == 0, first.output + second.output
+    rows = _rows(tmp_path / "a")
+    assert sent == len(rows) and len(srv.requests) == sent  # the rerun came from the cache
+    assert all(r["paraphrase"]["status"] == "kept" for r in rows)
+    assert all(r["text"].startswith("Kindly tell me: ") for r in rows)
+    assert (tmp_path / "a" / "questions.jsonl").read_bytes() == \
+        (tmp_path / "b" / "questions.jsonl").read_bytes()
+    assert "paraphrased: 4 kept" in first.output

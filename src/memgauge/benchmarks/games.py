@@ -431,5 +431,6 @@ def answer_text(value: Any) -> str:
 
 @benchmark("games")
 def games(opts: BenchmarkOptions) -> GamesBenchmark:
-    """A folder written by ``memgauge generate games`` (one episode per trajectory)."""
+    """A folder written by memgauge generate games (one episode per trajectory;
+    --bench-option steps_per_session=K, frames=all|every:K|mosaic:K|none)."""
     return GamesBenchmark(opts)
