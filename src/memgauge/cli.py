@@ -87,8 +87,9 @@ def _config_file(ctx: typer.Context, param: typer.CallbackParam,
 
 
 _EMBEDDER_HELP = ("The text embedder of systems that embed (rag with retriever=embed, visual, "
-                  "hybrid): model2vec | model2vec:DIR | sentence-transformers:NAME | "
-                  "openai:MODEL (as --system-option embedder=)")
+                  "hybrid; fact-memory, summary-memory with retriever=embed): model2vec | "
+                  "model2vec:DIR | sentence-transformers:NAME | openai:MODEL (as "
+                  "--system-option embedder=)")
 _IMAGE_EMBEDDER_HELP = ("Image embeddings for rag's visual/hybrid retriever from an endpoint "
                         "you serve (CLIP, SigLIP): openai:MODEL; default: the offline "
                         "perceptual-hash stand-in (as --system-option image_embedder=)")

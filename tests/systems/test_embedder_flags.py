@@ -98,7 +98,7 @@ def test_a_malformed_image_embedding_is_recorded_as_a_system_error(
 
 
 def _config(**kw: Any) -> RunConfig:
-    return RunConfig(bench="memlens", data="d.json", out="r", system="rag", **kw)
+    return RunConfig(bench="memlens", data="d.json", out="r", **{"system": "rag", **kw})
 
 
 def test_a_flag_and_its_system_option_are_one_identity() -> None:
@@ -186,3 +186,90 @@ def test_serve_memory_takes_the_flags_and_pre_flights_them(server: EmbeddingsSer
         build_factory(RunConfig(bench="-", data="-", out="-", system="rag", model="none:",
                                 system_options={"retriever": "embed"}, cache=False,
                                 embedder="openai:tiny-embed", embedder_base_url=_dead_url()))
+
+
+# --- the memory agents that embed: fact-memory and summary-memory with retriever=embed -------
+
+_SUMMARIES = {"fence": "The user painted the fence red.", "car": "The user bought a green car.",
+              "boat": "The user sailed a blue boat."}
+
+
+def _summaries(messages: list[Any], qid: str | None) -> str:
+    from test_agents_common import text_of
+
+    if qid is not None:
+        return "ok"
+    body = text_of(messages[1:])
+    if "Summarise one session" in text_of(messages[:1]):
+        return json.dumps({"summary": next(v for k, v in _SUMMARIES.items() if k in body)})
+    return json.dumps({"profile": "p"})
+
+
+def _agent_sessions() -> list[Any]:
+    from test_agents_common import session
+
+    return [session("s1", "2024/01/01", "Did the fence today.", "Nice."),
+            session("s2", "2024/02/01", "New car!", "Vroom."),
+            session("s3", "2024/03/01", "Out on the boat.", "Ahoy.")]
+
+
+def test_summary_memory_ranks_through_the_named_embedder(server: EmbeddingsServer) -> None:
+    from test_agents_common import question, run_agent
+
+    [r1, r2], _, agent = run_agent(
+        "summary-memory", _summaries, _agent_sessions(),
+        [question("Which one was green?"), question("And which was blue?")],
+        options={"retriever": "embed", "top_k": 1, "embedder": "openai:tiny-embed",
+                 "embedder_base_url": server.url})
+    assert r1.retrieved[0].pointer.session_id == "s2"  # green: the endpoint's vectors decide
+    assert r2.retrieved[0].pointer.session_id == "s3"
+    inputs = [t for b in server.bodies for t in b["input"]]
+    assert all(b["model"] == "tiny-embed" for b in server.bodies)
+    for summary in _SUMMARIES.values():  # each summary embedded once, not once per question
+        assert inputs.count(f"2024/0{list(_SUMMARIES.values()).index(summary) + 1}/01 "
+                           f"{summary}") == 1
+    assert agent.describe()["embedder"] == "openai:tiny-embed"
+
+
+def _facts(messages: list[Any], qid: str | None) -> str:
+    from test_agents_common import system_text, text_of
+
+    if qid is not None:
+        return "ok"
+    if "write down the facts" in system_text(messages):
+        colour = next(c for c in ("red", "green", "blue") if c in text_of(messages[1:]))
+        return json.dumps({"facts": [{"fact": f"The user's {colour} kite", "turn": "T1"}]})
+    return json.dumps({"decisions": [{"new": 1, "op": "ADD"}]})
+
+
+def test_fact_memory_ranks_through_the_named_embedder(server: EmbeddingsServer) -> None:
+    from test_agents_common import question, run_agent, session
+
+    config = _config(system="fact-memory", embedder="openai:tiny-embed",
+                     embedder_base_url=server.url, system_options={"retriever": "embed"})
+    config.check()  # fact-memory declares the flag
+    sessions = [session(f"s{i}", f"2024/0{i}/01", f"A {c} kite.", "Nice.")
+                for i, c in enumerate(("red", "green", "blue"), 1)]
+    [r], _, agent = run_agent("fact-memory", _facts, sessions, [question("the green one?")],
+                              options={**config.effective_system_options(), "top_k": 1})
+    assert r.retrieved[0].pointer.session_id == "s2"
+    assert server.bodies and all(b["model"] == "tiny-embed" for b in server.bodies)
+    assert ["the green one?"] in [b["input"][-1:] for b in server.bodies]
+    assert agent.describe()["embedder"] == "openai:tiny-embed"
+
+
+@pytest.mark.parametrize("agent", ["fact-memory", "summary-memory"])
+def test_an_agent_embedder_without_retriever_embed_is_a_config_error(agent: str) -> None:
+    from test_agents_common import run_agent
+
+    with pytest.raises(ConfigError, match=f"embedder: {agent} with retriever=bm25 embeds "
+                                          r"nothing \(use retriever=embed\)"):
+        run_agent(agent, _summaries, [], [], options={"embedder": "model2vec"})
+
+
+def test_an_agent_without_an_embedder_option_describes_itself_as_before() -> None:
+    from test_agents_common import run_agent
+
+    _, _, agent = run_agent("summary-memory", _summaries, [], [],
+                            options={"retriever": "embed"})
+    assert "embedder" not in agent.describe() and agent.embedded is None

@@ -193,7 +193,8 @@ class RunConfig:
         if declared is not None and (missing := [k for k in given if k not in declared]):
             raise ConfigError(f"--{missing[0].replace('_', '-')}: the system {self.system} "
                               "embeds nothing with it (rag does, with retriever=embed, "
-                              "visual or hybrid)")
+                              "visual or hybrid; fact-memory and summary-memory with "
+                              "retriever=embed)")
         if "embedder" in given or "embedder_base_url" in given:
             check_embedder_spec(options.get("embedder", "model2vec"),
                                 options.get("embedder_base_url"),

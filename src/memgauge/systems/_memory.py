@@ -338,6 +338,66 @@ def rank(texts: Sequence[str], query: str, retriever: str = "bm25") -> list[tupl
     return get_retriever(retriever).rank(list(texts), query)
 
 
+EMBEDDER_OPTIONS = {
+    "embedder": (str, "retriever=embed: model2vec (default) | model2vec:DIR | "
+                      + "sentence-transformers:NAME | openai:MODEL (as --embedder)"),
+    "embedder_base_url": (str, "the endpoint of embedder=openai:<model>"),
+}
+
+
+class EmbeddedTexts:
+    """A run's text embedder for an agent's ``retriever=embed``, shared by its episodes, with
+    the rows of the texts it embedded (stored facts and summaries are ranked again at every
+    question and new item: each is embedded once per run)."""
+
+    MAX_ROWS = 50_000
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder = embedder
+        self.rows: dict[str, Any] = {}
+
+    async def rank(self, texts: Sequence[str], query: str) -> list[tuple[int, float]]:
+        from ..analysis._retrieval import _order
+
+        if not texts:
+            return []
+        todo = [t for t in dict.fromkeys([*texts, query]) if t not in self.rows]
+        if todo:
+            if len(self.rows) + len(todo) > self.MAX_ROWS:
+                self.rows.clear()
+            self.rows.update(zip(todo, await self.embedder.embed(todo), strict=True))
+        q = self.rows[query]
+        return _order([float(self.rows[t] @ q) for t in texts])
+
+    def endpoints(self) -> list[Any]:
+        check = getattr(self.embedder, "endpoint_check", None)
+        return [check()] if check is not None else []
+
+
+def embedded_texts(name: str, opts: dict[str, Any], retriever: str) -> EmbeddedTexts | None:
+    """The agent's embedder when ``embedder`` (or ``--embedder``) names one; None keeps the
+    analysis package's shared static model (the scores every earlier run had)."""
+    if "embedder" not in opts and "embedder_base_url" not in opts:
+        return None
+    if retriever != "embed":
+        from ..errors import ConfigError
+
+        raise ConfigError(f"--system-option embedder: {name} with retriever={retriever} embeds "
+                          "nothing (use retriever=embed)")
+    from ..retrieval import make_embedder
+
+    return EmbeddedTexts(make_embedder(opts.get("embedder", "model2vec"),
+                                       opts.get("embedder_base_url")))
+
+
+async def rank_with(texts: Sequence[str], query: str, retriever: str,
+                    embedded: EmbeddedTexts | None) -> list[tuple[int, float]]:
+    """:func:`rank`, or through the run's embedder when one was named."""
+    if embedded is None:
+        return rank(texts, query, retriever)
+    return await embedded.rank(texts, query)
+
+
 def retrieved_list(chosen: Sequence[tuple[EvidenceRef, float | None]],
                    ranking: Sequence[tuple[EvidenceRef, float | None]]) -> list[RetrievedItem]:
     """The chosen pointers first, then the rest of the ranking they were chosen from (to

@@ -18,15 +18,18 @@ from ..registry import system
 from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._memory import (
+    EMBEDDER_OPTIONS,
     Caller,
+    EmbeddedTexts,
     IngestFailure,
     answer_from,
+    embedded_texts,
     image_rendering,
     list_field,
     message,
     pointer_of,
     prompt_version,
-    rank,
+    rank_with,
     render_session,
     retrieved_list,
     text_modality,
@@ -34,7 +37,8 @@ from ._memory import (
 
 OPTIONS = {"top_k": (int, "facts the reader sees (default 10)"),
            "similar_k": (int, "stored facts shown per new fact when deciding (default 5)"),
-           "retriever": (str, "bm25 (default) | embed: how facts are ranked")}
+           "retriever": (str, "bm25 (default) | embed: how facts are ranked"),
+           **EMBEDDER_OPTIONS}
 
 EXTRACT_PROMPT = (
     "You read one session of a conversation and write down the facts worth remembering about "
@@ -74,7 +78,7 @@ class Fact:
 class FactMemory:
     name = "fact-memory"
 
-    def __init__(self, ctx: SystemContext) -> None:
+    def __init__(self, ctx: SystemContext, embedded: EmbeddedTexts | None = None) -> None:
         self.ctx = ctx
         opts = ctx.typed_options(self.name, OPTIONS)
         self.top_k = opts.get("top_k", 10)
@@ -84,6 +88,7 @@ class FactMemory:
             raise ConfigError("--system-option top_k and similar_k must be at least 1")
         if self.retriever not in ("bm25", "embed"):
             raise ConfigError(f"--system-option retriever={self.retriever!r}: use bm25 or embed")
+        self.embedded = embedded or embedded_texts(self.name, opts, self.retriever)
         self.modality = text_modality(ctx)
         self.reset_state()
 
@@ -95,9 +100,12 @@ class FactMemory:
         self.ops = dict.fromkeys(OPS, 0)
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "top_k": self.top_k, "similar_k": self.similar_k,
-                "retriever": self.retriever, "context_mode": self.ctx.context_mode,
-                "instruction": self.ctx.instruction, "prompt_version": VERSION}
+        out = {"name": self.name, "top_k": self.top_k, "similar_k": self.similar_k,
+               "retriever": self.retriever, "context_mode": self.ctx.context_mode,
+               "instruction": self.ctx.instruction, "prompt_version": VERSION}
+        if self.embedded is not None:  # only when named: earlier manifests read the same
+            out["embedder"] = self.embedded.embedder.name
+        return out
 
     async def reset(self, episode: Episode) -> None:
         self.reset_state()
@@ -125,7 +133,7 @@ class FactMemory:
             new.append(Fact("", text.strip(), session.date, ref, index, []))
         if not new:
             return
-        similar = self._similar(new)
+        similar = await self._similar(new)
         if not similar:  # nothing stored resembles them: no decision to ask for
             for fact in new:
                 self._add(fact)
@@ -135,14 +143,15 @@ class FactMemory:
             list_field("decisions"), stage="decide", session_id=session.session_id)
         self._apply(session, new, decisions or [], parsed=decisions is not None)
 
-    def _similar(self, new: list[Fact]) -> list[Fact]:
+    async def _similar(self, new: list[Fact]) -> list[Fact]:
         stored = list(self.facts.values())
         if not stored:
             return []
         docs = [f.document() for f in stored]
         out: dict[str, Fact] = {}
         for fact in new:
-            for i, score in rank(docs, fact.text, self.retriever)[: self.similar_k]:
+            ranked = await rank_with(docs, fact.text, self.retriever, self.embedded)
+            for i, score in ranked[: self.similar_k]:
                 if score > 0:
                     out.setdefault(stored[i].fid, stored[i])
         return sorted(out.values(), key=lambda f: int(f.fid[1:]))
@@ -207,7 +216,8 @@ class FactMemory:
         if failed is not None:
             return failed
         stored = list(self.facts.values())
-        ranking = rank([f.document() for f in stored], question.text, self.retriever)
+        ranking = await rank_with([f.document() for f in stored], question.text,
+                                  self.retriever, self.embedded)
         top = ranking[: self.top_k]
         chosen = sorted((stored[i] for i, _ in top), key=lambda f: (f.session_index, f.fid))
         notes = "\n".join(f"- [{f.date or 'unknown date'}] {f.text}" for f in chosen)
@@ -235,9 +245,10 @@ def _decide_input(new: list[Fact], similar: list[Fact]) -> str:
 def fact_memory(ctx: SystemContext) -> SystemFactory:
     """Extracts atomic facts per session, reconciles them (ADD/UPDATE/DELETE/NONE) with the
     most similar stored ones; the model answers from the top_k facts (BM25)"""
-    FactMemory(ctx)  # options checked before the first request
+    first = FactMemory(ctx)  # options checked before the first request
 
     def make() -> MemorySystem:
-        return FactMemory(ctx)
+        return FactMemory(ctx, first.embedded)
 
+    make.endpoints = first.embedded.endpoints if first.embedded else list  # type: ignore[attr-defined]
     return make

@@ -19,13 +19,16 @@ from ..registry import system
 from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._memory import (
+    EMBEDDER_OPTIONS,
     Caller,
+    EmbeddedTexts,
     answer_from,
     boolean,
+    embedded_texts,
     image_rendering,
     message,
     prompt_version,
-    rank,
+    rank_with,
     render_session,
     retrieved_list,
     text_field,
@@ -34,7 +37,8 @@ from ._memory import (
 
 OPTIONS = {"top_k": (int, "sessions whose summary and raw turns the reader sees (default 3)"),
            "profile": (boolean, "yes (default) | no: keep a rolling user profile"),
-           "retriever": (str, "bm25 (default) | embed: how summaries are ranked")}
+           "retriever": (str, "bm25 (default) | embed: how summaries are ranked"),
+           **EMBEDDER_OPTIONS}
 
 SUMMARY_PROMPT = (
     "Summarise one session of a conversation for a memory that will be searched later: who "
@@ -67,7 +71,7 @@ class Entry:
 class SummaryMemory:
     name = "summary-memory"
 
-    def __init__(self, ctx: SystemContext) -> None:
+    def __init__(self, ctx: SystemContext, embedded: EmbeddedTexts | None = None) -> None:
         self.ctx = ctx
         opts = ctx.typed_options(self.name, OPTIONS)
         self.top_k = opts.get("top_k", 3)
@@ -77,6 +81,7 @@ class SummaryMemory:
             raise ConfigError(f"--system-option top_k={self.top_k}: must be at least 1")
         if self.retriever not in ("bm25", "embed"):
             raise ConfigError(f"--system-option retriever={self.retriever!r}: use bm25 or embed")
+        self.embedded = embedded or embedded_texts(self.name, opts, self.retriever)
         self.modality = text_modality(ctx)
         self.reset_state()
 
@@ -86,9 +91,12 @@ class SummaryMemory:
         self.profile = ""
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "top_k": self.top_k, "profile": self.profile_on,
-                "retriever": self.retriever, "context_mode": self.ctx.context_mode,
-                "instruction": self.ctx.instruction, "prompt_version": VERSION}
+        out = {"name": self.name, "top_k": self.top_k, "profile": self.profile_on,
+               "retriever": self.retriever, "context_mode": self.ctx.context_mode,
+               "instruction": self.ctx.instruction, "prompt_version": VERSION}
+        if self.embedded is not None:  # only when named: earlier manifests read the same
+            out["embedder"] = self.embedded.embedder.name
+        return out
 
     async def reset(self, episode: Episode) -> None:
         self.reset_state()
@@ -117,7 +125,8 @@ class SummaryMemory:
         failed = self.caller.failed(self.memory())
         if failed is not None:
             return failed
-        ranking = rank([e.document() for e in self.entries], question.text, self.retriever)
+        ranking = await rank_with([e.document() for e in self.entries], question.text,
+                                  self.retriever, self.embedded)
         top = ranking[: self.top_k]
         chosen = sorted(i for i, _ in top)  # chronological
         blocks = [f"User profile:\n{self.profile}"] if self.profile_on and self.profile else []
@@ -142,9 +151,10 @@ class SummaryMemory:
 def summary_memory(ctx: SystemContext) -> SystemFactory:
     """A summary per session and a rolling profile; the model answers from the profile and
     the top_k sessions' summaries and raw turns (BM25 over summaries)"""
-    SummaryMemory(ctx)
+    first = SummaryMemory(ctx)
 
     def make() -> MemorySystem:
-        return SummaryMemory(ctx)
+        return SummaryMemory(ctx, first.embedded)
 
+    make.endpoints = first.embedded.endpoints if first.embedded else list  # type: ignore[attr-defined]
     return make
