@@ -59,6 +59,28 @@ HAND = [
     (rec.ask_action_occurrence, {"action": "move_up", "ordinal": "last"}, 3),
     (rec.ask_action_occurrence, {"action": "move_up", "ordinal": "third"}, NA),
     (rec.ask_action_occurrence, {"action": "place_furnace", "ordinal": "first"}, NA),
+    (rec.ask_terrain_occurrence, {"material": "sand", "ordinal": "first"}, 12),
+    (rec.ask_terrain_occurrence, {"material": "grass", "ordinal": "second"}, 2),
+    (rec.ask_terrain_occurrence, {"material": "sand", "ordinal": "second"}, NA),
+    (rec.ask_terrain_occurrence, {"material": "path", "ordinal": "first"}, NA),
+    (pat.ask_adjacent_count, {"material": "tree"}, 5),  # steps 2..6 at (3,1) below the tree
+    (pat.ask_adjacent_count, {"material": "table"}, 1),  # step 8 only: known from step 8
+    (pat.ask_adjacent_count, {"material": "water"}, 0),
+    (pat.ask_longest_stay, {}, 4),  # steps 3..6 left the player at (3,1)
+    (sp.ask_farthest_step, {"material": "water"}, 7),  # (3,2) is 5 from (0,0); 8 ties later
+    (sp.ask_farthest_step, {"material": "tree"}, 12),
+    (sp.ask_farthest_step, {"material": "coal"}, NA),
+    (rec.ask_action_around_terrain,
+     {"material": "sand", "ordinal": "first", "offset": 1, "direction": "before"}, "noop"),
+    (rec.ask_action_around_terrain,
+     {"material": "grass", "ordinal": "first", "offset": 2, "direction": "after"}, "move_up"),
+    (rec.ask_action_around_terrain,  # step 13 is past the horizon
+     {"material": "sand", "ordinal": "first", "offset": 1, "direction": "after"}, NA),
+    (rec.ask_action_around_terrain,
+     {"material": "path", "ordinal": "first", "offset": 1, "direction": "after"}, NA),
+    (rec.ask_terrain_at_event, {"event": "place:table"}, "grass"),
+    (rec.ask_terrain_at_event, {"event": "wake"}, "sand"),
+    (rec.ask_terrain_at_event, {"event": "eat"}, NA),
     (rec.ask_first_increase_step, {"item": "wood"}, 4),
     (rec.ask_first_increase_step, {"item": "stone"}, NA),
     (rec.ask_achievement_first_step, {"achievement": "place_table"}, 8),

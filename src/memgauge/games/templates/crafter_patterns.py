@@ -177,3 +177,43 @@ def distinct_cells_seen(tl: CrafterTimeline, rng: random.Random) -> Q:
             if tl.first_seen(m) is not None]
     for material in pick(rng, seen, 2):
         yield ask_distinct_cells(tl, material)
+
+
+def ask_adjacent_count(tl: CrafterTimeline, material: str) -> GameQuestion:
+    steps = [t for t in tl.steps_range()
+             if any(tl.material_at((tl.pos[t][0] + dx, tl.pos[t][1] + dy), t) == material
+                    for dx, dy in MOVES.values())]
+    return tl.question("crafter.adjacent_count", params={"material": material},
+                       answer=len(steps), evidence_steps=steps,
+                       text=f"After how many of your steps was a {material} cell right next to "
+                            f"you (left, right, above or below)?")
+
+
+@template("crafter.adjacent_count", ability="induction", answer_type="integer",
+          games=("crafter",))
+def adjacent_count(tl: CrafterTimeline, rng: random.Random) -> Q:
+    """Steps after which a 4-neighbour of the player was a material, as known then."""
+    known = [m for m in ("water", "tree", "stone", "sand", "table", "furnace", "coal", "lava")
+             if tl.cells_of(m, tl.last)]
+    for material in pick(rng, known, 2):
+        yield ask_adjacent_count(tl, material)
+
+
+def ask_longest_stay(tl: CrafterTimeline) -> GameQuestion:
+    best, run, best_end = 0, 0, 0
+    for t in tl.steps_range():
+        run = run + 1 if tl.pos[t] == tl.pos[t - 1] else 0
+        if run > best:
+            best, best_end = run, t
+    return tl.question("crafter.longest_stay", params={}, answer=best,
+                       evidence_steps=range(best_end - best + 1, best_end + 1),
+                       text="What was the longest run of consecutive steps at which your "
+                            "position did not change?")
+
+
+@template("crafter.longest_stay", ability="induction", answer_type="integer",
+          games=("crafter",))
+def longest_stay(tl: CrafterTimeline, rng: random.Random) -> Q:
+    """Dwell: the longest run of steps that left the player in the same cell (blocked moves,
+    work, sleep)."""
+    yield ask_longest_stay(tl)

@@ -7,7 +7,15 @@ import random
 from collections.abc import Iterator
 
 from ._base import NOT_ANSWERABLE, GameQuestion, template
-from ._crafter_timeline import ACHIEVEMENTS, ACTIONS, EVENTS, ITEMS, VITALS, CrafterTimeline
+from ._crafter_timeline import (
+    ACHIEVEMENTS,
+    ACTIONS,
+    EVENTS,
+    ITEMS,
+    VITALS,
+    WALKABLE,
+    CrafterTimeline,
+)
 from ._crafter_util import ORDINALS, nth, pick, unseen
 
 Q = Iterator[GameQuestion]
@@ -97,6 +105,29 @@ def action_occurrence(tl: CrafterTimeline, rng: random.Random) -> Q:
         yield ask_action_occurrence(tl, action, rng.choice(list(ORDINALS)))
     for action in pick(rng, unseen(ACTIONS, taken), 1):
         yield ask_action_occurrence(tl, action, "first")
+
+
+def ask_terrain_occurrence(tl: CrafterTimeline, material: str, ordinal: str) -> GameQuestion:
+    steps = [t for t in tl.steps_range() if tl.under(t) == material]
+    step = nth(steps, ordinal)
+    return tl.question("crafter.terrain_occurrence",
+                       params={"material": material, "ordinal": ordinal},
+                       answer=NOT_ANSWERABLE if step is None else step,
+                       evidence_steps=steps if ordinal == "last" else ([step] if step else []),
+                       text=f"After which step were you standing on {material} for the "
+                            f"{ordinal} time?")
+
+
+@template("crafter.terrain_occurrence", ability="single_hop", answer_type="integer",
+          games=("crafter",))
+def terrain_occurrence(tl: CrafterTimeline, rng: random.Random) -> Q:
+    """The step of the first/second/third/last time the player stood on a walkable material.
+    NA: fewer times, or a walkable material never stood on."""
+    stood = sorted({m for t in tl.steps_range() if (m := tl.under(t)) in WALKABLE})
+    for material in pick(rng, stood, 2):
+        yield ask_terrain_occurrence(tl, material, rng.choice(list(ORDINALS)))
+    for material in pick(rng, unseen(sorted(WALKABLE), stood), 1):
+        yield ask_terrain_occurrence(tl, material, "first")
 
 
 def ask_first_increase_step(tl: CrafterTimeline, item: str) -> GameQuestion:
@@ -202,3 +233,54 @@ def count_change_since(tl: CrafterTimeline, rng: random.Random) -> Q:
         changed = [t for t in range(1, tl.last) if tl.count(item, t) != tl.count(item, tl.last)]
         for step in pick(rng, changed, 1):
             yield ask_count_change_since(tl, item, step)
+
+
+def ask_action_around_terrain(tl: CrafterTimeline, material: str, ordinal: str, offset: int,
+                              direction: str) -> GameQuestion:
+    params = {"material": material, "ordinal": ordinal, "offset": offset,
+              "direction": direction}
+    text = (f"Which action did you take {offset} step{'s' if offset > 1 else ''} {direction} "
+            f"the step after which you stood on {material} for the {ordinal} time?")
+    anchor = nth([t for t in tl.steps_range() if tl.under(t) == material], ordinal)
+    target = None if anchor is None else anchor + (offset if direction == "after" else -offset)
+    if anchor is None or target is None or not 1 <= target <= tl.last:
+        return tl.question("crafter.action_around_terrain", params=params,
+                           answer=NOT_ANSWERABLE, text=text)
+    return tl.question("crafter.action_around_terrain", params=params,
+                       answer=tl.actions[target], evidence_steps=[anchor, target], text=text)
+
+
+@template("crafter.action_around_terrain", ability="multi_hop", answer_type="action",
+          games=("crafter",))
+def action_around_terrain(tl: CrafterTimeline, rng: random.Random) -> Q:
+    """The action k steps before/after the nth step spent on a walkable material. NA: no
+    such visit (a walkable material never stood on), or the target is outside the window."""
+    stood = sorted({m for t in tl.steps_range() if (m := tl.under(t)) in WALKABLE})
+    for material in pick(rng, stood, 2) + pick(rng, unseen(sorted(WALKABLE), stood), 1):
+        yield ask_action_around_terrain(tl, material, rng.choice(list(ORDINALS)),
+                                        rng.randint(1, 5), rng.choice(("before", "after")))
+
+
+def ask_terrain_at_event(tl: CrafterTimeline, event: str) -> GameQuestion | None:
+    steps = tl.event_steps(event)
+    text = f"What material were you standing on right after the first time {EVENTS[event]}?"
+    if not steps:
+        return tl.question("crafter.terrain_at_event", params={"event": event},
+                           answer=NOT_ANSWERABLE, text=text)
+    material = tl.under(steps[0])
+    if material is None:
+        return None
+    return tl.question("crafter.terrain_at_event", params={"event": event}, answer=material,
+                       evidence_steps=[steps[0]], text=text)
+
+
+@template("crafter.terrain_at_event", ability="multi_hop", answer_type="string",
+          games=("crafter",))
+def terrain_at_event(tl: CrafterTimeline, rng: random.Random) -> Q:
+    """The material underfoot right after an event's first occurrence. NA: the event never
+    happened within the horizon."""
+    happened = [e for e in EVENTS if tl.event_steps(e)]
+    for event in pick(rng, happened, 2) + pick(rng, unseen(EVENTS, happened), 1):
+        q = ask_terrain_at_event(tl, event)
+        if q:
+            yield q

@@ -166,14 +166,22 @@ def terrain_at_offset(tl: CrafterTimeline, rng: random.Random) -> Q:
                                     rng.randint(1, 6))
 
 
-def ask_closest_step(tl: CrafterTimeline, material: str) -> GameQuestion:
-    best: tuple[int, int] | None = None  # (distance, step)
+def _distance_extreme(tl: CrafterTimeline, material: str,
+                      closest: bool) -> tuple[int, int] | None:
+    """(distance, first step) of the least (or greatest) Manhattan distance to the nearest
+    cell of the material known at each step; None if it was never seen."""
+    best: tuple[int, int] | None = None
     for t, cells in tl.cells_over_time(material):
         if cells:
             x, y = tl.pos[t]
             distance = min(abs(cx - x) + abs(cy - y) for cx, cy in cells)
-            if best is None or distance < best[0]:
+            if best is None or (distance < best[0] if closest else distance > best[0]):
                 best = (distance, t)
+    return best
+
+
+def ask_closest_step(tl: CrafterTimeline, material: str) -> GameQuestion:
+    best = _distance_extreme(tl, material, closest=True)
     return tl.question("crafter.closest_step", params={"material": material},
                        answer=best[1] if best else NOT_ANSWERABLE,
                        evidence_steps=[best[1]] if best else [],
@@ -189,6 +197,26 @@ def closest_step(tl: CrafterTimeline, rng: random.Random) -> Q:
     known = _known_by(tl, tl.last)
     for material in pick(rng, known, 2) + pick(rng, unseen(TARGETS, known), 1):
         yield ask_closest_step(tl, material)
+
+
+def ask_farthest_step(tl: CrafterTimeline, material: str) -> GameQuestion:
+    best = _distance_extreme(tl, material, closest=False)
+    return tl.question("crafter.farthest_step", params={"material": material},
+                       answer=best[1] if best else NOT_ANSWERABLE,
+                       evidence_steps=[best[1]] if best else [],
+                       text=f"Counting only steps after which you had seen some {material}, "
+                            f"after which step were you farthest (in grid cells, ignoring "
+                            f"obstacles) from the nearest one you knew of? If several tie, the "
+                            f"first.")
+
+
+@template("crafter.farthest_step", ability="spatial", answer_type="integer", games=("crafter",))
+def farthest_step(tl: CrafterTimeline, rng: random.Random) -> Q:
+    """The first step of greatest distance to the nearest known cell of a material. NA: the
+    material was never seen within the horizon."""
+    known = _known_by(tl, tl.last)
+    for material in pick(rng, known, 2) + pick(rng, unseen(TARGETS, known), 1):
+        yield ask_farthest_step(tl, material)
 
 
 def ask_terrain_dwell(tl: CrafterTimeline, material: str) -> GameQuestion:
