@@ -186,6 +186,9 @@ def test_run_end_to_end_with_gold_predictions(bench, tmp_path, system):
     assert res.exit_code == 0, res.output
     records = [json.loads(x) for x in (out / "records.jsonl").read_text().splitlines()]
     assert len(records) == len(rows) and all(r["status"] == "ok" for r in records)
+    again = _run(bench, out, "--model", f"replay:{preds}", "--system", system,
+                 "--bench-option", "steps_per_session=3", "--bench-option", "frames=every:2")
+    assert again.exit_code == 0 and "0 answered now" in again.output  # resumed: all done
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["config"]["identity"]["bench_options"] == {"frames": "every:2",
                                                               "steps_per_session": "3"}
@@ -294,3 +297,12 @@ def test_played_crafter_to_report_end_to_end(tmp_path):
         assert wrong == []
         report = runner.invoke(app, ["report", str(out)])
         assert report.exit_code == 0, report.output
+
+
+def test_question_ids_keep_a_subset(bench, tmp_path):
+    keep = [r["id"] for r in _rows(bench)][:3]
+    ids = tmp_path / "ids.txt"
+    ids.write_text("\n".join(keep) + "\n")
+    loaded = _load(bench, question_ids=str(ids))
+    assert loaded.question_count() == 3
+    assert sorted(q.question_id for e in loaded.episodes() for q in e.questions) == sorted(keep)

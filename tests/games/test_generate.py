@@ -221,3 +221,19 @@ def test_cli_paraphrase_through_an_endpoint_is_cached(tmp_path, test_templates, 
     assert (tmp_path / "a" / "questions.jsonl").read_bytes() == \
         (tmp_path / "b" / "questions.jsonl").read_bytes()
     assert "paraphrased: 4 kept" in first.output
+
+
+def test_a_template_that_fails_is_named_not_a_traceback(tmp_path, test_templates,
+                                                        monkeypatch):
+    @template("test.needs_view", ability="spatial", answer_type="string", games=("crafter",))
+    def needs_view(tl, rng):
+        yield from (s.view[0][0] for s in tl.steps)  # this trajectory logged no view
+
+    with pytest.raises(TemplateError, match=r"trajectory traj-a, horizon 8, template "
+                                            r"test.needs_view failed: TypeError"):
+        _generate_to(tmp_path)
+    monkeypatch.setattr(_generate, "default_timeline", Timeline)
+    res = runner.invoke(app, ["generate", "games", str(tmp_path / "traj-a"), "--out",
+                              str(tmp_path / "cli")])
+    assert res.exit_code == 2 and "test.needs_view failed" in res.output
+    assert "Traceback" not in res.output

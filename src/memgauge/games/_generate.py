@@ -155,13 +155,25 @@ def _check(q: GameQuestion, where: str, cut: int) -> None:
         raise TemplateError(f"{where}: {'; '.join(problems)}")
 
 
+def _run_template(tmpl: Any, timeline: Any, rng: random.Random, where: str) -> list[Any]:
+    """The template's questions; a template that fails (a field this trajectory lacks, a
+    bug) is named with the trajectory and horizon instead of ending in a traceback."""
+    try:
+        return list(tmpl.fn(timeline, rng))
+    except MemgaugeError:
+        raise
+    except Exception as exc:  # any failure inside a template is reported as one
+        raise TemplateError(f"{where}, template {tmpl.id} failed: {type(exc).__name__}: "
+                            f"{exc}"[:500]) from exc
+
+
 def _from_template(tmpl: Any, timeline: Any, rng: random.Random, where: str, cut: int,
                    cap: int) -> list[GameQuestion]:
     """A template's questions at one horizon: checked, de-duplicated (first kept), then a
     seeded choice of at most ``cap`` (a shuffle, so late variants are as likely as early
     ones), in generation order."""
     unique: dict[tuple[str, str], GameQuestion] = {}
-    for q in tmpl.fn(timeline, rng):
+    for q in _run_template(tmpl, timeline, rng, where):
         _check(q, f"{where}, template {tmpl.id}", cut)
         if q.template != tmpl.id:
             raise TemplateError(f"{where}: template {tmpl.id} yielded a question of "
