@@ -698,3 +698,31 @@ def test_sampling_asks_the_traps_and_no_mirrored_pairs(tl):
     assert any(answer == "no" for _, answer in asked)
     text = ev.ask_craft_feasible(tl, "iron_pickaxe", 3).text
     assert "made an iron pickaxe" in text
+
+
+def test_on_a_trajectory_played_in_crafter(tmp_path):
+    """The real env's log (design 0032 fields) through every template at two horizons."""
+    pytest.importorskip("crafter")
+    import asyncio
+
+    from memgauge.games._play import new_meta, play
+    from memgauge.games._trajectory import read_trajectory
+    from memgauge.games.envs import open_env
+    from memgauge.games.players import make_player
+
+    env = open_env("crafter", seed=0, options={})
+    meta = new_meta(env, seed=0, player="scripted", max_steps=80)
+    asyncio.run(play(env, make_player("scripted", env_name="crafter", seed=0), tmp_path / "t",
+                     meta, 80))
+    meta, steps = read_trajectory(tmp_path / "t")
+    for cut in (20, len(steps)):
+        timeline = CrafterTimeline(meta, steps[:cut])
+        questions = all_questions(timeline, 0)
+        assert {q.template for q in questions} >= {"crafter.inventory_at_step",
+                                                    "crafter.action_count"}
+        for q in questions:
+            assert q.horizon == (1, cut)
+            assert set(q.evidence_steps) <= set(range(1, cut + 1))
+        for to_step in (1, cut):
+            counter = steps[to_step - 1].achievements["place_table"]
+            assert ev.ask_successful_placements(timeline, "table", to_step).answer == counter
