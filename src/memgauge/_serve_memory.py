@@ -384,7 +384,7 @@ def build_factory(config: Any) -> tuple[Callable[[], Any], list[Any]]:
             context_mode=c.context_mode, instruction=c.instruction,
             label_images=c.label_images, max_context_tokens=c.max_context_tokens,
             overflow=c.overflow, count_tokens=c.count_tokens,
-            options=c.effective_system_options(), cache=cache)
+            options=c.effective_system_options(), cache=cache, api_key_env=c.api_key_env)
         factory = lookup("system", c.system)(ctx)
         check([(model, MODEL)] + [(e, Role(e.label, e.url_flag, e.key_flag))
                                   for e in getattr(factory, "endpoints", list)()], {})

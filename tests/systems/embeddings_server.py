@@ -56,6 +56,7 @@ class EmbeddingsServer:
         self.model = model
         self.bodies: list[dict[str, Any]] = []
         self.gets: list[str] = []
+        self.auth: list[str | None] = []  # the Authorization header of each POST
         self.override: list[Callable[[dict[str, Any]], Any]] = []
         outer = self
 
@@ -80,6 +81,7 @@ class EmbeddingsServer:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.bodies.append({"path": self.path, **body})
+                outer.auth.append(self.headers.get("Authorization"))
                 if outer.override:
                     self._send(200, outer.override.pop(0)(body))
                     return

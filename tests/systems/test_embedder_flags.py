@@ -78,6 +78,19 @@ def test_image_embedder_flags_reach_the_visual_retriever(tmp_path: Path,
     assert "tiny-embed" in system["image_similarity"]
 
 
+def test_the_embedders_send_the_runs_api_key(tmp_path: Path, server: EmbeddingsServer,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_EMBED_KEY", "k-123")
+    with StubServer() as stub:
+        res = _run(tmp_path, stub, "--system-option", "retriever=hybrid",
+                   "--embedder", "openai:tiny-embed", "--embedder-base-url", server.url,
+                   "--image-embedder", "openai:tiny-embed",
+                   "--image-embedder-base-url", server.url, "--api-key-env", "MY_EMBED_KEY")
+    assert res.exit_code == 0, res.output
+    assert server.image_requests() and server.text_requests()
+    assert server.auth and set(server.auth) == {"Bearer k-123"}
+
+
 def test_a_malformed_image_embedding_is_recorded_as_a_system_error(
         tmp_path: Path, server: EmbeddingsServer) -> None:
     server.override = [lambda body: {"data": [{"index": 0, "embedding": ["x", 1, 2]}]}] * 10

@@ -611,7 +611,7 @@ class Runner:
             image_policy=policy, context_mode=c.context_mode, instruction=c.instruction,
             label_images=c.label_images, max_context_tokens=c.max_context_tokens,
             overflow=c.overflow, count_tokens=c.count_tokens,
-            options=c.effective_system_options(), cache=cache)
+            options=c.effective_system_options(), cache=cache, api_key_env=c.api_key_env)
         new_system = lookup("system", c.system)(ctx)
         return Setup(bench=bench, cache=cache, model=model, counter=counter, policy=policy,
                      new_system=new_system, probe=new_system(), scorers=default_scorers(),

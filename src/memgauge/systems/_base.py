@@ -67,6 +67,9 @@ class SystemContext:
     # The run's response cache (None with --no-cache), for a system's own calls that are
     # worth keeping across runs: image embeddings (retrieval/_image_embed.py).
     cache: Any = None
+    # The variable holding the key a system's own endpoints (embedders) are sent with:
+    # the run's --api-key-env, as the captioner's.
+    api_key_env: str = "OPENAI_API_KEY"
 
     def image_size(self, part: Any) -> tuple[int, int]:
         """The size an image part is sent at (after the resize policy): what its tokens are

@@ -374,7 +374,8 @@ class EmbeddedTexts:
         return [check()] if check is not None else []
 
 
-def embedded_texts(name: str, opts: dict[str, Any], retriever: str) -> EmbeddedTexts | None:
+def embedded_texts(name: str, opts: dict[str, Any], retriever: str,
+                   api_key_env: str = "OPENAI_API_KEY") -> EmbeddedTexts | None:
     """The agent's embedder when ``embedder`` (or ``--embedder``) names one; None keeps the
     analysis package's shared static model (the scores every earlier run had)."""
     if "embedder" not in opts and "embedder_base_url" not in opts:
@@ -387,7 +388,7 @@ def embedded_texts(name: str, opts: dict[str, Any], retriever: str) -> EmbeddedT
     from ..retrieval import make_embedder
 
     return EmbeddedTexts(make_embedder(opts.get("embedder", "model2vec"),
-                                       opts.get("embedder_base_url")))
+                                       opts.get("embedder_base_url"), api_key_env))
 
 
 async def rank_with(texts: Sequence[str], query: str, retriever: str,

@@ -106,7 +106,8 @@ class Rag:
         if embedder is None and needs_embedder:
             from ..retrieval import make_embedder
 
-            self._embedder = make_embedder(self.embedder_spec, self.embedder_base_url)
+            self._embedder = make_embedder(self.embedder_spec, self.embedder_base_url,
+                                           self.ctx.api_key_env)
         elif not needs_embedder and ("embedder" in opts or self.embedder_base_url):
             raise ConfigError(f"--system-option embedder: retriever={self.retriever}"
                               + (" with text_retriever=bm25" if self.retriever == "hybrid"
@@ -132,7 +133,8 @@ class Rag:
         assert base_url is not None
         return OpenAIImageEmbedder(model, base_url, policy=self.ctx.image_policy,
                                    cache=self.ctx.cache,
-                                   shape=opts.get("image_embedder_shape", "messages"))
+                                   shape=opts.get("image_embedder_shape", "messages"),
+                                   api_key_env=self.ctx.api_key_env)
 
     def endpoints(self) -> list[Any]:
         """The embeddings endpoints this system sends to, for the run's pre-flight."""

@@ -81,7 +81,8 @@ class SummaryMemory:
             raise ConfigError(f"--system-option top_k={self.top_k}: must be at least 1")
         if self.retriever not in ("bm25", "embed"):
             raise ConfigError(f"--system-option retriever={self.retriever!r}: use bm25 or embed")
-        self.embedded = embedded or embedded_texts(self.name, opts, self.retriever)
+        self.embedded = embedded or embedded_texts(self.name, opts, self.retriever,
+                                                   ctx.api_key_env)
         self.modality = text_modality(ctx)
         self.reset_state()
 
