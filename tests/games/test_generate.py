@@ -237,3 +237,20 @@ def test_a_template_that_fails_is_named_not_a_traceback(tmp_path, test_templates
                               str(tmp_path / "cli")])
     assert res.exit_code == 2 and "test.needs_view failed" in res.output
     assert "Traceback" not in res.output
+
+
+def test_configuration_mistakes_are_caught_before_anything_is_written(tmp_path,
+                                                                      test_templates):
+    a = write_trajectory(tmp_path / "x" / "same")
+    b = write_trajectory(tmp_path / "y" / "same")
+    odd = write_trajectory(tmp_path / "odd", env="pong")
+    out = tmp_path / "bench"
+    cases = [({"trajectories": [a], "max_per_template": 0}, "--max-per-template 0"),
+             ({"trajectories": [a], "horizons": [0]}, "--horizon 0"),
+             ({"trajectories": [a, b]}, "both named 'same'"),
+             ({"trajectories": [odd]}, "env 'pong' has no templates"),
+             ({"trajectories": []}, "at least one trajectory")]
+    for kw, match in cases:
+        with pytest.raises(ConfigError, match=match):
+            generate_games(GamesConfig(out=out, make_timeline=Timeline, **kw))
+        assert not out.exists()
