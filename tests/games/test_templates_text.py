@@ -769,3 +769,37 @@ def test_not_answerable_exactly_when_the_premise_fails(world):
         assert q.answerable == any(scores[t] > scores[t - 1] for t in range(g + 1, n + 1))
     for q in ask("text.gain_then_action", tl).values():
         assert q.answerable == (gains[q.params["item"]][0] + q.params["offset"] <= n)
+
+
+def test_every_gold_answer_scores_through_the_loader_and_the_rule_scorer(tmp_path):
+    """The answers and alternatives the templates write are ones the games loader and the
+    rule scorer read back as correct (an empty set as "nothing", paths, not answerable)."""
+    from memgauge.benchmarks._base import BenchmarkOptions
+    from memgauge.benchmarks.games import GamesBenchmark
+    from memgauge.games import TrajectoryWriter
+    from memgauge.games._generate import GamesConfig, generate_games
+    from memgauge.scoring import TypedRuleScorer
+
+    meta, steps = house()
+    writer = TrajectoryWriter(tmp_path / "traj", TrajectoryMeta(env="textworld", player="x"))
+    writer.start(meta.initial)
+    for step in steps:
+        writer.add(step)
+    writer.finish(end="step_cap")
+    generate_games(GamesConfig([tmp_path / "traj"], tmp_path / "bench", max_per_template=50,
+                               horizons=[5]))
+    scorer, templates = TypedRuleScorer(), set()
+
+    def said(value: Any) -> str:
+        return ", ".join(map(str, value)) or "nothing" if isinstance(value, list) else str(value)
+
+    for episode in GamesBenchmark(BenchmarkOptions(data=str(tmp_path / "bench"))).episodes():
+        for q in episode.questions:
+            game = q.meta["game"]
+            templates.add(game["template"])
+            golds = [game["answer"], *game["alternatives"]] if game["answerable"] else \
+                [NOT_ANSWERABLE]
+            for gold in golds:
+                score = scorer.score(q, said(gold))
+                assert score is not None and score.value == 1.0, (game["template"], gold)
+    assert templates >= {t.id for t in templates_for("text")} - {"text.reason_at_step"}
