@@ -143,8 +143,9 @@ def ask_vital_around_event(tl: CrafterTimeline, vital: str, event: str, offset: 
     anchor = _first(tl, event)
     tid = f"crafter.vital_{direction}_event"
     params = {"vital": vital, "event": event, "offset": offset}
-    text = (f"What was your {vital} {offset} step{'s' if offset > 1 else ''} "
-            f"{direction} the first time {EVENTS[event]}?")
+    text = (f"What was your {vital} right after the step {offset} step"
+            f"{'s' if offset > 1 else ''} {direction} the one at which, for the first time, "
+            f"{EVENTS[event]}?")
     if anchor is None:
         return tl.question(tid, params=params, answer=NOT_ANSWERABLE, text=text)
     # "k steps after the event" is the state after step a+k; "k steps before" is the state
