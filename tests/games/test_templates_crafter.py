@@ -25,6 +25,7 @@ from memgauge.games.templates._crafter_timeline import (
     MATERIALS,
     MAX_PATHS,
     MOVES,
+    PLACEMENTS,
     RECIPES,
     CrafterTimeline,
 )
@@ -396,6 +397,8 @@ def test_vocabulary_is_crafters_data_yaml():
     assert sorted(ACHIEVEMENTS) == sorted(data["achievements"])
     assert set(ITEMS) | {"health", "food", "drink", "energy"} == set(data["items"])
     assert {k: (dict(v["uses"]), tuple(v["nearby"])) for k, v in data["make"].items()} == RECIPES
+    assert {k: (dict(v["uses"]), tuple(v["where"])) for k, v in data["place"].items()} == \
+        PLACEMENTS
     assert set(data["walkable"]) == {"grass", "sand", "path"}
 
 
