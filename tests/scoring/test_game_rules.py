@@ -340,3 +340,18 @@ def test_a_step_index_in_a_path_reply_is_not_a_count() -> None:
     assert verdict(q, "Go 3 steps to the right") == 1.0
     assert verdict(q, "From step 139: right, right, right") == 1.0
     assert verdict(q, "I saw 3 zombies, then went right") == 0.0  # 3 counts zombies
+
+
+def test_extract_then_match_scores_game_answers() -> None:
+    import asyncio
+
+    from memgauge.models.scripted import ScriptedModel
+    from memgauge.scoring._extract import _FORMS, ExtractMatchScorer
+
+    assert set(_FORMS) == set(AnswerType)  # every type can be asked for in its form
+    model = ScriptedModel(fn=lambda messages, qid: '{"answer": "MOVE_LEFT"}')
+    scorer = ExtractMatchScorer(model)
+    got = asyncio.run(scorer.score_async(gq("move_left", "action"), "I think I went left."))
+    assert getattr(got, "value", None) == 1.0
+    wrong = asyncio.run(scorer.score_async(gq("move_right", "action"), "I went left."))
+    assert getattr(wrong, "value", None) == 0.0

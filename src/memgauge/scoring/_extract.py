@@ -33,6 +33,13 @@ _FORMS = {
     AnswerType.ORDER: "the items' numbers in order, e.g. (5)(8)(1)",
     AnswerType.FREE_TEXT: "the answer itself in at most ten words",
     AnswerType.REFUSAL: "the answer itself in at most ten words",
+    # game answers (design 0032)
+    AnswerType.STRING: "the name only, e.g. kitchen",
+    AnswerType.ACTION: "the action name only, e.g. move_left",
+    AnswerType.DIRECTION: "the direction only, e.g. up-left or north",
+    AnswerType.LIST: "the items in order, separated by commas",
+    AnswerType.SET: "the items separated by commas, each with its count if given, e.g. wood: 2",
+    AnswerType.PATH: "the moves in order, e.g. 2 left, 3 up",
 }
 
 _PROMPT = """\
