@@ -127,12 +127,23 @@ def test_an_image_is_embedded_once_and_a_second_run_asks_for_none(
         run(_make(server, cache=cache), ep)
         assert len(server.image_requests()) == 3  # red is held twice, asked for once
         server.bodies.clear()
-        [r] = run(_make(server, cache=cache, top_k=2), ep)  # a new run: a new embedder
+        second = _make(server, cache=cache, top_k=2)  # a new run: a new embedder
+        [r] = run(second, ep)
     finally:
         cache.close()
     assert server.image_requests() == []
+    assert second._image_embedder.encoder.encodes == 0  # found by its hash: never resized
     assert len(server.text_requests()) == 1  # the question is still embedded
     assert {c[0] for c in chosen(r)} == {"s1", "s4"}  # the cached vectors rank as before
+
+
+def test_an_unreadable_image_is_an_input_error_naming_it(server: EmbeddingsServer,
+                                                         photos: dict[str, ImageRef]) -> None:
+    from memgauge.errors import InputError
+
+    Path(photos["green"].path).unlink()  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"green\.png.*cannot be read for the image embedder"):
+        run(_make(server), episode(_sessions(photos), [question("red")]))
 
 
 def _one_row_too_many(body: dict[str, Any]) -> Any:

@@ -25,6 +25,7 @@ request for an image it has embedded; within a run each image is asked for once.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,7 +33,7 @@ import numpy as np
 
 from .._secrets import redact_url
 from ..cache import ResponseCache, cache_key
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..media import ImageEncoder, ImagePolicy
 from ..schema import ImageRef
 from ._embed import EndpointCheck, Flags, OpenAIEmbedder, unit_rows
@@ -40,6 +41,11 @@ from ._embed import EndpointCheck, Flags, OpenAIEmbedder, unit_rows
 IMAGE_EMBEDDERS = ("openai:<model>",)
 SHAPES = ("messages", "input")
 OPTION_FLAGS = Flags("--system-option image_embedder", "--system-option image_embedder_base_url")
+
+
+def _file_sha256(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def check_image_embedder_spec(spec: str, base_url: str | None,
@@ -72,6 +78,7 @@ class OpenAIImageEmbedder:
         self.encoder = ImageEncoder(policy)
         self.cache = cache.for_kind("image_embedding") if cache is not None else None
         self._made: dict[str, asyncio.Task[np.ndarray]] = {}
+        self._shas: dict[str, str] = {}  # path -> sha256 of its bytes
         self.from_cache = 0
 
     def describe(self) -> str:
@@ -89,19 +96,28 @@ class OpenAIImageEmbedder:
         """One unit-length row per image, None for an image with no pixels to send."""
         return list(await asyncio.gather(*(self._vector(ref) for ref in refs)))
 
+    async def _sha(self, path: str) -> str:
+        # Hashing the file is all a cached image costs: resizing and encoding wait for a miss.
+        sha = self._shas.get(path)
+        if sha is None:
+            try:
+                sha = await asyncio.to_thread(_file_sha256, path)
+            except OSError as exc:
+                raise InputError(f"cannot be read for the image embedder ({exc.strerror or exc})",
+                                 file=path) from None
+            self._shas[path] = sha
+        return sha
+
     async def _vector(self, ref: ImageRef) -> np.ndarray | None:
         if ref.path is None and not ref.url:
             return None
         if ref.path is not None:
-            hit = self.encoder.cached(ref)
-            enc = hit if hit is not None else await asyncio.to_thread(self.encoder.encode, ref)
-            sha, url = ref.sha256 or enc.sha256, enc.data_url.decode("ascii")
+            sha = ref.sha256 or await self._sha(ref.path)
         else:
-            assert ref.url is not None
-            sha, url = ref.sha256 or f"url:{ref.url}", ref.url
+            sha = ref.sha256 or f"url:{ref.url}"
         task = self._made.get(sha)
         if task is None:  # once per image per run, however many units and episodes hold it
-            task = self._made[sha] = asyncio.ensure_future(self._make(sha, url))
+            task = self._made[sha] = asyncio.ensure_future(self._make(sha, ref))
         try:
             return await asyncio.shield(task)
         except BaseException:
@@ -113,7 +129,15 @@ class OpenAIImageEmbedder:
         return cache_key({"image_embedder": self.model, "endpoint": redact_url(self.endpoint.base),
                           "shape": self.shape, "resize": self.policy.describe(), "image": sha})
 
-    async def _make(self, sha: str, url: str) -> np.ndarray:
+    async def _url(self, ref: ImageRef) -> str:
+        if ref.path is None:
+            assert ref.url is not None
+            return ref.url
+        hit = self.encoder.cached(ref)
+        enc = hit if hit is not None else await asyncio.to_thread(self.encoder.encode, ref)
+        return enc.data_url.decode("ascii")
+
+    async def _make(self, sha: str, ref: ImageRef) -> np.ndarray:
         key = self._key(sha)
         if self.cache is not None:
             hit = await asyncio.to_thread(self.cache.get, key)
@@ -122,7 +146,7 @@ class OpenAIImageEmbedder:
                 self.endpoint.check_dims(row.size, f"the cached embedding of image {sha[:12]}")
                 self.from_cache += 1
                 return row
-        [row] = await self.endpoint.request(self._payload(url), 1)
+        [row] = await self.endpoint.request(self._payload(await self._url(ref)), 1)
         if self.cache is not None:
             await asyncio.to_thread(self.cache.put, key, {"embedding": row.tolist()})
         return row
