@@ -355,3 +355,62 @@ def test_extract_then_match_scores_game_answers() -> None:
     assert getattr(got, "value", None) == 1.0
     wrong = asyncio.run(scorer.score_async(gq("move_right", "action"), "I went left."))
     assert getattr(wrong, "value", None) == 0.0
+
+
+def test_a_name_is_read_clause_by_clause() -> None:
+    room = gq("kitchen", "string", env="textworld")
+    assert verdict(room, "Kitchen, I believe.") == 1.0
+    assert verdict(room, "I think it was the kitchen; not sure") == 1.0
+    assert verdict(room, "kitchen garden") == 0.0
+    cmd = gq("take key", "action", env="textworld")
+    assert verdict(cmd, "I chose take key.") == 1.0
+    assert verdict(cmd, "The command was: take key") == 1.0
+    assert verdict(cmd, "take key from box") == 0.0
+    assert verdict(cmd, "take key and then open door") == 0.0
+
+
+def test_every_generated_answer_scores_right_and_no_other_answer_does(tmp_path) -> None:
+    """Through play, generate and the games loader: every gold value and alternative of a
+    played Crafter trajectory, bare and in a sentence, scores 1; the gold of every other
+    question of the same template that differs scores 0."""
+    pytest.importorskip("crafter")
+    from typer.testing import CliRunner
+
+    from memgauge.benchmarks import BenchmarkOptions
+    from memgauge.cli import app
+    from memgauge.registry import lookup
+    from memgauge.scoring._game_rules import gold_values
+
+    runner = CliRunner()
+    traj, bench = tmp_path / "traj", tmp_path / "bench"
+    for args in (["play", "crafter", "--player", "scripted", "--seed", "3", "--steps", "150",
+                  "--noise", "0.2", "--out", str(traj)],
+                 ["generate", "games", str(traj), "--out", str(bench)]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+    loaded = lookup("benchmark", "games")(BenchmarkOptions(data=str(bench)))
+    questions = [q for ep in loaded.episodes() for q in ep.questions]
+    assert {q.answer_type for q in questions} >= {AnswerType.INTEGER, AnswerType.ACTION,
+                                                  AnswerType.STRING, AnswerType.SET}
+
+    def said(value: Any) -> str:
+        if isinstance(value, dict):
+            return ", ".join(f"{n} {k}" for k, n in value.items())
+        return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+    by_template: dict[str, list[Question]] = {}
+    for q in questions:
+        if q.answer_type == AnswerType.REFUSAL:
+            assert verdict(q, "Not answerable.") == 1.0
+            continue
+        by_template.setdefault(q.meta["game"]["template"], []).append(q)
+        for gold in map(said, gold_values(q)):
+            for reply in (gold, f"The answer is {gold}.", f"**{gold}**"):
+                assert verdict(q, reply) == 1.0, (q.meta["game"]["template"], reply)
+    for group in by_template.values():
+        for q in group:
+            mine = {said(g) for g in gold_values(q)}
+            for other in group:
+                for gold in map(said, gold_values(other)):
+                    if gold not in mine:
+                        assert verdict(q, gold) == 0.0, (q.meta["game"]["template"], gold)

@@ -77,6 +77,7 @@ _FRAME = frozenset({
     "a", "an", "the", "is", "was", "were", "are", "in", "at", "on", "into", "to", "of", "i",
     "you", "it", "my", "your", "answer", "had", "have", "has", "been", "called", "named",
     "and", "then", "its", "that", "this", "item", "room", "location", "place", "there",
+    "chose", "entered", "typed", "command", "action", "did", "used", "performed", "executed",
 })
 _NUMBER_WORDS = {
     "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
@@ -178,29 +179,31 @@ def _score_number(question: Question, prediction: str,
 
 # --- strings and actions -----------------------------------------------------------------
 
-def _named(gold: list[str], said: list[str]) -> bool:
-    """``gold`` occurs in ``said`` as a whole name: equal, or a span whose neighbours are the
-    edges or framing words."""
-    if not gold or not said:
-        return False
-    if gold == said:
-        return True
+_CLAUSE = re.compile(r"(?<!\d)\.(?!\d)|[,;:!?\n()\"“”]")
+
+
+def _named(gold: list[str], clause: list[str], after_ok: frozenset[str]) -> bool:
+    """``gold`` occurs in one clause of the reply as a whole name: preceded by the clause's
+    start or a framing word, followed by its end or a word of ``after_ok``."""
     n = len(gold)
-    for i in range(len(said) - n + 1):
-        if said[i : i + n] != gold:
+    for i in range(len(clause) - n + 1):
+        if clause[i : i + n] != gold:
             continue
-        before = said[i - 1] if i else None
-        after = said[i + n] if i + n < len(said) else None
-        if (before is None or before in _FRAME) and (after is None or after in _FRAME):
+        before = clause[i - 1] if i else None
+        after = clause[i + n] if i + n < len(clause) else None
+        if (before is None or before in _FRAME) and (after is None or after in after_ok):
             return True
     return False
 
 
 def _score_string(prediction: str, golds: Sequence[Any],
-                  canon: Callable[[str], list[str]] = _tokens) -> tuple[bool, dict[str, Any]]:
+                  canon: Callable[[str], list[str]] = _tokens,
+                  after_ok: frozenset[str] = _FRAME) -> tuple[bool, dict[str, Any]]:
     said = canon(prediction)
-    gold = [canon(_flat(g)) for g in golds]
-    ok = any(_named(g, said) for g in gold)
+    gold = [g for g in (canon(_flat(v)) for v in golds) if g]
+    clauses = [c for part in _CLAUSE.split(prediction) if (c := canon(part))]
+    ok = bool(said) and (said in gold or any(_named(g, c, after_ok)
+                                             for g in gold for c in clauses))
     return ok, {"gold": [" ".join(g) for g in gold], "parsed": " ".join(said)}
 
 
@@ -236,7 +239,8 @@ def _text_action(text: str) -> list[str]:
 def _score_action(question: Question, prediction: str,
                   golds: Sequence[Any]) -> tuple[bool, dict[str, Any]]:
     if not _is_crafter(question, golds):
-        ok, details = _score_string(prediction, golds, _text_action)
+        # a command ends its clause: "take key" is not named by "take key from box"
+        ok, details = _score_string(prediction, golds, _text_action, frozenset())
         named = {w for w in _text_action(prediction) if w in _TEXT_DIRECTIONS.values()}
         if ok and len(named) > 1:
             return False, {**details, "ambiguous": sorted(named)}
