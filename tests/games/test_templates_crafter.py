@@ -729,3 +729,10 @@ def test_on_a_trajectory_played_in_crafter(tmp_path):
         for to_step in (1, cut):
             counter = steps[to_step - 1].achievements["place_table"]
             assert ev.ask_successful_placements(timeline, "table", to_step).answer == counter
+
+
+def test_displacement_told_in_either_order_is_an_alternative(tl):
+    q = sp.ask_displacement(tl, 1, 2)
+    assert q.answer == "1 step right and 1 step up"
+    assert q.alternatives == ["1 step up and 1 step right"]
+    assert sp.ask_displacement(tl, 2, 3).alternatives == []  # one part: one order

@@ -35,10 +35,17 @@ def ask_displacement(tl: CrafterTimeline, from_step: int, to_step: int) -> GameQ
     (x0, y0), (x1, y1) = tl.pos[from_step - 1], tl.pos[to_step]
     return tl.question("crafter.displacement", params={"from_step": from_step, "to_step": to_step},
                        answer=displacement_words(x1 - x0, y1 - y0),
+                       # the same offset told vertical first is as right
+                       alternatives=_other_order(displacement_words(x1 - x0, y1 - y0)),
                        evidence_steps=[from_step, to_step],
                        text=f"From just before step {from_step} to just after step {to_step}, "
                             f"where did you end up relative to where you were? Answer like "
                             f"'3 steps right and 2 steps up', or '0 steps'.")
+
+
+def _other_order(words: str) -> list[str]:
+    parts = words.split(" and ")
+    return [" and ".join(reversed(parts))] if len(parts) == 2 else []
 
 
 @template("crafter.displacement", ability="spatial", answer_type="string", games=("crafter",))
