@@ -250,3 +250,42 @@ def test_an_interrupt_keeps_the_steps_and_says_so_in_meta(tmp_path):
     meta, steps = read_trajectory(tmp_path / "t")
     assert meta.end == "player_stopped" and meta.steps == 3 == len(steps)
     assert meta.model_dump()["end_message"] == "interrupted"
+
+
+def test_scripted_crafter_walls_itself_in_before_it_sleeps():
+    """Two stone cells ahead with stone around them: mine in, step back, wall the entrance
+    with the mined stone, sleep; then nothing a zombie can walk on touches the player."""
+    pytest.importorskip("crafter")
+    from memgauge.games.envs.crafter import open_crafter
+
+    env = open_crafter(0, {})
+    env.reset()
+    world, me = env.env._world, env.env._player
+    for obj in world.objects:
+        if obj is not me and me.distance(obj) <= 12:
+            world.remove(obj)
+    x, y = (int(v) for v in me.pos)
+    for row in env.view_cells():
+        for cell in row:
+            world[cell] = "grass"
+    for dx in (1, 2, 3):
+        for dy in (-1, 0, 1):
+            world[(x + dx, y + dy)] = "stone"
+    me.facing = (1, 0)
+    me.inventory.update(energy=3, wood_pickaxe=1, stone=0)
+    player = make_player("scripted", env_name="crafter", seed=0)
+    state, actions = env._state(), []
+    for step in range(1, 9):
+        decision = asyncio.run(player.act(Observation(step=step, text="", state=state,
+                                                      legal=env.legal_actions())))
+        actions.append(decision.action)
+        state = env.step(decision.action)
+        if state["sleeping"]:
+            break
+    assert actions == ["do", "move_right", "do", "move_right", "move_left", "place_stone",
+                       "sleep"]
+    px, py = state["pos"]
+    assert [px, py] == [x + 1, y]
+    around = [env.material((px + dx, py + dy)) for dx, dy in ((-1, 0), (1, 0), (0, -1), (0, 1))]
+    assert around.count("path") == 1 and around.count("stone") == 3  # path: the dead end
+    assert env.material((px + 1, py)) == "path" and env.material((px + 2, py)) == "stone"

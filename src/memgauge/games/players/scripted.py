@@ -45,7 +45,9 @@ class CrafterScripted:
         self._heading = (0, -1)
         self._last: tuple[str, list[int] | None] = ("noop", None)
         self._thirsty = self._hungry = False
+        self._plan: list[tuple[str, list[int] | None]] = []  # (action, pos it expects first)
         self._water: set[tuple[int, int]] = set()  # water cells seen so far (world cells)
+        self._cows: set[tuple[int, int]] = set()  # where cows were last seen
 
     async def act(self, observation: Observation) -> Decision:
         state = observation.state
@@ -64,12 +66,20 @@ class CrafterScripted:
             return "noop"  # Crafter keeps a sleeper asleep until rested, whatever is sent
         grid = _Grid(state)
         self._water |= grid.world_cells("water")
+        self._remember_cows(grid)
         inv = state["inventory"]
         zombie = grid.adjacent_creature("zombie")
         if zombie is not None:
             return self._face_and(grid, zombie, "do")
         threats = [c for kind in THREATS for c in grid.creature_cells(kind)]
         if threats and inv["health"] <= LOW + 1 and (act := self._retreat(grid, threats)):
+            return act
+        if self._plan:
+            action, expected = self._plan.pop(0)
+            if expected is None or expected == grid.pos:
+                return action
+            self._plan = []  # something moved it off the plan: think again
+        if inv["energy"] <= LOW - 1 and inv["wood_pickaxe"] and (act := self._burrow(grid)):
             return act
         if inv["energy"] <= LOW - 2 and not threats:
             return "sleep"
@@ -78,7 +88,15 @@ class CrafterScripted:
         if self._thirsty and (act := self._collect(grid, grid.material_cells("water"))
                               or self._head_for(grid, self._water)):
             return act
-        if self._hungry and (act := self._collect(grid, grid.creature_cells("cow"))):
+        if self._hungry and (act := self._collect(grid, grid.creature_cells("cow"))
+                             or self._head_for(grid, self._cows)):
+            return act
+        # on the way: a drink or a cow close by is taken before it is needed
+        near_water = [c for c in grid.material_cells("water") if grid.distance(c) <= 3]
+        if inv["drink"] <= FULL - 1 and (act := self._collect(grid, near_water)):
+            return act
+        near_cows = [c for c in grid.creature_cells("cow") if grid.distance(c) <= 4]
+        if inv["food"] <= FULL - 2 and (act := self._collect(grid, near_cows)):
             return act
         if inv["drink"] <= 2 or inv["food"] <= 2:
             return self._explore(grid)  # look for water or cows before anything else
@@ -145,6 +163,27 @@ class CrafterScripted:
         step = grid.first_step_towards(targets)
         return MOVES[step] if step else None
 
+    def _burrow(self, grid: _Grid) -> str | None:
+        """Sleep sealed in: a zombie hits a sleeper for 7. Find two stone cells in a row with
+        nothing walkable beside them or beyond; mine both, walk in, step back and wall the
+        entrance with the stone mined; then sleep. Plans from the cell the player stands on,
+        or walks to the nearest one such a site starts from."""
+        sites = grid.burrow_sites()
+        if not sites:
+            return None
+        here = [d for cell, d in sites if cell == grid.center]
+        if here:
+            d = here[0]
+            x, y = grid.pos
+            inside = [x + d[0], y + d[1]]
+            back = (-d[0], -d[1])
+            self._plan = [("do", [x, y]), (MOVES[d], [x, y]), ("do", inside),
+                          (MOVES[d], inside), (MOVES[back], [inside[0] + d[0], inside[1] + d[1]]),
+                          ("place_stone", inside), ("sleep", inside)]
+            return MOVES[d] if grid.facing != d else self._plan.pop(0)[0]
+        step = grid.first_step_to({cell for cell, _ in sites})
+        return MOVES[step] if step else None
+
     def _retreat(self, grid: _Grid, threats: list[tuple[int, int]]) -> str | None:
         """The walkable step that most increases the distance to the nearest threat."""
         def nearest(cell: tuple[int, int]) -> int:
@@ -157,6 +196,13 @@ class CrafterScripted:
             self._heading = options[-1][2]
             return MOVES[options[-1][2]]
         return None
+
+    def _remember_cows(self, grid: _Grid) -> None:
+        """Cows wander: keep the ones in view now, forget remembered spots now in view."""
+        ox, oy = grid.pos[0] - grid.center[0], grid.pos[1] - grid.center[1]
+        in_view = {(x + ox, y + oy) for y in range(grid.height) for x in range(grid.width)}
+        self._cows -= in_view
+        self._cows |= {(x + ox, y + oy) for x, y in grid.creature_cells("cow")}
 
     def _head_for(self, grid: _Grid, cells: set[tuple[int, int]]) -> str | None:
         """A step towards the nearest remembered cell, along the longer axis first."""
@@ -241,8 +287,50 @@ class _Grid:
     def adjacent_creature(self, kind: str) -> tuple[int, int] | None:
         return next((c for c in self.creature_cells(kind) if self.is_adjacent(c)), None)
 
+    def distance(self, cell: tuple[int, int]) -> int:
+        return abs(cell[0] - self.center[0]) + abs(cell[1] - self.center[1])
+
     def _distance(self, cell: tuple[int, int]) -> tuple[int, int, int]:
         return (abs(cell[0] - self.center[0]) + abs(cell[1] - self.center[1]), cell[1], cell[0])
+
+    def burrow_sites(self) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+        """(cell to stand on, direction): two stone cells ahead, nothing walkable beside
+        either of them or beyond the second, no creature near."""
+        def blocked(cell: tuple[int, int]) -> bool:
+            return (self.inside(cell) and self.material(cell) not in WALKABLE
+                    and self.material(cell) != "lava" and cell not in self.creatures)
+
+        sites = []
+        for y in range(self.height):
+            for x in range(self.width):
+                if not self.walkable((x, y)):
+                    continue
+                for d in MOVES:
+                    first, second = (x + d[0], y + d[1]), (x + 2 * d[0], y + 2 * d[1])
+                    beyond = (x + 3 * d[0], y + 3 * d[1])
+                    side = (d[1], d[0])
+                    walls = [beyond] + [(c[0] + k * side[0], c[1] + k * side[1])
+                                        for c in (first, second) for k in (-1, 1)]
+                    if (self.material(first) == self.material(second) == "stone"
+                            and all(blocked(w) for w in walls)):
+                        sites.append(((x, y), d))
+        return sorted(sites, key=lambda site: (self._distance(site[0]), site[1]))
+
+    def first_step_to(self, cells: set[tuple[int, int]]) -> tuple[int, int] | None:
+        """The first move of a shortest walk (within the view) onto one of ``cells``."""
+        start = self.center
+        first: dict[tuple[int, int], tuple[int, int] | None] = {start: None}
+        queue = deque([start])
+        while queue:
+            cell = queue.popleft()
+            if cell in cells and cell != start:
+                return first[cell]
+            for d in MOVES:
+                nxt = (cell[0] + d[0], cell[1] + d[1])
+                if nxt not in first and self.walkable(nxt):
+                    first[nxt] = first[cell] or d
+                    queue.append(nxt)
+        return None
 
     def first_step_towards(self, targets: list[tuple[int, int]]) -> tuple[int, int] | None:
         """The first move of a shortest walk (within the view) to a cell next to a target."""
