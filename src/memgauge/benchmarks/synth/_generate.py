@@ -13,7 +13,7 @@ import hashlib
 import json
 import random
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -37,10 +37,13 @@ from ._families import (
     make_refusal,
     with_image_dependency,
 )
-from ._haystack import haystack_session
+from ._haystack import STYLE_WEIGHTS, haystack_session
 from ._text import SessionPlan, chat_session
+from ._world import BASE_WORLD, World
 
-GENERATOR_VERSION = "3"  # 2: image_dependency from the facts an answer needs; 3: fillers share-worded
+# 2: image_dependency from the facts an answer needs; 3: fillers share-worded; 4: a timeline's
+# haystack from the larger world, styled like its plans (per-question output as in 3)
+GENERATOR_VERSION = "4"
 TOLERANCE = 0.03
 LAYOUTS = ("per-question", "timeline")
 FAMILY_CYCLE = (*FAMILIES, AR_FAMILY)
@@ -150,15 +153,16 @@ class HaystackPool:
     """Shared haystack sessions, generated on demand (deterministically, in order)."""
 
     def __init__(self, seed: int, store: ImageStore, count: Callable[[Session], int],
-                 size: int) -> None:
+                 size: int, world: World = BASE_WORLD, name: str = "haystack",
+                 weights: Mapping[str, float] = STYLE_WEIGHTS) -> None:
         self.store, self.count, self.size = store, count, size
         # Plans (text) are drawn up front so a naturaliser can rewrite them in one batch;
         # rendering and counting happen when a session is first used.
         self.plans: dict[bool, list[tuple[SessionPlan, set[str]]]] = {}
-        for with_image, name in ((True, "image"), (False, "filler")):
-            rng = random.Random(f"{seed}:haystack-{name}")
-            self.plans[with_image] = [haystack_session(rng, with_image=with_image)
-                                      for _ in range(size)]
+        for with_image, kind in ((True, "image"), (False, "filler")):
+            rng = random.Random(f"{seed}:{name}-{kind}")
+            self.plans[with_image] = [haystack_session(rng, with_image=with_image, world=world,
+                                                       weights=weights) for _ in range(size)]
         self.with_images: list[PoolEntry] = []
         self.fillers: list[PoolEntry] = []
 
@@ -434,9 +438,10 @@ def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = 
     root = gen.root
     root.mkdir(parents=True, exist_ok=True)
     if config.layout == "timeline":
-        from ._timeline import timeline_plans
+        from ._timeline import timeline_plans, use_timeline_pool
 
         plans = list(timeline_plans(gen))
+        use_timeline_pool(gen, [plan for _, plan, _, _ in plans])
     else:
         plans = list(gen.plans())
     natural = None

@@ -2,7 +2,9 @@
 
 Each haystack session carries ``keys`` naming what it mentions (a store, an entity kind, an
 event); an episode skips pool sessions whose keys clash with its question, so no haystack
-image can change a gold answer.
+image can change a gold answer. Sessions draw their names from a :class:`~._world.World`:
+the per-question layout's pool from ``BASE_WORLD``; a timeline's from the larger world
+without its plans' keys, since many plans leave the base world's image talk mostly excluded.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import re
+from collections.abc import Mapping
 from datetime import date, timedelta
 from typing import Any
 
@@ -27,26 +30,27 @@ def _day(rng: random.Random) -> date:
     return _BASE + timedelta(days=rng.randint(0, 364))
 
 
-def decoy_image(rng: random.Random, kind: str) -> tuple[dict[str, Any], set[str], str]:
+def decoy_image(rng: random.Random, kind: str, world: W.World = W.BASE_WORLD,
+                ) -> tuple[dict[str, Any], set[str], str]:
     """(facts, keys, place) for a haystack image of ``kind``."""
     if kind == "receipt":
-        store = rng.choice(W.STORES)
+        store = rng.choice(world.stores)
         return W.receipt_facts(rng, store, str(_day(rng)), rng.choice(W.CURRENCIES)), {f"store:{store}"}, store
     if kind == "ticket":
-        ev = rng.randrange(len(W.EVENTS))
-        facts = {"event": W.EVENTS[ev].removeprefix("the ").title(), "venue": W.VENUES[ev],
+        event, venue = world.events[rng.randrange(len(world.events))]
+        facts = {"event": event.removeprefix("the ").title(), "venue": venue,
                  "date": str(_day(rng)), "time": f"{rng.randint(10, 21):02d}:00",
                  "seat": f"{rng.choice('ABCDEFGH')}{rng.randint(1, 30)}",
                  "price": W.money(rng.randint(12, 90)), "currency": rng.choice(W.CURRENCIES),
                  "code": W.code(rng, "TK")}
-        return facts, {f"event:{W.EVENTS[ev]}"}, W.VENUES[ev]
+        return facts, {f"event:{event}"}, venue
     if kind == "label":
-        product = rng.choice(W.PRODUCTS)
+        product = rng.choice(world.products)
         facts = {"product": product.title(), "brand": rng.choice(W.BRANDS),
                  "weight": f"{rng.choice([250, 400, 500])} g", "best_before": str(_day(rng)),
                  "lot": f"L{rng.randint(1000, 9999)}-{rng.randint(10, 99)}",
                  "colour": rng.choice(W.COLOURS)}
-        return facts, {f"label:{product}"}, rng.choice(W.STORES)
+        return facts, {f"label:{product}"}, rng.choice(world.stores)
     if kind == "calendar":
         d = _day(rng)
         return ({"year": d.year, "month": d.month, "marked_day": d.day,
@@ -75,7 +79,7 @@ def decoy_image(rng: random.Random, kind: str) -> tuple[dict[str, Any], set[str]
     if kind == "scene":
         return W.scene_facts(rng), set(), ""
     if kind == "entity":
-        ek = rng.choice(W.ENTITY_KINDS)
+        ek = rng.choice(world.entity_kinds)
         facts = W.entity_identity(rng, ek)
         return facts, {f"entity:{ek}"}, ""
     raise ValueError(f"no decoy generator for image kind {kind!r}")
@@ -95,14 +99,36 @@ MENTION_RATE = 0.75  # text-only fillers worded like an image session (image lef
 _PLACEHOLDER = re.compile(r"\s*<image>")
 
 
-def _styled(rng: random.Random, style: str) -> tuple[list[list[TurnPlan]], set[str]]:
+def _open_styles(world: W.World) -> tuple[str, ...]:
+    """The styles ``world`` still has names for (all of them in the base world)."""
+    needs = {"label_morning": world.products, "article": world.products,
+             "booking": "booking" in world.screens, "parcel": "parcel" in world.screens,
+             "parking": "parking" in world.screens, "collection": world.entity_kinds,
+             "visitor": _pets(world), "named": _pets(world), "clock_pair": world.activities,
+             "ticket": world.events, "calendar": world.appointments,
+             "arranged": world.arranged, "receipt": world.stores}
+    return tuple(style for style in STYLED if needs[style])
+
+
+def _open_kinds(world: W.World) -> tuple[str, ...]:
+    needs = {"receipt": world.stores, "ticket": world.events, "label": world.products,
+             "entity": world.entity_kinds}
+    return tuple(kind for kind in IMAGE_KINDS if needs.get(kind, True))
+
+
+def _pets(world: W.World) -> list[str]:
+    return [k for k in ("cat", "dog") if k in world.entity_kinds]
+
+
+def _styled(rng: random.Random, style: str, world: W.World = W.BASE_WORLD,
+            ) -> tuple[list[list[TurnPlan]], set[str]]:
     """Insert groups for a haystack session worded like an evidence session."""
     if style == "label_morning":
-        facts, keys, _ = decoy_image(rng, "label")
+        facts, keys, _ = decoy_image(rng, "label", world)
         return [share_image(rng, "label", facts, line=line(
             "label_morning", product=facts["product"].lower()))], keys
     if style == "article":
-        product = rng.choice(W.PRODUCTS)
+        product = rng.choice(world.products)
         pairs = list(zip(rng.sample(W.BRANDS, 3), rng.sample(W.ORIGINS, 3), strict=True))
         clauses = [f"{b} is based in {o}" for b, o in pairs]
         text = line("article", product=product, facts="; ".join(clauses))
@@ -110,7 +136,7 @@ def _styled(rng: random.Random, style: str) -> tuple[list[list[TurnPlan]], set[s
                  say("assistant", "Interesting, thanks for sharing that.")]], {f"label:{product}"}
     if style in ("booking", "parcel"):
         ref = W.code(rng, "BK" if style == "booking" else "PK")
-        fields = ([["Hotel", rng.choice(W.STORES)], ["Check-in", str(_day(rng))],
+        fields = ([["Hotel", rng.choice(world.stores)], ["Check-in", str(_day(rng))],
                    ["Guests", str(rng.randint(1, 4))], ["Reference", ref]] if style == "booking"
                   else [["Carrier", rng.choice(["SwiftPost", "ParcelOne", "BoxRoute"])],
                         ["Status", "In transit"], ["Tracking", ref], ["Items", "1"]])
@@ -126,13 +152,13 @@ def _styled(rng: random.Random, style: str) -> tuple[list[list[TurnPlan]], set[s
         share = line(rng.choice(["parking_first", "parking_move"]))
         return [share_image(rng, "app_ui", facts, line=share)], {"app_ui:parking"}
     if style in ("collection", "visitor", "named"):
-        kind = rng.choice(["cat", "dog"]) if style != "collection" else rng.choice(W.ENTITY_KINDS)
+        kind = rng.choice(_pets(world) if style != "collection" else world.entity_kinds)
         facts = W.entity_identity(rng, kind)
         share = line(style, kind=kind, owner=rng.choice(W.OWNERS).capitalize(),
                      name=rng.choice(W.PET_NAMES))
         return [share_image(rng, "entity", facts, line=share)], {f"entity:{kind}"}
     if style == "clock_pair":
-        act = rng.choice(W.ACTIVITIES)[0]
+        act = rng.choice(world.activities)[0]
         start = rng.randint(7 * 60, 15 * 60)
         end = start + rng.randrange(35, 230, 5)
         colour = rng.choice(W.COLOURS)
@@ -142,31 +168,33 @@ def _styled(rng: random.Random, style: str) -> tuple[list[list[TurnPlan]], set[s
                 share_image(rng, "clock", f2, line=line("clock_end", activity=act))], {
             f"activity:{act}"}
     if style == "ticket":
-        facts, keys, _ = decoy_image(rng, "ticket")
+        facts, keys, _ = decoy_image(rng, "ticket", world)
         event = next(k for k in keys).removeprefix("event:")
         return [share_image(rng, "ticket", facts, line=line("ticket", event=event))], keys
     if style == "calendar":
         facts, _, _ = decoy_image(rng, "calendar")
-        what = rng.choice(W.APPOINTMENTS)
+        what = rng.choice(world.appointments)
         return [share_image(rng, "calendar", facts, line=line("calendar", what=what))], {
             f"what:{what}"}
     if style == "receipt":
-        facts, keys, place = decoy_image(rng, "receipt")
+        facts, keys, place = decoy_image(rng, "receipt", world)
         return [share_image(rng, "receipt", facts, place=place)], keys
     if style == "arranged":
-        thing = rng.choice(W.ARRANGED)
+        thing = rng.choice(world.arranged)
         return [share_image(rng, "scene", W.scene_facts(rng), line=line("arranged", thing=thing))], {
             f"arranged:{thing}"}
     raise ValueError(f"unknown haystack style {style!r}")
 
 
-def _image_inserts(rng: random.Random) -> tuple[list[list[TurnPlan]], set[str]]:
+def _image_inserts(rng: random.Random, world: W.World, weights: Mapping[str, float],
+                   ) -> tuple[list[list[TurnPlan]], set[str]]:
     """The exchanges of a haystack session that shares images, and their keys."""
     if rng.random() < 0.75:
-        style = rng.choices(STYLED, weights=[STYLE_WEIGHTS[k] for k in STYLED])[0]
-        return _styled(rng, style)
-    kind = rng.choice(IMAGE_KINDS)
-    facts, keys, place = decoy_image(rng, kind)
+        styles = _open_styles(world)
+        style = rng.choices(styles, weights=[weights[k] for k in styles])[0]
+        return _styled(rng, style, world)
+    kind = rng.choice(_open_kinds(world))
+    facts, keys, place = decoy_image(rng, kind, world)
     return [share_image(rng, kind, facts, place=place or "the shop")], keys
 
 
@@ -176,16 +204,18 @@ def _without_images(groups: list[list[TurnPlan]]) -> list[list[TurnPlan]]:
              for t in group] for group in groups]
 
 
-def haystack_session(rng: random.Random, *, with_image: bool) -> tuple[SessionPlan, set[str]]:
+def haystack_session(rng: random.Random, *, with_image: bool, world: W.World = W.BASE_WORLD,
+                     weights: Mapping[str, float] = STYLE_WEIGHTS,
+                     ) -> tuple[SessionPlan, set[str]]:
     inserts: list[list[TurnPlan]] = []
     keys: set[str] = set()
     if with_image:
-        inserts, keys = _image_inserts(rng)
+        inserts, keys = _image_inserts(rng, world, weights)
     elif rng.random() < MENTION_RATE:
         # A text-only filler that talks like an image session, its image left out: without
         # it, the share line and its reply alone tell evidence from fillers (design 0008).
         # Its keys keep it out of episodes whose question it could confuse.
-        inserts, keys = _image_inserts(rng)
+        inserts, keys = _image_inserts(rng, world, weights)
         inserts = _without_images(inserts)
     session = chat_session(rng, inserts=inserts)
     session.role = "haystack" if with_image else "filler"

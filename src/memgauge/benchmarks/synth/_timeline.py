@@ -17,6 +17,9 @@ plans' own questions the timeline asks
 
 Plans whose exclusive keys clash with an earlier plan's are skipped (two parking chains, two
 counts of the same collection would answer each other) and further plans drawn instead.
+The haystack comes from its own pool, drawn from the larger world without the plans' keys:
+many plans hold most of the base world's stores, kinds and events, and a haystack that
+skipped those sessions would be left with plain chat (0029).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import random
+from collections import Counter
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
@@ -31,6 +35,8 @@ from typing import TYPE_CHECKING
 from ...errors import ConfigError
 from ...schema import Ability, AnswerType, BenchmarkInfo, Episode, Question, Session
 from ._families import AR_FAMILY, FAMILIES, REFUSAL, QuestionPlan, evidence_facts
+from ._haystack import STYLE_WEIGHTS
+from ._world import LARGE_WORLD
 
 if TYPE_CHECKING:
     from ._generate import Generator
@@ -70,6 +76,39 @@ def timeline_plans(gen: Generator) -> Iterator[tuple[str, QuestionPlan, date, ra
             break
     raise ConfigError(f"only {kept} of --questions {wanted} fit one timeline without two "
                       "questions answering each other; ask for fewer, or more --families")
+
+
+def evidence_styles(plan: QuestionPlan) -> Counter[str]:
+    """How many of ``plan``'s evidence sessions are worded in each haystack style."""
+    family, n = plan.family, len(plan.sessions)
+    if family == "ie_previnfo":
+        return Counter({next(iter(plan.exclusive)).removeprefix("app_ui:"): n})
+    return Counter({style: n // len(styles) for styles in [_FAMILY_STYLES.get(family, ())]
+                    for style in styles})
+
+
+# The haystack style each family's evidence sessions are worded in (_haystack._styled).
+_FAMILY_STYLES = {"ie_entity": ("label_morning", "article"), "ie_scene": ("arranged",),
+                  "msr_arithmetic": ("receipt",), "msr_counting": ("collection",),
+                  "msr_entity": ("visitor", "named"), "tr_duration": ("clock_pair",),
+                  "tr_order": ("ticket",), "tr_date": ("calendar",), "ku_update": ("parking",)}
+
+
+def use_timeline_pool(gen: Generator, plans: list[QuestionPlan]) -> None:
+    """Give ``gen`` the haystack pool of a timeline holding ``plans``: the same sizes, its
+    sessions drawn from the larger world without any plan's exclusive keys, its styles
+    weighted like the plans' evidence (clashes skip plans unevenly, so the timeline's mix
+    of families is not the per-question cycle the default weights mirror)."""
+    from ._generate import HaystackPool
+
+    taken = set().union(*(plan.exclusive for plan in plans))
+    counts = sum((evidence_styles(plan) for plan in plans), Counter())
+    weights = {style: max(1, counts[style]) for style in STYLE_WEIGHTS}
+    pool = HaystackPool(gen.config.seed, gen.store, gen._session_tokens, gen.pool.size,
+                        world=LARGE_WORLD.without(taken), name="timeline-haystack",
+                        weights=weights)
+    pool.store_tokens = gen.pool.store_tokens
+    gen.pool = pool
 
 
 def place(gen: Generator, qid: str, plan: QuestionPlan, qdate: date) -> Placed:

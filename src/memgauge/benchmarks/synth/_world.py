@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass, replace
 from typing import Any
 
 STORES = ["Blue Fern Cafe", "Harbour Books", "Maple & Salt", "Corner Pantry", "Lumen Hardware",
@@ -47,6 +48,71 @@ APPOINTMENTS = ["dentist appointment", "passport renewal", "piano recital", "car
 ARRANGED = ["toys", "magnets", "cookies", "game pieces", "stickers", "candles", "buttons"]
 PET_NAMES = ["Biscuit", "Pepper", "Miso", "Juno", "Olive", "Rocket", "Tofu", "Ziggy"]
 SPOTS = ["B12", "C07", "A03", "D21", "E15", "F02", "G18", "H09", "B04", "C22", "K11", "L05"]
+
+
+# More names of the same sorts, for a timeline's haystack only: many plans on one timeline
+# exclude most of the names above (their keys), and the haystack would lose its image talk.
+MORE_STORES = ["Birch & Barley", "Silver Spoon Diner", "Quayside Books", "Marigold Market",
+               "Foxglove Pharmacy", "Driftwood Cafe", "Cobalt Cycles", "Hearth Bakery",
+               "Little Fig Grocer", "Granite Hardware", "Lantern Tea Room", "Meadow Sweets",
+               "Red Door Pizzeria", "Willow Stationers", "Sunday Market Hall",
+               "Pine Needle Outfitters"]
+MORE_EVENTS = [("the opera night", "Opera House"), ("the poetry reading", "Garden Library"),
+               ("the tennis final", "Court Arena"), ("the film premiere", "Regal Cinema"),
+               ("the ballet", "Royal Ballet Hall"), ("the wine tasting", "Cellar Rooms"),
+               ("the science fair", "Expo Centre"), ("the charity run", "Park Gates")]
+MORE_PRODUCTS = ["maple syrup", "peanut butter", "rye crackers", "jasmine rice", "sea salt",
+                 "apricot jam", "rooibos tea", "almond butter"]
+MORE_ACTIVITIES = [("repotting the plants", "the plant repotting"), ("a swim", "the swim"),
+                   ("washing the car", "the car wash"), ("a yoga class", "the yoga class"),
+                   ("sorting the attic", "the attic sort-out"), ("a run", "the run"),
+                   ("knitting a scarf", "the scarf knitting"), ("a chess game", "the chess game")]
+MORE_APPOINTMENTS = ["vet visit", "tax meeting", "book club", "flu shot", "boiler check",
+                     "school play", "wedding fitting", "driving lesson"]
+MORE_ARRANGED = ["shells", "pebbles", "marbles", "coasters", "ornaments", "dice", "beads"]
+MORE_ENTITY_KINDS = ["vase", "teapot", "hat", "umbrella", "cushion", "jar"]  # render knows them
+SCREENS = ("booking", "parcel", "parking")  # the app screenshots a question can be about
+
+
+@dataclass(frozen=True)
+class World:
+    """The names haystack sessions draw from. Each name is a key (``store:<name>``, ...);
+    :meth:`without` drops the names a question holds exclusively, so a haystack drawn from
+    what is left never clashes with it and still talks about images (0029)."""
+
+    stores: tuple[str, ...]
+    events: tuple[tuple[str, str], ...]  # (event, venue)
+    products: tuple[str, ...]
+    entity_kinds: tuple[str, ...]
+    activities: tuple[tuple[str, str], ...]  # (activity, how a question refers to it)
+    appointments: tuple[str, ...]
+    arranged: tuple[str, ...]
+    screens: tuple[str, ...] = SCREENS
+
+    def without(self, keys: set[str]) -> World:
+        return replace(
+            self,
+            stores=tuple(v for v in self.stores if f"store:{v}" not in keys),
+            events=tuple(e for e in self.events if f"event:{e[0]}" not in keys),
+            products=tuple(v for v in self.products if f"label:{v}" not in keys),
+            entity_kinds=tuple(v for v in self.entity_kinds if f"entity:{v}" not in keys),
+            activities=tuple(a for a in self.activities if f"activity:{a[0]}" not in keys),
+            appointments=tuple(v for v in self.appointments if f"what:{v}" not in keys),
+            arranged=tuple(v for v in self.arranged if f"arranged:{v}" not in keys),
+            screens=tuple(v for v in self.screens if f"app_ui:{v}" not in keys))
+
+
+BASE_WORLD = World(stores=tuple(STORES), events=tuple(zip(EVENTS, VENUES, strict=True)),
+                   products=tuple(PRODUCTS), entity_kinds=tuple(ENTITY_KINDS),
+                   activities=tuple(ACTIVITIES), appointments=tuple(APPOINTMENTS),
+                   arranged=tuple(ARRANGED))
+LARGE_WORLD = replace(
+    BASE_WORLD, stores=(*BASE_WORLD.stores, *MORE_STORES),
+    entity_kinds=(*BASE_WORLD.entity_kinds, *MORE_ENTITY_KINDS),
+    events=(*BASE_WORLD.events, *MORE_EVENTS), products=(*BASE_WORLD.products, *MORE_PRODUCTS),
+    activities=(*BASE_WORLD.activities, *MORE_ACTIVITIES),
+    appointments=(*BASE_WORLD.appointments, *MORE_APPOINTMENTS),
+    arranged=(*BASE_WORLD.arranged, *MORE_ARRANGED))
 
 
 def scene_facts(rng: random.Random) -> dict[str, Any]:

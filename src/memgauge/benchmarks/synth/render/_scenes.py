@@ -189,6 +189,9 @@ register(KindSpec(
 # entity
 
 ENTITY_KINDS = ("mug", "cat", "dog", "plant", "bottle", "sneaker", "backpack", "lamp")
+# Drawn for a timeline's larger haystack world only (synth/_world.py MORE_ENTITY_KINDS); kept
+# apart so near-duplicates of the kinds above draw from the same kinds as before.
+MORE_ENTITY_KINDS = ("vase", "teapot", "hat", "umbrella", "cushion", "jar")
 PATTERNS = ("none", "stripes", "dots", "zigzag")
 MARKS = ("none", "star", "heart", "moon", "bolt", "leaf")
 NAME_POOL = ("Milo", "Luna", "Pip", "Basil", "Juno", "Otto", "Fig", "Nova", "Bean", "Ziggy",
@@ -216,13 +219,24 @@ ENTITY_WORDS = {
                  "front pocket", "top handle"),
     "lamp": ("a table lamp with a dark stand and base", "lampshade", "lampshade",
              "pull chain"),
+    "vase": ("a vase with a round belly, a narrow neck and a darker rim", "vase",
+             "belly of the vase", "neck"),
+    "teapot": ("a teapot with a spout, a handle and a darker lid with a grey knob", "teapot",
+               "side of the teapot", "lid"),
+    "hat": ("a hat with a round crown, a wide brim and a darker band", "hat", "crown",
+            "brim"),
+    "umbrella": ("an open umbrella on a dark grey shaft with a hooked handle", "canopy",
+                 "canopy", "tip"),
+    "cushion": ("a square cushion with rounded corners and darker corner tassels", "cover",
+                "middle of the cushion", "corner"),
+    "jar": ("a jar with a dark grey screw lid", "jar", "middle of the jar", "lid"),
 }
 
 
 def _validate_entity(f):
     k = "entity"
     require(k, f, ("kind", "body", "pattern", "pattern_colour", "mark", "mark_colour"))
-    check_enum(k, "kind", f["kind"], ENTITY_KINDS)
+    check_enum(k, "kind", f["kind"], ENTITY_KINDS + MORE_ENTITY_KINDS)
     check_colour(k, "body", f["body"])
     check_enum(k, "pattern", f["pattern"], PATTERNS)
     check_colour(k, "pattern_colour", f["pattern_colour"])
@@ -338,6 +352,53 @@ def _entity_parts(kind: str, body):
             "body": [("poly", [(68, 36), (132, 36), (160, 110), (40, 110)])],
             "front": [],
             "mark": (100, 76, 17), "tag": (132, 136)}
+    return _more_entity_parts(kind, dark)
+
+
+def _more_entity_parts(kind: str, dark):
+    """:data:`MORE_ENTITY_KINDS`, in the geometry of :func:`_entity_parts`."""
+    if kind == "vase":
+        return {
+            "behind": [],
+            "body": [("rrect", 80, 36, 120, 90, 8), ("ell", 100, 136, 50, 54)],
+            "front": [("ell", 100, 38, 24, 6, 0, dark)],
+            "mark": (100, 138, 18), "tag": (120, 70)}
+    if kind == "teapot":
+        return {
+            "behind": [],
+            "body": [("ring", 46, 130, 18, 26, 10),
+                     ("poly", [(140, 128), (182, 86), (192, 92), (152, 150)]),
+                     ("ell", 100, 138, 56, 50)],
+            "front": [("ell", 100, 90, 28, 9, 0, dark), ("ell", 100, 78, 8, 7, 0, FIXTURE)],
+            "mark": (100, 142, 18), "tag": (124, 92)}
+    if kind == "hat":
+        return {
+            "behind": [],
+            "body": [("ell", 100, 160, 86, 18), ("rrect", 60, 72, 140, 158, 22)],
+            "front": [("rrect", 60, 132, 140, 146, 2, dark)],
+            "mark": (100, 104, 17), "tag": (176, 160)}
+    if kind == "umbrella":
+        handle = _curve((100, 170), (100, 190), (120, 182))
+        return {
+            "behind": [("stroke", [(100, 40), (100, 170)], 4, FIXTURE),
+                       ("stroke", handle, 4, FIXTURE)],
+            "body": [("poly", [(16, 116), (34, 80), (62, 56), (100, 44), (138, 56), (166, 80),
+                               (184, 116)])],
+            "front": [("stroke", [(100, 26), (100, 44)], 3, FIXTURE)],
+            "mark": (100, 82, 17), "tag": (100, 28)}
+    if kind == "cushion":
+        return {
+            "behind": [],
+            "body": [("rrect", 30, 84, 170, 186, 28)],
+            "front": [("ell", 36, 90, 6, 6, 0, dark), ("ell", 164, 90, 6, 6, 0, dark),
+                      ("ell", 36, 180, 6, 6, 0, dark), ("ell", 164, 180, 6, 6, 0, dark)],
+            "mark": (100, 135, 20), "tag": (164, 90)}
+    if kind == "jar":
+        return {
+            "behind": [],
+            "body": [("rrect", 58, 72, 142, 188, 18)],
+            "front": [("rrect", 54, 50, 146, 76, 6, FIXTURE)],
+            "mark": (100, 132, 18), "tag": (100, 62)}
     raise ValueError(kind)
 
 
