@@ -115,3 +115,15 @@ def test_an_llm_endpoint_that_fails_for_good_stops_play_and_keeps_the_log(tmp_pa
     meta, steps = read_trajectory(tmp_path / "t")
     assert meta.end == "player_stopped" and meta.steps == len(steps) >= 2
     assert meta.model_dump()["end_message"]
+
+
+def test_play_with_images_sends_the_frame_as_an_image(tmp_path):
+    with StubServer(answer=lambda body: "noop") as stub:
+        stub.models = [{"id": "m"}]
+        result = _play("crafter", "--player", "llm:openai:m", "--steps", "2", "--images",
+                       "--model-base-url", stub.base_url, "--no-cache",
+                       "--out", str(tmp_path / "t"))
+    assert result.exit_code == 0, result.output
+    parts = stub.requests[0]["messages"][-1]["content"]
+    images = [p for p in parts if p.get("type") == "image_url"]
+    assert len(images) == 1 and images[0]["image_url"]["url"].startswith("data:image/png")
