@@ -82,6 +82,10 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
         raise ConfigError(f"unknown game {game!r}; choose one of {', '.join(env_names())}")
     if steps is not None and steps < 1:
         raise ConfigError(f"--steps {steps}: give at least 1")
+    from pathlib import Path
+
+    if Path(out).exists() and not Path(out).is_dir():
+        raise ConfigError(f"--out {out} is a file; give a folder for the trajectory")
     options: dict[str, Any] = {}
     if frame_size is not None:
         options["frame_size"] = frame_size

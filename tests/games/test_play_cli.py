@@ -127,3 +127,9 @@ def test_play_with_images_sends_the_frame_as_an_image(tmp_path):
     parts = stub.requests[0]["messages"][-1]["content"]
     images = [p for p in parts if p.get("type") == "image_url"]
     assert len(images) == 1 and images[0]["image_url"]["url"].startswith("data:image/png")
+
+
+def test_an_out_path_that_is_a_file_is_refused(tmp_path):
+    (tmp_path / "f").write_text("x")
+    result = _play("crafter", "--player", "random", "--out", str(tmp_path / "f"))
+    assert result.exit_code == 2 and "is a file" in result.output
