@@ -98,6 +98,7 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
                                         api_key_env=api_key_env, model_options=model_options,
                                         timeout=timeout, max_attempts=max_attempts,
                                         cache=cache, cache_path=cache_path)
+    played = False
     try:
         llm_options = ({"images": images, "history": history, "reasks": reasks,
                         "fallback": fallback} if model_spec is not None else {})
@@ -114,6 +115,7 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
             meta = new_meta(env, seed=seed, player=player, max_steps=steps,
                             player_options=player_options)
             try:
+                played = True  # from here the model's client is closed by the play's loop
                 meta = asyncio.run(_play_then_close(env, chosen, out, meta, steps,
                                                     chat_model))
             except (ModelError, OSError) as exc:  # a model that failed for good, a full disk
@@ -123,6 +125,8 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
         finally:
             env.close()
     finally:
+        if not played and hasattr(chat_model, "aclose"):
+            asyncio.run(chat_model.aclose())  # a local: server stops with its client
         if closer is not None:
             closer()
     return _summary(meta, out)
