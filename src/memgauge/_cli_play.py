@@ -38,6 +38,9 @@ def play_command(
     api_key_env: Annotated[str, typer.Option(help="Env var holding the API key")] = "OPENAI_API_KEY",
     model_option: Annotated[list[str] | None, typer.Option(
         help="key=value for a local: model (repeatable)")] = None,
+    game_option: Annotated[list[str] | None, typer.Option(
+        help="key=value for the game (repeatable): textworld rooms, objects, quest_length, "
+             "game_dir; jericho walkthrough")] = None,
     timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds")] = 120.0,
     max_attempts: Annotated[int, typer.Option(help="Attempts per model request")] = 6,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the response cache")] = False,
@@ -53,6 +56,7 @@ def play_command(
                         reasks=reasks, fallback=fallback, model_base_url=model_base_url,
                         api_key_env=api_key_env,
                         model_options=_options(model_option or [], "--model-option"),
+                        game_options=_options(game_option or [], "--game-option"),
                         timeout=timeout, max_attempts=max_attempts, cache=not no_cache,
                         cache_path=cache_path)
     except KeyboardInterrupt:
@@ -68,9 +72,10 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
           frame_size: int | None, noise: float, images: bool, history: int, reasks: int,
           fallback: str | None, model_base_url: str | None, api_key_env: str,
           model_options: dict[str, str], timeout: float, max_attempts: int, cache: bool,
-          cache_path: str | None) -> str:
+          cache_path: str | None, game_options: dict[str, str] | None = None) -> str:
     """Check everything, open the env and the player, play; the one-line summary."""
     import asyncio
+    from pathlib import Path
 
     from .errors import ConfigError, MemgaugeError
     from .games._play import new_meta
@@ -82,15 +87,22 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
         raise ConfigError(f"unknown game {game!r}; choose one of {', '.join(env_names())}")
     if steps is not None and steps < 1:
         raise ConfigError(f"--steps {steps}: give at least 1")
-    from pathlib import Path
-
     if Path(out).exists() and not Path(out).is_dir():
         raise ConfigError(f"--out {out} is a file; give a folder for the trajectory")
+    held = Path(out) / "trajectory.jsonl"
+    if held.is_file() and held.stat().st_size:  # before a game is generated into --out/game
+        raise ConfigError(f"{held} already holds a trajectory; choose another --out")
+    game_options = dict(game_options or {})
     options: dict[str, Any] = {}
     if frame_size is not None:
         options["frame_size"] = frame_size
     if rom is not None:
         options["rom"] = rom
+    options.update(game_options)
+    if game == "textworld" and "game_dir" not in options:
+        # The generated game is kept with its trajectory, so `memgauge play jericho --rom
+        # TRAJ_DIR/game/game.z8` replays the very game (a temporary folder would be gone).
+        options["game_dir"] = str(Path(out) / "game")
     model_spec = llm_spec_model(player)
     chat_model = closer = None
     if model_spec is not None:

@@ -133,3 +133,34 @@ def test_an_out_path_that_is_a_file_is_refused(tmp_path):
     (tmp_path / "f").write_text("x")
     result = _play("crafter", "--player", "random", "--out", str(tmp_path / "f"))
     assert result.exit_code == 2 and "is a file" in result.output
+
+
+def test_a_textworld_game_is_kept_with_its_trajectory_and_replays_through_jericho(tmp_path):
+    pytest.importorskip("textworld")
+    pytest.importorskip("jericho")
+    tw, jr = tmp_path / "tw", tmp_path / "jr"
+    result = CliRunner().invoke(app, ["play", "textworld", "--player", "scripted", "--seed", "3",
+                                      "--game-option", "rooms=4", "--out", str(tw)])
+    assert result.exit_code == 0, result.output
+    game = tw / "game" / "game.z8"
+    meta, steps = read_trajectory(tw)
+    assert game.is_file() and meta.game["sha256"]
+    before = game.read_bytes()
+    again = CliRunner().invoke(app, ["play", "textworld", "--player", "scripted", "--out", str(tw)])
+    assert again.exit_code == 2 and "already holds a trajectory" in again.output
+    assert game.read_bytes() == before  # refused before another game was generated over it
+    result = CliRunner().invoke(app, ["play", "jericho", "--rom", str(game), "--player",
+                                      "scripted", "--out", str(jr)])
+    assert result.exit_code == 0, result.output
+    _, jsteps = read_trajectory(jr)
+    assert [s.action for s in jsteps] == [s.action for s in steps]
+    read = [(a.room, b.room) for a, b in zip(steps, jsteps, strict=True) if b.room is not None]
+    assert read and all(a.lower() == b.lower() for a, b in read)  # the same game, step by step
+
+
+def test_an_unknown_game_option_is_refused_before_play(tmp_path):
+    pytest.importorskip("textworld")
+    result = CliRunner().invoke(app, ["play", "textworld", "--game-option", "bogus=1",
+                                      "--out", str(tmp_path / "t")])
+    assert result.exit_code == 2 and "unknown option 'bogus'" in result.output
+    assert not (tmp_path / "t" / "trajectory.jsonl").exists()
