@@ -45,26 +45,130 @@ def play_command(
     max_attempts: Annotated[int, typer.Option(help="Attempts per model request")] = 6,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the response cache")] = False,
     cache_path: Annotated[str | None, typer.Option(help="Response cache SQLite file")] = None,
+    system: Annotated[str | None, typer.Option(
+        help="Self-experience: the memory system that remembers this play and answers the "
+             "questions made from it; --out is then a run folder (play/, bench/, records)")] = None,
+    system_option: Annotated[list[str] | None, typer.Option(
+        help="Self-experience: key=value for the system (repeatable)")] = None,
+    model: Annotated[str | None, typer.Option(
+        help="Self-experience: the model the system answers with (default: the llm player's, "
+             "so the agent that played answers)")] = None,
+    horizon: Annotated[list[int] | None, typer.Option(
+        help="Self-experience: also ask about steps 1..N only, right after step N (repeatable)"
+    )] = None,
+    max_per_template: Annotated[int, typer.Option(
+        help="Self-experience: questions per template and horizon")] = 3,
+    question_seed: Annotated[int, typer.Option(
+        help="Self-experience: seed of the question generator")] = 0,
+    bench_option: Annotated[list[str] | None, typer.Option(
+        help="Self-experience: key=value for the games loader (steps_per_session, frames)")] = None,
+    concurrency: Annotated[int, typer.Option(
+        help="Self-experience: questions in flight while answering")] = 4,
 ) -> None:
-    """Play one episode of a game and log every step's action and true state to --out."""
+    """Play one episode of a game and log every step's action and true state to --out.
+
+    With --system (self-experience), the play is then turned into questions with the fixed
+    template recipe and the system answers them online: it remembers the steps in the order
+    they were played and answers each question right after the last step it asks about."""
     from .cli import _fail, _options
     from .errors import MemgaugeError
 
+    play_args: dict[str, Any] = {
+        "game": game, "player": player, "seed": seed, "steps": steps, "rom": rom,
+        "frame_size": frame_size, "noise": noise, "images": images, "history": history,
+        "reasks": reasks, "fallback": fallback, "model_base_url": model_base_url,
+        "api_key_env": api_key_env, "timeout": timeout, "max_attempts": max_attempts,
+        "cache": not no_cache, "cache_path": cache_path}
     try:
-        summary = _play(game=game, out=out, player=player, seed=seed, steps=steps, rom=rom,
-                        frame_size=frame_size, noise=noise, images=images, history=history,
-                        reasks=reasks, fallback=fallback, model_base_url=model_base_url,
-                        api_key_env=api_key_env,
-                        model_options=_options(model_option or [], "--model-option"),
-                        game_options=_options(game_option or [], "--game-option"),
-                        timeout=timeout, max_attempts=max_attempts, cache=not no_cache,
-                        cache_path=cache_path)
+        play_args["model_options"] = _options(model_option or [], "--model-option")
+        play_args["game_options"] = _options(game_option or [], "--game-option")
+        if system is not None:
+            _self_experience(play_args, out=out, system=system,
+                             system_options=_options(system_option or []), model=model,
+                             horizons=horizon or [], max_per_template=max_per_template,
+                             question_seed=question_seed,
+                             bench_options=_options(bench_option or [], "--bench-option"),
+                             concurrency=concurrency)
+            return
+        summary = _play(out=out, **play_args)
     except KeyboardInterrupt:
         print(f"interrupted; the steps so far are in {out} (meta.json end: player_stopped)")
         raise typer.Exit(130) from None
     except MemgaugeError as exc:
         _fail(exc)
     print(summary)
+
+
+def _self_experience(play_args: dict[str, Any], *, out: str, system: str,
+                     system_options: dict[str, str], model: str | None, horizons: list[int],
+                     max_per_template: int, question_seed: int, bench_options: dict[str, str],
+                     concurrency: int) -> None:
+    """Play (unless a finished play of this recipe is there), make the questions (unless
+    made), then answer them with ``memgauge run``'s runner, online (design 0032)."""
+    import dataclasses
+    import sys
+    from pathlib import Path
+
+    from .cli import _execute
+    from .errors import ConfigError
+    from .games._self_play import (
+        SelfExperience,
+        check_folder,
+        generate_questions,
+        needs_play,
+        needs_questions,
+    )
+    from .games.players import llm_spec_model
+    from .registry import lookup
+    from .runner import RunConfig
+
+    player = play_args["player"]
+    if player.startswith("replay:"):
+        raise ConfigError("--system with a replay player is controlled exposure: run "
+                          "`memgauge generate games` on the trajectory, then `memgauge run "
+                          "--bench games`")
+    reader = model or llm_spec_model(player)
+    if reader is None:
+        raise ConfigError(f"--system with --player {player}: give --model, the model the "
+                          "system answers with (an llm: player's model is the default)")
+    lookup("system", system)  # an unknown name is refused before any step is played
+    steps = play_args["steps"] or DEFAULT_STEPS
+    late = [h for h in horizons if not 1 <= h <= steps]
+    if late:
+        raise ConfigError(f"--horizon {late[0]}: must be within 1..{steps} (the step cap)")
+    plan = SelfExperience(
+        run_dir=Path(out), game=play_args["game"], seed=play_args["seed"] or 0, steps=steps,
+        player=player, horizons=tuple(sorted(set(horizons))), max_per_template=max_per_template,
+        question_seed=question_seed,
+        player_options={k: play_args[k] for k in ("noise", "images", "history", "reasks",
+                                                  "fallback", "rom", "frame_size",
+                                                  "game_options")})
+    check_folder(plan)
+    if needs_play(plan):
+        print(_play(out=str(plan.trajectory_dir), **{**play_args, "seed": plan.seed,
+                                                     "steps": plan.steps}))
+    else:
+        print(f"play already done: {plan.trajectory_dir}")
+    from .games import read_trajectory
+
+    meta, _ = read_trajectory(plan.trajectory_dir)
+    reached = tuple(h for h in plan.horizons if h <= meta.steps)  # the game may end early
+    if reached != plan.horizons:
+        print(f"the play ended at step {meta.steps}: horizons "
+              f"{', '.join(str(h) for h in plan.horizons if h not in reached)} not asked")
+    effective = dataclasses.replace(plan, horizons=reached)
+    if needs_questions(effective):
+        counts = generate_questions(effective)["counts"]
+        print(f"{counts['questions']} questions from {len(counts['per_template'])} templates "
+              f"-> {plan.bench_dir}")
+    config = RunConfig(
+        bench="games", data=str(plan.bench_dir), out=str(plan.run_dir), system=system,
+        system_options=system_options, model=reader, base_url=play_args["model_base_url"],
+        api_key_env=play_args["api_key_env"], model_options=play_args["model_options"],
+        bench_options=bench_options, concurrency=concurrency, protocol="online",
+        timeout_s=play_args["timeout"], max_attempts=play_args["max_attempts"],
+        cache=play_args["cache"], cache_path=play_args["cache_path"], argv=sys.argv[1:])
+    _execute(config)
 
 
 def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | None,
