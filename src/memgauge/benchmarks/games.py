@@ -422,6 +422,8 @@ def answer_text(value: Any) -> str:
     """A typed answer as the gold text: lists joined with ", ", counted sets as "2 wood"."""
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, list | tuple | dict) and not value:
+        return "none"  # an empty inventory or change is an answer, said as the scorer reads it
     if isinstance(value, list | tuple):
         return ", ".join(answer_text(v) for v in value)
     if isinstance(value, dict):
