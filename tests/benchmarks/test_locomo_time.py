@@ -182,3 +182,39 @@ def test_real_data_online_sees_only_up_to_the_evidence(tmp_path):
     timed = [s for s in seen if s["evidence"] and not s["refusal"]]
     assert len(timed) > len(seen) / 2
     assert len({len(s["ingested"]) for s in timed}) > 5  # asked all along the conversation
+
+
+def _dated_conversation(c: int) -> dict:
+    """Conversation ``c``: three sessions, two questions answerable after each."""
+    conv: dict = {"speaker_a": "Ann", "speaker_b": "Bo"}
+    qa = []
+    for n in (1, 2, 3):
+        conv[f"session_{n}_date_time"] = f"1 pm on {n} May, 2023"
+        conv[f"session_{n}"] = [{"speaker": "Ann", "dia_id": f"D{n}:1",
+                                 "text": f"Story {c}, part {n}. " + "Nice. " * 30}]
+        qa += [{"question": f"Question {n}{k} about story {c}?", "answer": "x",
+                "evidence": [f"D{n}:1"], "category": 4} for k in range(2)]
+    return {"sample_id": f"conv-{c}", "conversation": conv, "qa": qa}
+
+
+def test_with_one_slot_each_episode_is_sent_whole_before_the_next(tmp_path):
+    """Asked after its evidence, a LoCoMo conversation is answered at several points; for a
+    shared-prefix system the next episode must not take the slot between them (each switch
+    would evict the history a prefix cache holds: 1.3 % reuse measured, bench/RESULTS.md)."""
+    import re
+
+    from stub_server import StubServer, last_text
+
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps([_dated_conversation(c) for c in range(3)]))
+    with StubServer(answer=lambda body: "x") as stub:
+        run(RunConfig(bench="locomo", data=str(data), out=str(tmp_path / "run"),
+                      model="openai:stub", base_url=stub.base_url, cache=False,
+                      progress=False, concurrency=1, bench_options={"asked_after": "evidence"}))
+    asked = [re.search(r"Question (\d)\d about story (\d)\?", last_text(b)).groups()
+             for b in stub.requests]
+    assert len(asked) == 18
+    stories = [story for _, story in asked]
+    assert stories == sorted(stories), stories  # one conversation after the other
+    for story in "012":  # and each at its three points, in order
+        assert [cut for cut, s in asked if s == story] == list("112233")

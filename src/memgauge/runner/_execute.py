@@ -682,9 +682,13 @@ class Runner:
         writer = RecordWriter(self.run_dir)
         gc_previous = quiet_gc()  # see runner/_gc.py
         prefix = shares_prefix(s.probe)  # its first question warms the server (design 0031)
-        sem = PriorityGate(gate_slots(c.concurrency, model, prefix))
+        slots = gate_slots(c.concurrency, model, prefix)
+        sem = PriorityGate(slots)
         episode_order = itertools.count()  # a question's gate key: (its episode's, its place)
-        episodes_in_flight = asyncio.Semaphore(max(2, c.concurrency * 2))
+        # A shared-prefix episode asked at several points (asked_after) frees the gate between
+        # them; an episode started meanwhile would take the slot and evict its history from
+        # the server's cache. So no more such episodes than slots (their ingest costs nothing).
+        episodes_in_flight = asyncio.Semaphore(slots if prefix else max(2, c.concurrency * 2))
         tasks: set[asyncio.Task[None]] = set()
 
         async def answer_one(system: Any, episode: Episode, q: Question, share: Share,
