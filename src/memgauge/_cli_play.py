@@ -64,6 +64,8 @@ def play_command(
         help="Self-experience: key=value for the games loader (steps_per_session, frames)")] = None,
     concurrency: Annotated[int, typer.Option(
         help="Self-experience: questions in flight while answering")] = 4,
+    max_tokens: Annotated[int, typer.Option(
+        help="Self-experience: the longest answer (and memory write), in tokens")] = 512,
 ) -> None:
     """Play one episode of a game and log every step's action and true state to --out.
 
@@ -88,7 +90,7 @@ def play_command(
                              horizons=horizon or [], max_per_template=max_per_template,
                              question_seed=question_seed,
                              bench_options=_options(bench_option or [], "--bench-option"),
-                             concurrency=concurrency)
+                             concurrency=concurrency, max_tokens=max_tokens)
             return
         summary = _play(out=out, **play_args)
     except KeyboardInterrupt:
@@ -102,7 +104,7 @@ def play_command(
 def _self_experience(play_args: dict[str, Any], *, out: str, system: str,
                      system_options: dict[str, str], model: str | None, horizons: list[int],
                      max_per_template: int, question_seed: int, bench_options: dict[str, str],
-                     concurrency: int) -> None:
+                     concurrency: int, max_tokens: int) -> None:
     """Play (unless a finished play of this recipe is there), make the questions (unless
     made), then answer them with ``memgauge run``'s runner, online (design 0032)."""
     import dataclasses
@@ -166,6 +168,7 @@ def _self_experience(play_args: dict[str, Any], *, out: str, system: str,
         system_options=system_options, model=reader, base_url=play_args["model_base_url"],
         api_key_env=play_args["api_key_env"], model_options=play_args["model_options"],
         bench_options=bench_options, concurrency=concurrency, protocol="online",
+        max_tokens=max_tokens,
         timeout_s=play_args["timeout"], max_attempts=play_args["max_attempts"],
         cache=play_args["cache"], cache_path=play_args["cache_path"], argv=sys.argv[1:])
     _execute(config)
