@@ -143,6 +143,9 @@ def run(
         help="The openai: captioner's endpoint")] = None,
     captioner_prompt: Annotated[str, typer.Option(
         help="A VLM captioner's prompt: dense | task")] = "dense",
+    captioner_model_option: Annotated[list[str] | None, typer.Option(
+        help="key=value for a local: captioner's server (repeatable): the --model-option "
+             "keys, e.g. mmproj=PATH (a VLM GGUF's projector)")] = None,
     instruction: Annotated[str, typer.Option(help="direct | cot | reasoning")] = "direct",
     label_images: Annotated[bool, typer.Option(help="Insert [Image N] labels")] = False,
     max_context_tokens: Annotated[int | None, typer.Option(
@@ -212,6 +215,8 @@ def run(
             shard=parse_shard(shard) if shard else None, context_mode=context_mode,
             captioner=captioner, captioner_base_url=captioner_base_url,
             captioner_prompt=captioner_prompt,
+            captioner_model_options=_options(captioner_model_option or [],
+                                             "--captioner-model-option"),
             instruction=instruction, label_images=label_images,
             max_context_tokens=max_context_tokens, overflow=overflow, count_tokens=count_tokens,
             protocol=protocol, max_tokens=max_tokens,

@@ -52,6 +52,8 @@ class CaptionerSettings:
     retry_base_s: float = 0.5
     max_tokens: int = 256
     image_policy: ImagePolicy = field(default_factory=ImagePolicy)
+    # --captioner-model-option: a local: captioner's server options (mmproj, n_ctx, ...)
+    model_options: dict[str, str] = field(default_factory=dict)
 
 
 @runtime_checkable

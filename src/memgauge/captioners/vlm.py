@@ -8,11 +8,13 @@ digest is the captioner's version, so a changed prompt never reuses old captions
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 from ..media import ImageEncoder
 from ..models import GenerateConfig, ImagePart, Message, ModelError, ModelSettings, TextPart
 from ..models import create_model as _create_model
+from ..models.local import OUTPUT_OPTIONS
 from ..registry import captioner
 from ..schema import ImageRef
 from ._base import Caption, CaptionerSettings, CaptionFailed, argument
@@ -32,6 +34,19 @@ PROMPT_TEXT = {
 }
 
 
+def _version(prompt_name: str, prompt: str, model: Any) -> str:
+    """The prompt's digest, and, when a local server's options change what it writes (its
+    projector, by content; its chat template), their digest too. Options that only change
+    speed (threads, slots, n_ctx, flash_attn) leave it alone, so the cache still serves."""
+    version = f"{prompt_name}-{hashlib.sha256(prompt.encode()).hexdigest()[:16]}"
+    identity = getattr(model, "cache_identity", dict)()
+    output = {k: identity[k] for k in OUTPUT_OPTIONS if identity.get(k)}
+    if output:
+        version += "-" + hashlib.sha256(json.dumps(output, sort_keys=True).encode()
+                                        ).hexdigest()[:16]
+    return version
+
+
 class VlmCaptioner:
     cacheable = True
     needs_pixels = True
@@ -41,8 +56,8 @@ class VlmCaptioner:
         self.prompt_name = settings.prompt
         self.prompt = PROMPT_TEXT[settings.prompt]
         self.kind = settings.prompt  # "dense" or "task"
-        self.version = f"{settings.prompt}-{hashlib.sha256(self.prompt.encode()).hexdigest()[:16]}"
         self.generate_config = GenerateConfig(max_tokens=settings.max_tokens, temperature=0.0)
+        self.model_options = dict(settings.model_options)
         policy = settings.image_policy
         # The captioner's own client: its endpoint, no response cache (captions are cached
         # by the stage under kind "caption", keyed on the image, not on the request).
@@ -50,11 +65,16 @@ class VlmCaptioner:
             base_url=settings.base_url, api_key_env=settings.api_key_env,
             concurrency=settings.concurrency, timeout_s=settings.timeout_s,
             max_attempts=settings.max_attempts, retry_base_s=settings.retry_base_s,
-            image_policy=policy, encoder=ImageEncoder(policy), cache=None))
+            image_policy=policy, encoder=ImageEncoder(policy), cache=None,
+            model_options=self.model_options, options_flag="--captioner-model-option"))
+        self.version = _version(self.prompt_name, self.prompt, self.model)
 
     def describe(self) -> dict[str, Any]:
-        return {"model": self.model.describe(), "prompt": self.prompt_name,
-                "max_tokens": self.generate_config.max_tokens}
+        out = {"model": self.model.describe(), "prompt": self.prompt_name,
+               "max_tokens": self.generate_config.max_tokens}
+        if self.model_options:
+            out["model_options"] = dict(sorted(self.model_options.items()))
+        return out
 
     async def caption(self, ref: ImageRef, sha256: str | None) -> Caption | None:
         messages = [Message("user", [ImagePart(ref), TextPart(self.prompt)])]

@@ -45,6 +45,8 @@ BYTES_PER_TOKEN = 3.0
 
 OPTION_TYPES: dict[str, type] = {"n_ctx": int, "n_parallel": int, "threads": int,
                                  "mmproj": str, "flash_attn": str, "chat_template": str}
+# The options that change what the model writes (the rest change only its speed or room).
+OUTPUT_OPTIONS = ("mmproj", "chat_template")
 OPTION_HELP: dict[str, str] = {  # memgauge list
     "n_ctx": "tokens per request (default 8192)", "n_parallel": "server slots (default 1)",
     "threads": "CPU threads (default: every core)", "mmproj": "a multimodal projector GGUF",
@@ -75,6 +77,15 @@ def parse_options(raw: dict[str, str], flag: str = "--model-option") -> dict[str
     if out.get("n_ctx", DEFAULT_N_CTX) < 256:
         raise ConfigError(f"{flag} n_ctx={out['n_ctx']}: a context under 256 tokens "
                           "cannot hold a prompt")
+    return out
+
+
+def checked_options(raw: dict[str, str], flag: str = "--model-option") -> dict[str, Any]:
+    """:func:`parse_options`, and the projector file is there and a GGUF: a run checks this
+    before it starts any server or sends any request."""
+    out = parse_options(raw, flag)
+    if out.get("mmproj"):
+        check_gguf(Path(out["mmproj"]).expanduser(), f"{flag} mmproj")
     return out
 
 

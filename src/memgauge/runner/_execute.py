@@ -121,6 +121,7 @@ class RunConfig:
     captioner: str | None = None
     captioner_base_url: str | None = None
     captioner_prompt: str = "dense"
+    captioner_model_options: dict[str, str] = field(default_factory=dict)  # local: captioners
     # --protocol: online answers each question once its asked_after session is ingested;
     # offline ingests every session first (design 0029). Same for data without asked_after.
     protocol: str = "online"
@@ -161,6 +162,12 @@ class RunConfig:
             ident["captioner"] = self.captioner
             if self.captioner.startswith(("openai:", "local:")):
                 ident["captioner_prompt"] = self.captioner_prompt
+            from ..models.local import OUTPUT_OPTIONS
+
+            output = {k: v for k, v in sorted(self.captioner_model_options.items())
+                      if k in OUTPUT_OPTIONS}
+            if output:  # only those that change the captions (design 0023)
+                ident["captioner_model_options"] = output
         return ident
 
     def effective_system_options(self) -> dict[str, Any]:
@@ -238,6 +245,20 @@ class RunConfig:
 
             check_tokenizer(self.tokenizer)
         self.check_embedders()
+        self.check_captioner_options()
+
+    def check_captioner_options(self) -> None:
+        """--captioner-model-option: a local: captioner's server options, checked (keys,
+        values, the projector file) before any server starts or any request is sent."""
+        if not self.captioner_model_options:
+            return
+        flag = "--captioner-model-option"
+        if not (self.captioner or "").startswith("local:"):
+            raise ConfigError(f"{flag} applies to a local: captioner only (the captioner is "
+                              f"{self.captioner or 'not set'})")
+        from ..models.local import checked_options
+
+        checked_options(self.captioner_model_options, flag)
 
     @property
     def is_local(self) -> bool:
@@ -581,7 +602,8 @@ class Runner:
         settings = CaptionerSettings(
             base_url=c.captioner_base_url, api_key_env=c.api_key_env, prompt=c.captioner_prompt,
             concurrency=max(1, c.concurrency), timeout_s=c.timeout_s,
-            max_attempts=c.max_attempts, retry_base_s=c.retry_base_s, image_policy=policy)
+            max_attempts=c.max_attempts, retry_base_s=c.retry_base_s, image_policy=policy,
+            model_options=dict(c.captioner_model_options))
         return CaptionStage(create_captioner(c.captioner, settings), cache)
 
     def _preflight(self, s: Setup) -> None:
