@@ -1,6 +1,6 @@
 """Systems under test: the MemorySystem protocol and the built-in systems."""
 
-from . import full_context, oracle, rag  # noqa: F401  (registers the systems)
+from . import clue_views, full_context, oracle, rag  # noqa: F401  (registers the systems)
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._context import (
     CONTEXT_MODES,

@@ -1,0 +1,127 @@
+"""The clue-view systems: all / latest / stale clue rounds, shortcut views, the baseline."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from memgauge.errors import ConfigError
+from memgauge.models import ScriptedModel, TextPart
+from memgauge.models.none import NoModel
+from memgauge.registry import lookup
+from memgauge.schema import (
+    Ability,
+    AnswerType,
+    BenchmarkInfo,
+    Episode,
+    EvidenceRef,
+    ImageRef,
+    Question,
+    Session,
+    Turn,
+)
+from memgauge.systems import SystemContext
+
+
+def _episode() -> Episode:
+    def session(sid: str, date: str, text: str, caption: str | None = None) -> Session:
+        images = ([ImageRef(source=f"{sid}.png", captions={"dense": caption})]
+                  if caption else [])
+        return Session(session_id=sid, date=date, turns=[
+            Turn(turn_id=f"{sid}:1", role="user", text=text, images=images),
+            Turn(turn_id=f"{sid}:1a", role="assistant", text=f"noted ({sid})",
+                 meta={"round": f"{sid}:1"}),
+            Turn(turn_id=f"{sid}:2", role="user", text=f"small talk in {sid}")])
+
+    q = Question(question_id="q1", text="What colour is the sofa now?", answer="B",
+                 answer_type=AnswerType.MCQ, ability=Ability.KNOWLEDGE_UPDATE,
+                 options=["grey", "green", "blue", "red"],
+                 # out of order on purpose: chronology comes from the history
+                 evidence=[EvidenceRef(session_id="D3", turn_id="D3:1"),
+                           EvidenceRef(session_id="D1", turn_id="D1:1")])
+    one = q.model_copy(update={"question_id": "q2",
+                               "evidence": [EvidenceRef(session_id="D2", turn_id="D2:1")]})
+    return Episode(episode_id="e", benchmark=BenchmarkInfo(name="t"), questions=[q, one],
+                   sessions=[session("D1", "2024-01-01", "My sofa is grey.",
+                                     "A grey fabric sofa. Three cushions on it."),
+                             session("D2", "2024-02-01", "I bought a lamp."),
+                             session("D3", "2024-03-01", "I reupholstered the sofa green.")])
+
+
+def _shown(system_name: str, qid: str = "q1", mode: str = "text", **options: str):
+    model = ScriptedModel(fn=lambda messages, _: "B")
+    ctx = SystemContext(model=model, context_mode=mode, options=options)
+    sys_ = lookup("system", system_name)(ctx)()
+    ep = _episode()
+
+    async def go():
+        await sys_.reset(ep)
+        for s in ep.sessions:
+            await sys_.ingest(s)
+        return await sys_.answer(next(q for q in ep.questions if q.question_id == qid))
+
+    response = asyncio.run(go())
+    text = "\n".join(p.text for m in (model.calls[-1][0] if model.calls else [])
+                     for p in m.parts if isinstance(p, TextPart))
+    return response, text
+
+
+def test_all_clue_shows_every_clue_round_and_nothing_else() -> None:
+    response, text = _shown("clue-all")
+    assert response.text == "B"
+    assert "My sofa is grey." in text and "reupholstered the sofa green" in text
+    assert "noted (D1)" in text  # the round's assistant turn belongs to it
+    assert "lamp" not in text and "small talk" not in text
+    assert text.index("grey.") < text.index("green.")  # history order, not evidence order
+
+
+def test_latest_only_shows_the_chronologically_latest_clue() -> None:
+    _, text = _shown("clue-latest")
+    assert "green" in text and "My sofa is grey." not in text
+
+
+def test_stale_only_shows_the_earlier_clues() -> None:
+    _, text = _shown("clue-stale")
+    assert "My sofa is grey." in text and "reupholstered" not in text
+
+
+def test_stale_only_with_one_clue_is_an_error_not_an_answer() -> None:
+    response, _ = _shown("clue-stale", qid="q2")
+    assert response.error is not None and response.error.kind == "not_applicable"
+    assert response.text is None
+
+
+def test_question_only_has_no_history_and_options_only_hides_the_question() -> None:
+    _, text = _shown("shortcut-question")
+    assert "sofa now?" in text and "B. green" in text and "grey." not in text
+    _, text = _shown("shortcut-options")
+    assert "sofa now?" not in text and "B. green" in text
+
+
+def test_caption_mode_and_minimal_caption() -> None:
+    _, text = _shown("clue-all", mode="caption")
+    assert "Three cushions" in text
+    _, text = _shown("clue-all", mode="caption", caption="minimal")
+    assert "A grey fabric sofa." in text and "Three cushions" not in text
+
+
+def test_bad_caption_option_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="caption"):
+        lookup("system", "clue-all")(SystemContext(model=NoModel(),
+                                                   options={"caption": "short"}))
+
+
+def test_offline_baseline_picks_the_option_the_shown_text_supports() -> None:
+    ctx = SystemContext(model=NoModel(), context_mode="text")
+    ep = _episode()
+
+    async def go(name: str):
+        sys_ = lookup("system", name)(ctx)()
+        await sys_.reset(ep)
+        for s in ep.sessions:
+            await sys_.ingest(s)
+        return (await sys_.answer(ep.questions[0])).text
+
+    assert asyncio.run(go("clue-latest")) == "B"  # "green" is in the latest clue
+    assert asyncio.run(go("clue-stale")) == "A"  # the stale state: grey
