@@ -17,6 +17,14 @@ fits SmolLM2's 8192-token context and a 2-core machine answers in minutes.
 
     python bench/prefix_cache.py --conversations 2 --questions 10 --max-chars 5000 --repeats 2
 
+``--timeline TIER`` measures a synth timeline tier small enough for SmolLM2 instead (one per
+seed, ``--timelines`` of them with ``--plans`` plans each, generated here): ``grouped`` is
+each timeline run online (each question once its ``asked_after`` session is in, so later
+prompts extend earlier ones); ``shuffled`` makes each question its own episode holding the
+sessions up to its ``asked_after`` (the same prompt), shuffled across the timelines.
+
+    python bench/prefix_cache.py --timeline 6k --timelines 2 --plans 3
+
 Needs the `local` extra, `memgauge models pull smollm2` and the LoCoMo files in
 ``../shared/data/locomo10`` (or ``--locomo DIR``). It prints one JSON object, and Markdown
 rows for bench/RESULTS.md.
@@ -84,6 +92,48 @@ def write_files(locomo: Path, out: Path, conversations: int, questions: int,
     return out / "grouped.json", out / "shuffled.json", len(singles)
 
 
+def write_timelines(out: Path, tier: str, timelines: int, plans: int,
+                    seed: int) -> tuple[Path, Path, int]:
+    """Synth timeline benchmarks (seeds 0..timelines-1) merged into one ``grouped`` folder,
+    and a ``shuffled`` folder of one episode per question (its history up to
+    ``asked_after``), both with the images and a manifest the synth loader reads."""
+    import shutil
+
+    from memgauge.benchmarks import BenchmarkOptions
+    from memgauge.benchmarks.synth import SynthConfig, generate
+    from memgauge.registry import lookup
+
+    episodes = []
+    for k in range(timelines):
+        root = out / f"seed{k}"
+        generate(SynthConfig(out=str(root), seed=k, tiers=[tier], questions=plans,
+                             layout="timeline", overwrite=True))
+        [episode] = lookup("benchmark", "synth")(BenchmarkOptions(
+            data=str(root), tier=tier)).episodes()
+        episodes.append((root, episode))
+    singles = [episode.model_copy(update={
+        "episode_id": f"{episode.episode_id}:{q.question_id}",
+        "sessions": episode.sessions[:q.asked_after + 1],
+        "questions": [q.model_copy(update={"asked_after": None})]})
+        for _, episode in episodes for q in episode.questions]
+    random.Random(seed).shuffle(singles)
+    paths = []
+    for name, eps in (("grouped", [e for _, e in episodes]), ("shuffled", singles)):
+        folder = out / name
+        (folder / "tiers" / tier).mkdir(parents=True, exist_ok=True)
+        for root, _ in episodes:
+            shutil.copytree(root / "images", folder / "images", dirs_exist_ok=True)
+        manifest = json.loads((episodes[0][0] / "manifest.json").read_text(encoding="utf-8"))
+        manifest["tiers"][tier]["questions"] = sum(len(e.questions) for e in eps)
+        (folder / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+        lines = [e.model_dump_json(exclude={"sessions": {"__all__": {"turns": {"__all__": {
+            "images": {"__all__": {"path"}}}}}}}) for e in eps]
+        (folder / "tiers" / tier / "episodes.jsonl").write_text("\n".join(lines) + "\n",
+                                                               encoding="utf-8")
+        paths.append(folder)
+    return paths[0], paths[1], len(singles)
+
+
 def serve(spec: dict[str, Any]) -> int:
     """The child: llama.cpp's server as ``local:`` starts it, with ``cache_ram_mib`` set."""
     import xllamacpp as xl
@@ -128,7 +178,8 @@ def server(cache_ram_mib: int, slots: int) -> Iterator[str]:
 
 
 def measure(data: Path, out: Path, base_url: str, args: argparse.Namespace) -> dict[str, Any]:
-    config = RunConfig(bench="locomo", data=str(data), out=str(out), system="full-context",
+    config = RunConfig(bench="synth" if args.timeline else "locomo", data=str(data),
+                       tier=args.timeline, out=str(out), system="full-context",
                        model="openai:smollm2", base_url=base_url, context_mode="text",
                        max_tokens=args.max_tokens, concurrency=args.concurrency, cache=False,
                        progress=False, timeout_s=600.0)
@@ -157,15 +208,24 @@ def main() -> int:
     ap.add_argument("--cache-ram", default="8192,0", help="cache_ram_mib values to try")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--timeline", default=None,
+                    help="a synth timeline tier (e.g. 6k) instead of LoCoMo")
+    ap.add_argument("--timelines", type=int, default=2, help="with --timeline: how many")
+    ap.add_argument("--plans", type=int, default=3, help="with --timeline: plans in each")
     args = ap.parse_args()
-    if not args.locomo.is_dir():
+    work = args.work / time.strftime("%Y%m%d-%H%M%S")
+    if args.timeline:
+        grouped, shuffled, n = write_timelines(work, args.timeline, args.timelines,
+                                               args.plans, args.seed)
+    elif not args.locomo.is_dir():
         print(f"LoCoMo data not found at {args.locomo}: skipped", file=sys.stderr)
         return 0
-    work = args.work / time.strftime("%Y%m%d-%H%M%S")
-    grouped, shuffled, n = write_files(args.locomo, work, args.conversations, args.questions,
-                                       args.max_chars, args.seed)
+    else:
+        grouped, shuffled, n = write_files(args.locomo, work, args.conversations,
+                                           args.questions, args.max_chars, args.seed)
     out: dict[str, Any] = {
-        "questions": n, "conversations": args.conversations, "max_chars": args.max_chars,
+        "questions": n, "timeline": args.timeline, "timelines": args.timelines,
+        "plans": args.plans, "conversations": args.conversations, "max_chars": args.max_chars,
         "slots": args.slots, "concurrency": args.concurrency, "max_tokens": args.max_tokens,
         "arms": []}
     arms = [(int(ram), name, data) for ram in args.cache_ram.split(",")
