@@ -126,6 +126,12 @@ def run(
     concurrency: Annotated[int, typer.Option(help="Requests in flight (in all)")] = 8,
     workers: Annotated[int, typer.Option(
         help="Answering processes, each taking every N-th item (for fast local servers)")] = 1,
+    executor: Annotated[str, typer.Option(
+        help="local (this machine) | ray (episodes as Ray tasks; --workers N: N tasks, "
+             "default one per CPU of the cluster)")] = "local",
+    ray_address: Annotated[str | None, typer.Option(
+        help="With --executor ray: auto (the cluster this node joined) or ray://HOST:PORT; "
+             "default: RAY_ADDRESS, else a Ray started here")] = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N questions")] = None,
     shard: Annotated[str | None, typer.Option(help="i/N: this run's share (0 <= i < N)")] = None,
     allow_missing_images: Annotated[bool, typer.Option(
@@ -211,7 +217,7 @@ def run(
             allow_missing_images=allow_missing_images, question_ids=question_ids, tier=tier,
             base_url=",".join(base_url) if base_url else None, api_key_env=api_key_env,
             concurrency=concurrency, limit=limit,
-            workers=workers,
+            workers=workers, executor=executor, ray_address=ray_address,
             shard=parse_shard(shard) if shard else None, context_mode=context_mode,
             captioner=captioner, captioner_base_url=captioner_base_url,
             captioner_prompt=captioner_prompt,

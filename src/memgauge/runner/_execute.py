@@ -107,6 +107,9 @@ class RunConfig:
     cache: bool = True
     cache_path: str | None = None
     workers: int = 1  # answering processes (see runner/_workers.py); not part of the identity
+    # --executor ray: episodes answered as Ray tasks (runner/_ray.py); not part of the identity
+    executor: str = "local"
+    ray_address: str | None = None  # None: Ray's default (RAY_ADDRESS, else a local instance)
     progress: bool = True
     argv: list[str] = field(default_factory=list)
     # Judging while running; not part of the identity: a run can be judged later too.
@@ -245,6 +248,10 @@ class RunConfig:
 
             check_tokenizer(self.tokenizer)
         self.check_embedders()
+        if self.executor != "local" or self.ray_address is not None:
+            from ._ray import check_ray_config
+
+            check_ray_config(self)
         self.check_captioner_options()
 
     def check_captioner_options(self) -> None:
@@ -944,6 +951,13 @@ class Runner:
         return count - len(prep.done_ok)
 
     def run_sync(self) -> RunResult:
+        if self.config.executor == "ray":
+            from ._ray import run_with_ray
+
+            try:
+                return run_with_ray(self)
+            finally:
+                self.unlock()
         if self.config.workers <= 1:  # the usual case: the workers module is not imported
             return asyncio.run(self.run())
         from ._workers import run_with_workers, workers_for

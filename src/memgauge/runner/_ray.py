@@ -1,0 +1,284 @@
+"""Answering as Ray tasks (``--executor ray [--ray-address ...]``; design 0033).
+
+The fork pool (``_workers.py``) on a cluster: the driver checks the folder, compacts it and
+writes the first manifest, then submits N Ray tasks; task k answers part k of N of the
+episodes (the episode stays the unit: a memory system is stateful per episode), builds its
+own model, judge and response-cache connection from the run config, and appends its records
+to the run folder's ``records.jsonl`` through the same locked, fsynced writer the fork
+workers use. The folder must therefore be on storage every node sees at the same path.
+
+A task whose worker dies (killed, out of memory, its node lost) is retried by Ray; the
+retry skips what the earlier attempt wrote. A task that fails for good leaves what it wrote;
+the driver finishes the manifest and raises, and a rerun answers the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError, MemgaugeError
+
+if TYPE_CHECKING:
+    from ._execute import RunConfig, Runner, RunResult
+
+INSTALL_HINT = 'pip install "memgauge[ray]"'
+TASK_RETRIES = 2  # Ray re-runs a task whose worker process died this many times
+_POLL_S = 0.2
+
+
+def require_ray() -> None:
+    """A ConfigError naming the extra when Ray is not installed (before anything runs)."""
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise ConfigError(f"--executor ray needs Ray, which is not installed: "
+                          f"{INSTALL_HINT}") from None
+
+
+def check_ray_config(config: RunConfig) -> None:
+    """What cannot work with Ray tasks, refused before the first request."""
+    if config.executor not in ("local", "ray"):
+        raise ConfigError(f"--executor {config.executor!r}: use one of local, ray")
+    if config.executor == "local":
+        if config.ray_address is not None:
+            raise ConfigError("--ray-address applies to --executor ray only")
+        return
+    require_ray()
+    address = config.ray_address
+    if address is not None and address != "auto" and not address.startswith("ray://"):
+        raise ConfigError(f"--ray-address {address!r}: use auto (a cluster started with "
+                          "`ray start` on this node) or ray://HOST:PORT")
+    if config.model.startswith("local:") or (config.judge or "").startswith("local:"):
+        raise ConfigError("--executor ray: a local: model runs in this process's own server; "
+                          "serve it over HTTP (llama.cpp, vLLM) and pass --base-url, or use "
+                          "--executor local")
+
+
+def task_path(run_dir: Path, k: int) -> Path:
+    return run_dir / f".ray-task-{k}.json"
+
+
+def run_with_ray(runner: Runner) -> RunResult:
+    import ray
+
+    started_here = not ray.is_initialized()
+    if started_here:
+        # address None: Ray's own default (RAY_ADDRESS, else a local instance)
+        ray.init(address=runner.config.ray_address, include_dashboard=False,
+                 log_to_driver=True)
+    try:
+        return _drive(runner)
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def _task_count(config: RunConfig) -> tuple[int, str | None]:
+    """How many tasks (parts) to submit, and why fewer than asked (if so)."""
+    import ray
+
+    if config.limit is not None:
+        return 1, ("--executor ray answers in one task: --limit counts questions in file "
+                   "order")
+    asked = config.workers if config.workers > 1 else \
+        max(1, int(ray.cluster_resources().get("CPU", 1)))
+    if config.concurrency < asked:  # each task needs a request slot of its own
+        return config.concurrency, (f"{asked} Ray tasks reduced to {config.concurrency}: "
+                                    f"--concurrency {config.concurrency} is the total")
+    return asked, None
+
+
+def _drive(runner: Runner) -> RunResult:
+    import ray
+
+    from ..models.openai_compat import redact_urls
+    from ._execute import RunResult
+    from ._workers import _bench_manifest, _judge_earlier, _merge_bench, _merge_cache
+
+    config = runner.config
+    n, why = _task_count(config)
+    prep = runner.prepare()
+    s = runner.setup(with_cache=False)  # describes the run (and checks the endpoints)
+    manifest = runner.initial_manifest(s, prep)
+    manifest["execution"] = {"executor": "ray", "tasks": n,
+                             "ray_address": redact_urls(config.ray_address)}
+    run_dir = runner.run_dir
+    for k in range(n):
+        task_path(run_dir, k).unlink(missing_ok=True)
+    hashed: dict[str, Any] = {}
+    hasher = threading.Thread(target=_bench_manifest, args=(s, hashed), daemon=True)
+    hasher.start()
+    result = RunResult(run_dir=run_dir, skipped=len(prep.done_ok), workers=n,
+                       total=runner.expected_todo(s.bench, prep))
+    if why:
+        result.notes.append(why)
+    tail = _RecordTail(run_dir)
+    remote = ray.remote(num_cpus=1, max_retries=TASK_RETRIES,
+                        retry_exceptions=False)(answer_part)
+    # --concurrency is the run's total: each task keeps its share in flight
+    refs = [remote.remote(_task_config(config, k, n), prep.done_ok, k, n) for k in range(n)]
+    reports: dict[int, dict[str, Any]] = {}
+    lost: list[str] = []
+    interrupted: BaseException | None = None
+    pending = dict(zip(refs, range(n), strict=True))
+    while pending:
+        try:
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=_POLL_S)
+            for ref in ready:
+                k = pending.pop(ref)
+                try:
+                    reports[k] = ray.get(ref)
+                except ray.exceptions.RayError as exc:  # its worker died, retries spent
+                    lost.append(f"task {k}: {type(exc).__name__}: "
+                                f"{str(exc).splitlines()[0] if str(exc) else ''}")
+            tail.progress(runner, result)
+        except BaseException as exc:  # noqa: BLE001 - Ctrl-C: cancel the tasks, finish
+            interrupted = exc
+            for ref in pending:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=True)
+            break
+    tail.progress(runner, result)
+    for k in range(n):
+        task_path(run_dir, k).unlink(missing_ok=True)
+
+    ordered = [reports[k] for k in sorted(reports)]
+    failures = [r["error"] for r in ordered if r.get("error")]
+    first = [r["first_send_wall"] for r in ordered if r.get("first_send_wall")]
+    if first:  # wall clocks: tasks on other nodes have other monotonic clocks
+        result.first_request_s = min(first) - (time.time() - (time.perf_counter()
+                                                              - prep.t_start))
+    nodes = {r["node"] for r in ordered if r.get("node")}
+    manifest["execution"]["nodes"] = len(nodes)
+    hasher.join(timeout=0 if interrupted else None)
+    manifest["packages"] = hashed.get("packages")
+    complete = not failures and not lost and not interrupted and len(ordered) == n
+    bench_manifest = _merge_bench(hashed.get("manifest"), ordered) if complete else None
+    if s.judging is not None and complete:
+        asyncio.run(_judge_earlier(runner, s, manifest, prep.done_ok))
+    runner.finish(manifest, bench_manifest, cache=_merge_cache(ordered))
+    result.wall_s = time.perf_counter() - prep.t_start
+    if interrupted is not None:
+        raise interrupted
+    if failures:
+        f = failures[0]
+        raise MemgaugeError(f["message"]) if f["memgauge"] else \
+            RuntimeError(f"a Ray task failed: {f['type']}: {f['message']}\n{f['traceback']}")
+    if lost:
+        raise RuntimeError(f"{len(lost)} Ray task(s) ended without a result ({'; '.join(lost)});"
+                           " what they wrote is kept: rerun the same command to resume")
+    return result
+
+
+def _task_config(config: RunConfig, k: int, n: int) -> RunConfig:
+    share = config.concurrency // n + (1 if k < config.concurrency % n else 0)
+    # a task answers in its own process: it must not start Ray or fork again
+    return dataclasses.replace(config, concurrency=share, executor="local", ray_address=None,
+                               workers=1, progress=False)
+
+
+def answer_part(config: RunConfig, done_ok: frozenset[str], k: int, n: int) -> dict[str, Any]:
+    """One Ray task: answer part k of n (the body of the remote function)."""
+    import traceback
+
+    from ..benchmarks._base import set_background_hashing
+    from ._execute import Runner, RunResult
+    from ._workers import _stats
+
+    try:
+        runner = Runner(config)
+        path = task_path(runner.run_dir, k)
+        if path.exists():  # a retry: its earlier attempt's records are on disk
+            done_ok = done_ok | done_on_disk(runner.run_dir)
+        _write_task_file(path, {"pid": os.getpid(), "node": _node_id()})
+        set_background_hashing(False)  # the driver hashes the inputs
+        setup = runner.setup()
+        result = RunResult(run_dir=runner.run_dir)
+
+        async def main() -> float | None:
+            try:
+                await runner.answer(setup, done_ok, result, part=(k, n))
+            finally:
+                first = await setup.close()
+            return first
+
+        first = asyncio.run(main())
+        first_wall = None if first is None else time.time() - (time.monotonic() - first)
+        return {"first_send_wall": first_wall, "cache": setup.cache_summary(),
+                "stats": _stats(setup), "node": _node_id(),
+                "counts": [result.done, result.ok, result.errors]}
+    except Exception as exc:  # noqa: BLE001 - reported to the driver, which raises it
+        return {"error": {"type": type(exc).__name__, "message": str(exc),
+                          "memgauge": isinstance(exc, MemgaugeError),
+                          "traceback": traceback.format_exc()}}
+
+
+def done_on_disk(run_dir: Path) -> frozenset[str]:
+    """The question ids answered ok in records.jsonl now (a torn line counts as not done)."""
+    from ._store import RECORDS, iter_record_lines
+
+    path = run_dir / RECORDS
+    if not path.exists():
+        return frozenset()
+    return frozenset(obj["question_id"] for _, obj in iter_record_lines(path)
+                     if type(obj) is dict and obj.get("status") == "ok"
+                     and isinstance(obj.get("question_id"), str))
+
+
+def _write_task_file(path: Path, info: dict[str, Any]) -> None:
+    import orjson
+
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(orjson.dumps(info))
+    os.replace(tmp, path)
+
+
+def _node_id() -> str | None:
+    with contextlib.suppress(Exception):
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+    return None
+
+
+class _RecordTail:
+    """The driver's progress: the records the tasks append, read from the folder (the only
+    state they share on a cluster)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        from ._store import RECORDS
+
+        self.path = run_dir / RECORDS
+        self.offset = self.path.stat().st_size if self.path.exists() else 0
+        self.partial = b""
+
+    def progress(self, runner: Runner, result: RunResult) -> None:
+        import orjson
+
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except OSError:
+            return
+        if not chunk:
+            return
+        self.offset += len(chunk)
+        *lines, self.partial = (self.partial + chunk).split(b"\n")
+        for line in lines:
+            with contextlib.suppress(orjson.JSONDecodeError):
+                obj = orjson.loads(line)
+                result.done += 1
+                if type(obj) is dict and obj.get("status") == "ok":
+                    result.ok += 1
+                else:
+                    result.errors += 1
+        if lines and runner.on_progress:
+            runner.on_progress(result, None)

@@ -1,0 +1,234 @@
+"""``--executor ray``: episodes answered as Ray tasks (runner/_ray.py, design 0033).
+
+Covered, with one local in-process Ray for the module: the same records (field by field,
+timings aside), status and benchmark counts as the local runner, and what the manifest says
+about the execution; a task whose worker process is killed midway (retried by Ray: every
+question once, nothing lost); a task that dies for good (the run raises, what it wrote is
+kept, a rerun asks only the rest); the response cache from the tasks (a rerun is all hits);
+and, without Ray, the errors before anything runs: the missing extra (one line naming
+``pip install "memgauge[ray]"``, exit 2), a malformed ``--ray-address``, a local: model.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from datasets import colour_answer, write_memlens
+from stub_server import StubServer, question_of
+from typer.testing import CliRunner
+
+from memgauge.cli import app
+from memgauge.errors import ConfigError
+from memgauge.runner import RunConfig, Runner, load_manifest, read_records
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def _config(tmp_path: Path, data: Path, base_url: str, out: str, **kw: Any) -> RunConfig:
+    kw.setdefault("cache", False)
+    return RunConfig(bench="memlens", data=str(data), image_dir=str(data.parent),
+                     out=str(tmp_path / out), model="openai:stub-vlm", base_url=base_url,
+                     progress=False, retry_base_s=0.01, **kw)
+
+
+def _lines(run_dir: Path) -> list[dict]:
+    path = run_dir / "records.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+_TIMED = ("latency_s", "answer_s", "judge_s", "seconds", "ingest_s")
+
+
+def _untimed(obj: Any) -> Any:
+    """A record's JSON with every timing left out (they differ from run to run)."""
+    if isinstance(obj, dict):
+        return {k: _untimed(v) for k, v in obj.items() if k not in _TIMED and k != "timings"}
+    if isinstance(obj, list):
+        return [_untimed(v) for v in obj]
+    return obj
+
+
+def _records(run_dir: Path) -> dict[str, dict]:
+    return {qid: _untimed(rec.model_dump(mode="json"))
+            for qid, rec in read_records(run_dir).items()}
+
+
+def _kill_a_task_when(run_dir: Path, records: int, killed: list[int]) -> threading.Thread:
+    """Once ``records`` lines are on disk, SIGKILL the worker process of Ray task 0."""
+    def watch() -> None:
+        deadline = time.monotonic() + 30
+        task_file = run_dir / ".ray-task-0.json"
+        while time.monotonic() < deadline:
+            if len(_lines(run_dir)) >= records and task_file.exists():
+                pid = json.loads(task_file.read_text())["pid"]
+                killed.append(len(_lines(run_dir)))
+                os.kill(pid, signal.SIGKILL)
+                return
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+# -- the same results as the local runner -----------------------------------------------------
+
+
+def test_ray_tasks_give_the_same_records_as_the_local_runner(tmp_path, ray_local):
+    n = 24
+    data = write_memlens(tmp_path, n)
+    with StubServer(answer=colour_answer) as stub:
+        local = Runner(_config(tmp_path, data, stub.base_url, "local", concurrency=4)).run_sync()
+        before = len(stub.requests)
+        res = Runner(_config(tmp_path, data, stub.base_url, "ray", concurrency=4,
+                             executor="ray", workers=2)).run_sync()
+        sent = [question_of(b) for b in stub.requests[before:]]
+    assert len(sent) == n and len(set(sent)) == n  # one request per question, in all tasks
+    assert (res.done, res.ok, res.errors, res.skipped) == (n, n, 0, 0)
+    assert local.ok == n and res.workers == 2
+    want = _records(tmp_path / "local")
+    got = _records(tmp_path / "ray")
+    assert sorted(got) == sorted(want) == sorted(f"q{i:03d}" for i in range(n))
+    for qid in want:
+        assert got[qid] == want[qid], qid
+    scores = [r["scores"]["rule"] for r in want.values()]
+    assert 0 < sum(scores) < n  # mixed, so the comparison bites
+    m_local, m_ray = load_manifest(tmp_path / "local"), load_manifest(tmp_path / "ray")
+    assert m_ray["status"] == m_local["status"] == {"records": n, "ok": n, "errors": 0}
+    assert m_ray["benchmark"]["counts"] == m_local["benchmark"]["counts"]
+    assert m_ray["benchmark"]["inputs"] == m_local["benchmark"]["inputs"]
+    assert m_ray["config_hash"] == m_local["config_hash"]  # the executor is not the identity
+    assert m_ray["execution"] == {"executor": "ray", "tasks": 2, "ray_address": None,
+                                  "nodes": 1}
+    assert not list((tmp_path / "ray").glob(".ray-task-*"))
+
+
+def test_concurrency_below_the_task_count_reduces_the_tasks(tmp_path, ray_local):
+    data = write_memlens(tmp_path, 4)
+    with StubServer(answer=colour_answer) as stub:
+        res = Runner(_config(tmp_path, data, stub.base_url, "run", concurrency=1,
+                             executor="ray", workers=3)).run_sync()
+    assert res.ok == 4 and res.workers == 1
+    assert res.notes == ["3 Ray tasks reduced to 1: --concurrency 1 is the total"]
+
+
+# -- a task killed midway ---------------------------------------------------------------------
+
+
+def test_a_killed_task_is_retried_and_every_question_is_answered_once(tmp_path, ray_local):
+    n = 24
+    data = write_memlens(tmp_path, n)
+    killed: list[int] = []
+    with StubServer(answer=colour_answer, latency_s=0.1) as stub:
+        watcher = _kill_a_task_when(tmp_path / "run", 3, killed)
+        res = Runner(_config(tmp_path, data, stub.base_url, "run", concurrency=2,
+                             executor="ray", workers=2)).run_sync()
+        watcher.join()
+        sent = len(stub.requests)
+    assert killed, "the task was not killed"
+    ids = [x["question_id"] for x in _lines(tmp_path / "run")]
+    assert sorted(ids) == sorted(f"q{i:03d}" for i in range(n))  # each once: none lost
+    # the retry skipped what its first attempt wrote: one line per question was appended,
+    # and only the request in flight when it died (the task's one slot) was sent again
+    assert (res.done, res.ok, res.errors) == (n, n, 0)
+    assert n <= sent <= n + 1
+    assert load_manifest(tmp_path / "run")["status"] == {"records": n, "ok": n, "errors": 0}
+
+
+def test_a_task_that_dies_for_good_keeps_what_it_wrote_and_a_rerun_completes(
+        tmp_path, ray_local, monkeypatch):
+    from memgauge.runner import _ray
+
+    monkeypatch.setattr(_ray, "TASK_RETRIES", 0)
+    n = 24
+    data = write_memlens(tmp_path, n)
+    killed: list[int] = []
+    run_dir = tmp_path / "run"
+    with StubServer(answer=colour_answer, latency_s=0.1) as stub:
+        config = _config(tmp_path, data, stub.base_url, "run", concurrency=2, executor="ray",
+                         workers=2)
+        watcher = _kill_a_task_when(run_dir, 3, killed)
+        with pytest.raises(RuntimeError, match="rerun the same command to resume"):
+            Runner(config).run_sync()
+        watcher.join()
+        assert killed
+        kept = {x["question_id"] for x in _lines(run_dir)}
+        assert killed[0] <= len(kept) < n  # what was on disk when it died is still there
+        assert load_manifest(run_dir)["status"]["records"] == len(kept)
+        before = len(stub.requests)
+        res = Runner(config).run_sync()
+        asked = {question_of(b) for b in stub.requests[before:]}
+    assert res.skipped == len(kept) and res.done == n - len(kept)
+    assert len(asked) == n - len(kept)  # only the questions left to do were sent
+    ids = [x["question_id"] for x in _lines(run_dir)]
+    assert sorted(ids) == sorted(f"q{i:03d}" for i in range(n))
+
+
+# -- the response cache -----------------------------------------------------------------------
+
+
+def test_the_response_cache_works_from_the_tasks(tmp_path, ray_local):
+    n = 10
+    data = write_memlens(tmp_path, n)
+    cache = str(tmp_path / "cache.sqlite")
+    with StubServer(answer=colour_answer) as stub:
+        for out in ("cold", "warm"):
+            res = Runner(_config(tmp_path, data, stub.base_url, out, cache=True,
+                                 cache_path=cache, executor="ray", workers=2)).run_sync()
+            assert res.ok == n
+        assert len(stub.requests) == n  # the warm run asked nothing
+    assert load_manifest(tmp_path / "warm")["cache"] == {
+        "enabled": True, "hits_this_invocation": n, "misses_this_invocation": 0}
+    assert all(r.response.cached for r in read_records(tmp_path / "warm").values())
+
+
+# -- errors before anything runs (no Ray needed) ----------------------------------------------
+
+
+def test_missing_ray_extra_is_one_clear_error_before_anything_runs(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    data = write_memlens(tmp_path, 2)
+    with pytest.raises(ConfigError, match=r'pip install "memgauge\[ray\]"'):
+        Runner(_config(tmp_path, data, "http://127.0.0.1:9/v1", "run", executor="ray"))
+    out = tmp_path / "cli"
+    result = CliRunner().invoke(app, [
+        "run", "--bench", "memlens", "--data", str(data), "--image-dir", str(tmp_path),
+        "--out", str(out), "--model", "openai:stub-vlm", "--base-url", "http://127.0.0.1:9/v1",
+        "--executor", "ray"])
+    assert result.exit_code == 2
+    lines = [x for x in result.output.splitlines() if x.strip()]
+    assert len(lines) == 1 and 'pip install "memgauge[ray]"' in lines[0]
+    assert not out.exists()  # nothing ran
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    ({"executor": "dask"}, "--executor 'dask': use one of local, ray"),
+    ({"ray_address": "auto"}, "--ray-address applies to --executor ray only"),
+    ({"executor": "ray", "ray_address": "10.0.0.1:6379"}, "use auto .* or ray://HOST:PORT"),
+    ({"executor": "ray", "model": "local:smollm2"}, "a local: model runs in this process"),
+])
+def test_configuration_mistakes_are_refused(tmp_path, kw, message):
+    if kw.get("executor") == "ray":
+        pytest.importorskip("ray")
+    data = write_memlens(tmp_path, 1)
+    base = {"model": "openai:stub-vlm"} | kw
+    with pytest.raises(ConfigError, match=message):
+        RunConfig(bench="memlens", data=str(data), out=str(tmp_path / "run"),
+                  base_url="http://127.0.0.1:9/v1", **base).check()
