@@ -411,39 +411,70 @@ _AFTER_CHOICE = r"(?:is|was|would|seems|appears|looks|because|since|as|and|or|vs
 _LABEL_WORDS = r"(?:option|choice|letter)"
 
 
-def find_choices(text: str, letters: str = "AB") -> list[Hit]:
+def _letter_sets(letters: str) -> tuple[str, str] | None:
+    """The character classes of ``letters``: upper case only, and either case."""
     ups = "".join(dict.fromkeys(c.upper() for c in letters if c.isalpha()))
     if not ups:
-        return []
-    up = f"[{re.escape(ups)}]"
-    anycase = f"[{re.escape(ups)}{re.escape(ups.lower())}]"
-    whole = re.fullmatch(rf"[\W_]*({anycase})[\W_]*", text)
-    if whole:  # the whole answer is one letter, in either case: "a", "(B)", "B."
-        return [Hit(whole.start(1), whole.end(1), whole[1].upper())]
-    end = r"(?![\w'’-])"
-    patterns = [
-        # "(B)", "[a]"
-        re.compile(rf"[(\[]\s*({anycase})\s*[)\]]"),
-        # "Option B", "choice (a)", "letter B"
-        re.compile(rf"\b{_LABEL_WORDS}\s*[:\-]?\s*[(\[]?({anycase}){end}", re.IGNORECASE),
-        # "The answer is A", "answer: b." - a lowercase letter only when punctuation follows,
-        # so "the answer is a longer trip" is not choice A
-        re.compile(
-            rf"\b(?i:answer)(?:\s+(?i:is|would\s+be))?\s*[:\-]?\s*[(\[]?"
-            rf"(?:({up}){end}|({anycase})(?=\s*(?:[.):,;!?\]]|$)))"
-        ),
-        # A standalone capital followed by punctuation, the end, or a verb: "B.", "A: ...",
-        # "I pick B", "A is longer". "A longer trip" (an article) does not qualify.
-        re.compile(
-            rf"(?<![\w.'’&-])({up}){end}(?=\s*(?:[.):,;!?\]]|$)|\s+{_AFTER_CHOICE})"
-        ),
-    ]
+        return None
+    return f"[{re.escape(ups)}]", f"[{re.escape(ups)}{re.escape(ups.lower())}]"
+
+
+_END = r"(?![\w'’-])"
+
+
+def _answer_pattern(up: str, anycase: str) -> re.Pattern[str]:
+    # "The answer is A", "answer: b." - a lowercase letter only when punctuation follows,
+    # so "the answer is a longer trip" is not choice A
+    return re.compile(
+        rf"\b(?i:answer)(?:\s+(?i:is|would\s+be))?\s*[:\-]?\s*[(\[]?"
+        rf"(?:({up}){_END}|({anycase})(?=\s*(?:[.):,;!?\]]|$)))"
+    )
+
+
+def _hits(patterns: list[re.Pattern[str]], text: str) -> list[Hit]:
     hits = []
     for p in patterns:
         for m in p.finditer(text):
             g = next(i for i in range(1, (m.lastindex or 1) + 1) if m.group(i))
             hits.append(Hit(m.start(g), m.end(g), m.group(g).upper()))
     return _ordered(hits)
+
+
+def find_choices(text: str, letters: str = "AB") -> list[Hit]:
+    sets = _letter_sets(letters)
+    if sets is None:
+        return []
+    up, anycase = sets
+    whole = re.fullmatch(rf"[\W_]*({anycase})[\W_]*", text)
+    if whole:  # the whole answer is one letter, in either case: "a", "(B)", "B."
+        return [Hit(whole.start(1), whole.end(1), whole[1].upper())]
+    patterns = [
+        # "(B)", "[a]"
+        re.compile(rf"[(\[]\s*({anycase})\s*[)\]]"),
+        # "Option B", "choice (a)", "letter B"
+        re.compile(rf"\b{_LABEL_WORDS}\s*[:\-]?\s*[(\[]?({anycase}){_END}", re.IGNORECASE),
+        _answer_pattern(up, anycase),
+        # A standalone capital followed by punctuation, the end, or a verb: "B.", "A: ...",
+        # "I pick B", "A is longer". "A longer trip" (an article) does not qualify.
+        re.compile(
+            rf"(?<![\w.'’&-])({up}){_END}(?=\s*(?:[.):,;!?\]]|$)|\s+{_AFTER_CHOICE})"
+        ),
+    ]
+    return _hits(patterns, text)
+
+
+def find_stated_choices(text: str, letters: str = "AB") -> list[Hit]:
+    """The choices a reply states as its answer or conclusion: "The answer is B", "Answer:
+    (c)", "..., so B." - what decides between several letters a reply mentions."""
+    sets = _letter_sets(letters)
+    if sets is None:
+        return []
+    up, anycase = sets
+    conclusion = re.compile(
+        rf"\b(?i:so|therefore|thus|hence)\s*,?\s*(?:(?i:it\s+is|it's)\s+)?[(\[]?({up}){_END}"
+        rf"(?=\s*[.)\]!]?\s*$)"
+    )
+    return _hits([_answer_pattern(up, anycase), conclusion], text)
 
 
 def parse_choice(text: str, letters: str = "AB") -> list[str]:

@@ -24,6 +24,9 @@ Decision rules of :class:`TypedRuleScorer` (version "1"):
   some amounts in the prediction carry a currency, only those are candidates.
 * date: the same calendar date, in any format :func:`parse_dates` reads. A gold date with
   no year ("March 5") is compared on month and day only.
+* mcq with options (version "3"): the reply must name exactly one letter (or quote one
+  option's text); naming several, unless it states one as its answer ("the answer is B",
+  "..., so B"), or none, scores 0 with ``details["label"] = "unparseable"``, counted apart.
 * choice / mcq: the same letter; letters span ``len(question.options)`` (or A/B, widened to
   include the gold letter, when there are no options). Gold may be the letter or an option's
   text. With no letter in the prediction, option texts quoted in it are the candidates.
@@ -52,6 +55,7 @@ from ._parse import (
     find_dates,
     find_month_days,
     find_numbers,
+    find_stated_choices,
     parse_order,
     parse_yes_no,
 )
@@ -59,6 +63,7 @@ from ._refusal import is_refusal
 from ._text import normalize_text, subem, token_f1
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+UNPARSEABLE = "unparseable"  # an MCQ reply naming no letter, or several (details["label"])
 _REL_TOL = Decimal("1e-9")
 
 
@@ -187,7 +192,7 @@ class TypedRuleScorer:
     """Scores by the question's ``answer_type``; see the module docstring for the rules."""
 
     name = "rule"
-    version = "2"
+    version = "3"
 
     def _score(self, value: bool | float, details: dict[str, Any]) -> Score:
         return Score(value=float(value), scorer=self.name, version=self.version, method="rule",
@@ -207,6 +212,8 @@ class TypedRuleScorer:
         game = score_game(question, prediction)  # game answer types (design 0032)
         if game is not None:
             return self._score(game[0], {"refused": False, **game[1]})
+        if kind == AnswerType.MCQ and question.options:
+            return self._mcq(question, prediction)
         if kind in (AnswerType.CHOICE, AnswerType.MCQ):
             typed, find_gold = _choice_typed(question)
         else:
@@ -230,6 +237,28 @@ class TypedRuleScorer:
         committed = candidates[-1]
         details["parsed"] = typed.fmt(committed)
         return self._score(any(typed.equal(g, committed) for g in golds), details)
+
+    def _mcq(self, question: Question, prediction: str) -> Score:
+        """One letter or none: a reply naming two different letters (and stating neither as
+        its answer), or none at all, is ``unparseable`` - never read as a letter it may not
+        mean."""
+        letters = _choice_letters(question)
+        _, find_gold = _choice_typed(question)
+        golds = [found[0] for g in question.answers if (found := find_gold(g))]
+        found = [h.value for h in find_choices(prediction, letters)]
+        if not found:
+            found = _option_mentions(prediction, question, letters)
+        distinct = list(dict.fromkeys(found))
+        if len(distinct) > 1:
+            stated = list(dict.fromkeys(h.value for h in find_stated_choices(prediction,
+                                                                             letters)))
+            if len(stated) == 1:
+                distinct = stated
+        details: dict[str, Any] = {"refused": False, "gold": golds, "candidates": found}
+        if len(distinct) != 1:
+            return self._score(False, {**details, "parsed": None, "label": UNPARSEABLE})
+        details["parsed"] = distinct[0]
+        return self._score(distinct[0] in golds, details)
 
     @staticmethod
     def _free_text(golds: Sequence[str], prediction: str) -> tuple[bool, dict[str, Any]]:
