@@ -558,23 +558,64 @@ def demo(
 
 @app.command()
 def validate(
-    bench_dir: Annotated[str, typer.Argument(help="A folder written by `memgauge generate synth`")],
+    bench_dir: Annotated[str | None, typer.Argument(
+        help="A folder written by `memgauge generate synth` (or --data)")] = None,
     ocr: Annotated[bool | None, typer.Option(
         "--ocr/--no-ocr", help="Caption-proof gate with offline OCR (default: if installed)")] = None,
+    bench: Annotated[str, typer.Option(
+        help="Benchmark loader; other than synth: the labelled-benchmark gates")] = "synth",
+    data: Annotated[str | None, typer.Option(help="Data path for --bench")] = None,
+    model: Annotated[str, typer.Option(
+        help="Answering model of the gates (none: = the offline baselines)")] = "none:",
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint")] = None,
+    image_dir: Annotated[str | None, typer.Option(help="Image root for --bench")] = None,
+    bench_option: Annotated[list[str] | None, typer.Option(
+        help="key=value for the benchmark loader (repeatable)")] = None,
+    captioner: Annotated[str | None, typer.Option(
+        help="Captioner of the Caption-Proof arms (dense and task prompts)")] = None,
+    captioner_base_url: Annotated[str | None, typer.Option(
+        help="Endpoint of an openai: captioner")] = None,
+    out: Annotated[str | None, typer.Option(
+        help="Folder for the gates' runs and results (default: DATA/validation)")] = None,
 ) -> None:
-    """Run the validation gates on a generated benchmark; exit 1 if a gate fails."""
+    """Run the validation gates on a generated benchmark, or with --bench/--data on a
+    labelled one (shortcut audits, oracle screening, Caption-Proof); exit 1 if a gate fails."""
+    from .benchmarks._validate_labelled import validate_from_cli
     from .benchmarks.synth._validate import validate as run_validate
 
+    def say(message: str) -> None:
+        err.print(message, highlight=False)
+
     try:
-        results = run_validate(bench_dir, ocr=ocr, progress=lambda m: err.print(m, highlight=False))
+        if bench == "synth":
+            bench_dir = _synth_dir(bench_dir, data)
+            results = run_validate(bench_dir, ocr=ocr, progress=say)
+            md = Path(bench_dir) / "validation" / "gates.md"
+        else:
+            results, md = validate_from_cli(
+                bench, data or bench_dir, model=model, base_url=base_url, image_dir=image_dir,
+                bench_options=_options(bench_option or [], "--bench-option"),
+                captioner=captioner, captioner_base_url=captioner_base_url, out=out,
+                progress=say)
     except MemgaugeError as exc:
         _fail(exc)
     from .report import show_controls
 
-    print(show_controls((Path(bench_dir) / "validation" / "gates.md").read_text(encoding="utf-8")))
+    print(show_controls(md.read_text(encoding="utf-8")))
     if not results["passed"]:
         err.print("[bold red]some gates failed[/]")
         raise typer.Exit(1)
+
+
+def _synth_dir(bench_dir: str | None, data: str | None) -> str:
+    from .errors import ConfigError
+
+    if bench_dir and data and bench_dir != data:
+        raise ConfigError(f"give the benchmark folder once ({bench_dir!r} and --data {data!r})")
+    if not (bench_dir or data):
+        raise ConfigError("validate needs a generated benchmark folder (or --bench NAME "
+                          "--data PATH)")
+    return str(bench_dir or data)
 
 
 models_app = typer.Typer(no_args_is_help=True,

@@ -125,3 +125,31 @@ def test_offline_baseline_picks_the_option_the_shown_text_supports() -> None:
 
     assert asyncio.run(go("clue-latest")) == "B"  # "green" is in the latest clue
     assert asyncio.run(go("clue-stale")) == "A"  # the stale state: grey
+
+
+def test_memeye_questions_keep_their_own_option_lines_once() -> None:
+    from pathlib import Path
+
+    from memgauge.benchmarks import BenchmarkOptions
+
+    root = Path(__file__).resolve().parents[1] / "fixtures" / "memeye"
+    bench = lookup("benchmark", "memeye")(BenchmarkOptions(data=str(root),
+                                                           extra={"format": "mcq"}))
+    ep = next(e for e in bench.episodes() if any(q.options for q in e.questions))
+    question = next(q for q in ep.questions if q.options)
+    model = ScriptedModel(fn=lambda messages, _: "A")
+    sys_ = lookup("system", "clue-all")(SystemContext(model=model, context_mode="text"))()
+
+    async def go() -> None:
+        await sys_.reset(ep)
+        for s in ep.sessions:
+            await sys_.ingest(s)
+        await sys_.answer(question)
+
+    asyncio.run(go())
+    text = "\n".join(p.text for m in model.calls[-1][0] for p in m.parts
+                     if isinstance(p, TextPart))
+    assert text.count(f"A. {question.options[0]}") == 1
+    clue_turns = {p.turn_id for p in question.evidence}
+    shown = {t.turn_id for s in ep.sessions for t in s.turns if t.text and t.text in text}
+    assert clue_turns <= shown

@@ -50,14 +50,27 @@ def options_block(question: Question) -> str:
     return "\n".join(f"{LETTERS[i]}. {opt}" for i, opt in enumerate(question.options))
 
 
+def _option_lines(question: Question) -> set[str]:
+    return {f"{LETTERS[i]}. {opt}" for i, opt in enumerate(question.options)}
+
+
+def question_stem(question: Question) -> str:
+    """The question's text without option lines a loader put in it (MemEye lists them)."""
+    lines = _option_lines(question)
+    return "\n".join(ln for ln in question.text.splitlines() if ln.strip() not in lines).strip()
+
+
 def shown_question(question: Question, scope: str) -> Question:
-    """The question as the variant shows it: its options listed under it; for ``options``
-    the options alone (the question's text and images withheld)."""
+    """The question as the variant shows it: its options listed under it (unless the text
+    lists them already); for ``options`` the options alone (its text and images withheld)."""
     if not question.options:
         return question
     block = "Options:\n" + options_block(question)
     if scope == "options":
         return question.model_copy(update={"text": block, "images": []})
+    present = {ln.strip() for ln in question.text.splitlines()}
+    if _option_lines(question) <= present:
+        return question
     return question.model_copy(update={"text": f"{question.text}\n\n{block}"})
 
 
@@ -131,7 +144,7 @@ def baseline_choice(shown: str, options: list[str]) -> str:
 def _prompt_text(sessions: list[Session], question: Question, scope: str, mode: str) -> str:
     """What a text reader of this prompt sees, the options excepted (what the baseline
     matches the options against)."""
-    bits = ["" if scope == "options" else question.text]
+    bits = ["" if scope == "options" else question_stem(question)]
     for session in sessions:
         for turn in session.turns:
             bits.append(turn.text)

@@ -1,0 +1,211 @@
+"""Gates for labelled multiple-choice benchmarks (MemEye and the like; design 0036).
+
+Pure functions over run records. A question's rotations (records sharing
+``meta.base_question_id``, else the id without its ``:r<k>`` suffix) are one question: its
+value is the debiased EM (the mean over its rotations); ``all_rotations`` is the share of
+questions with every rotation right.
+
+- :func:`chance_gate`: a shortcut audit (options-only, question-only, clue-text-only,
+  minimal-caption) passes when accuracy stays within the binomial upper 95 % limit of
+  chance at that n: the count of right answers a guesser at 1/k (k options) exceeds with
+  probability ≤ 5 %.
+- :func:`oracle_screening`: the gold clue rounds with their images; flags the questions the
+  oracle gets wrong on any rotation (a report).
+- :func:`caption_proof_gain`: the same answerer on the gold clues with dense captions,
+  task-aware captions and native images; accuracy per arm and the images' gain over each
+  caption arm by X level, over the questions answered in every arm (a report).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from memgauge.analysis._gates import FAIL, NOT_APPLICABLE, PASS, Verdict
+from memgauge.schema import Record
+
+__all__ = [
+    "ChanceGateResult",
+    "QuestionScore",
+    "caption_proof_gain",
+    "chance_gate",
+    "oracle_screening",
+    "question_scores",
+    "x_levels",
+]
+
+LEVEL = 0.95
+_ROTATION = re.compile(r":r\d+$")
+
+
+@dataclass(frozen=True)
+class QuestionScore:
+    """One question over its rotations: ``value`` the debiased EM, ``all_right`` every
+    rotation right; ``chance`` 1/k for k options; ``n_error`` rotations that errored."""
+
+    base_id: str
+    value: float | None
+    all_right: bool | None
+    rotations: int
+    n_error: int
+    chance: float | None
+    cells: tuple[str, ...]
+
+
+def base_id(record: Record) -> str:
+    raw = record.meta.get("base_question_id")
+    return str(raw) if raw else _ROTATION.sub("", record.question_id)
+
+
+def cells_of(record: Record) -> tuple[str, ...]:
+    """The record's X × Y cells (``X3_Y2``): the loader's multi-label cells, else its one
+    ``labels.x``/``labels.y`` pair, else none."""
+    raw = record.meta.get("xy_cells")
+    if isinstance(raw, list) and raw:
+        return tuple(str(c) for c in raw)
+    if record.labels.x and record.labels.y:
+        return (f"{record.labels.x}_{record.labels.y}",)
+    return ()
+
+
+def x_levels(score: QuestionScore) -> list[str]:
+    return sorted({c.split("_")[0] for c in score.cells}) or ["unlabelled"]
+
+
+def _score_of(record: Record, primary: str | None) -> float | None:
+    if record.status != "ok":
+        return None
+    if primary is not None:
+        return record.scores.get(primary)
+    return record.scores.get("rule", next(iter(record.scores.values()), None))
+
+
+def question_scores(records: Iterable[Record], primary: str | None = None
+                    ) -> list[QuestionScore]:
+    """Records grouped into questions (see the module docstring); a question whose every
+    rotation errored has ``value`` ``None``, errored rotations are left out of the mean."""
+    groups: dict[str, list[Record]] = defaultdict(list)
+    for r in records:
+        groups[base_id(r)].append(r)
+    out = []
+    for qid, recs in groups.items():
+        values = [v for r in recs if (v := _score_of(r, primary)) is not None]
+        n_options = [len(r.meta["options"]) for r in recs
+                     if isinstance(r.meta.get("options"), list) and r.meta["options"]]
+        out.append(QuestionScore(
+            base_id=qid, value=sum(values) / len(values) if values else None,
+            all_right=all(v >= 1 for v in values) if values else None, rotations=len(recs),
+            n_error=sum(r.status != "ok" for r in recs),
+            chance=1 / n_options[0] if n_options else None,
+            cells=tuple(dict.fromkeys(c for r in recs for c in cells_of(r)))))
+    return sorted(out, key=lambda q: q.base_id)
+
+
+def _wilson(p: float, n: int, level: float = LEVEL) -> tuple[float, float]:
+    from scipy.stats import norm
+
+    z = float(norm.ppf(0.5 + level / 2))
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def chance_upper_limit(chance: float, n: int, level: float = LEVEL) -> float:
+    """The accuracy a guesser at ``chance`` stays at or under with probability ≥ ``level``
+    over ``n`` questions (the binomial quantile, as a share)."""
+    from scipy.stats import binom
+
+    return float(binom.ppf(level, n, chance)) / n
+
+
+@dataclass(frozen=True)
+class ChanceGateResult:
+    """A shortcut audit: PASS when ``accuracy`` ≤ ``upper_limit`` (chance's upper 95 %
+    limit at ``n`` questions); N/A with no multiple-choice question; FAIL when every
+    question errored (nothing was checked: errors never pass a gate). ``ci``: the Wilson
+    95 % interval of the accuracy at ``n``. ``leaking``: the questions answered right on
+    every rotation (what to look at first)."""
+
+    name: str
+    verdict: Verdict
+    accuracy: float | None
+    all_rotations: float | None
+    n: int
+    n_items: int
+    n_error: int
+    chance: float | None
+    upper_limit: float | None
+    ci: tuple[float, float] | None
+    leaking: list[str]
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def chance_gate(name: str, records: Sequence[Record], primary: str | None = None
+                ) -> ChanceGateResult:
+    mcq = [r for r in records if isinstance(r.meta.get("options"), list) and r.meta["options"]]
+    scores = question_scores(mcq, primary)
+    answered = [q for q in scores if q.value is not None]
+    n_error = sum(q.n_error for q in scores)
+    if not answered:
+        verdict = FAIL if scores else NOT_APPLICABLE
+        note = ("every rotation errored: nothing was checked" if scores
+                else "no multiple-choice question (the audits need options)")
+        return ChanceGateResult(name, verdict, None, None, 0, len(mcq), n_error, None, None,
+                                None, [], note)
+    n = len(answered)
+    acc = sum(q.value for q in answered) / n  # type: ignore[misc]
+    chance = sum(q.chance or 0.0 for q in answered) / n
+    upper = chance_upper_limit(chance, n)
+    return ChanceGateResult(
+        name=name, verdict=PASS if acc <= upper else FAIL, accuracy=acc,
+        all_rotations=sum(bool(q.all_right) for q in answered) / n, n=n, n_items=len(mcq),
+        n_error=n_error, chance=chance, upper_limit=upper, ci=_wilson(acc, n),
+        leaking=[q.base_id for q in answered if q.all_right])
+
+
+def oracle_screening(records: Sequence[Record], primary: str | None = None) -> dict[str, Any]:
+    """The gold-clue oracle's accuracy and the questions it fails (any rotation wrong)."""
+    scores = question_scores(records, primary)
+    answered = [q for q in scores if q.value is not None]
+    return {"accuracy": (sum(q.value for q in answered) / len(answered)  # type: ignore[misc]
+                         if answered else None),
+            "all_rotations": (sum(bool(q.all_right) for q in answered) / len(answered)
+                              if answered else None),
+            "n": len(answered), "n_error": sum(q.n_error for q in scores),
+            "flagged": [q.base_id for q in answered if not q.all_right],
+            "unanswered": [q.base_id for q in scores if q.value is None]}
+
+
+def caption_proof_gain(arms: Mapping[str, Sequence[Record]], *, native: str = "image",
+                       primary: str | None = None) -> dict[str, Any]:
+    """Accuracy of each arm by X level over the questions every arm answered, and the
+    native images' gain over each other arm (``gain_over_<arm>``, points of accuracy)."""
+    per_arm = {arm: {q.base_id: q for q in question_scores(recs, primary) if q.value is not None}
+               for arm, recs in arms.items()}
+    if native not in per_arm or not per_arm:
+        return {"skipped": f"no {native!r} arm"}
+    common = set.intersection(*(set(m) for m in per_arm.values()))
+    by_x: dict[str, dict[str, Any]] = {}
+    for qid in sorted(common):
+        for level in x_levels(per_arm[native][qid]):
+            row = by_x.setdefault(level, {"n": 0, **{arm: 0.0 for arm in per_arm}})
+            row["n"] += 1
+            for arm, m in per_arm.items():
+                row[arm] += m[qid].value  # type: ignore[operator]
+    for row in by_x.values():
+        for arm in per_arm:
+            row[arm] /= row["n"]
+        for arm in per_arm:
+            if arm != native:
+                row[f"gain_over_{arm}"] = row[native] - row[arm]
+    return {"arms": list(per_arm), "native": native, "n_questions": len(common),
+            "not_in_every_arm": sorted(set().union(*per_arm.values()) - common),
+            "by_x": dict(sorted(by_x.items()))}

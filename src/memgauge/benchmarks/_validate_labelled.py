@@ -1,0 +1,211 @@
+"""``memgauge validate --bench NAME --data PATH``: the gates of a labelled benchmark (0036).
+
+Every gate is a run of a clue-view system (``systems/clue_views.py``) through the normal
+runner, its folder under ``OUT/<gate>``, so a gate's answers are records like any other:
+
+- shortcut audits, each hiding what it must hide, must stay near chance (the binomial upper
+  95 % limit): options-only, question-only, clue-text-only (the gold clue rounds' text, no
+  images, no captions), minimal-caption (each clue image as a one-line caption);
+- oracle screening: the gold clue rounds with their images; flags what the oracle misses;
+- Caption-Proof: the same answerer on the gold clues with dense captions (the data's, or
+  ``--captioner`` with the dense prompt), task-aware captions (``--captioner`` with the task
+  prompt) and native images; the images' gain by X level.
+
+With ``--model none:`` (the default) the audits use the offline word-overlap baseline and
+the gates that need a model that sees images are skipped, saying so.
+Results: ``OUT/gates.json`` and ``OUT/gates.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Variant:
+    system: str
+    context_mode: str
+    system_options: dict[str, str] = field(default_factory=dict)
+    captioner_prompt: str | None = None  # None: no captioner (the data's captions)
+
+
+AUDITS = {
+    "options-only": Variant("shortcut-options", "text"),
+    "question-only": Variant("shortcut-question", "text"),
+    "clue-text-only": Variant("clue-all", "text"),
+    "minimal-caption": Variant("clue-all", "caption", {"caption": "minimal"}),
+}
+ORACLE = Variant("clue-all", "image")
+CAPTION_ARMS = {"dense": Variant("clue-all", "caption", captioner_prompt="dense"),
+                "task": Variant("clue-all", "caption", captioner_prompt="task"),
+                "image": ORACLE}
+
+
+@dataclass(frozen=True)
+class LabelledValidation:
+    bench: str
+    data: str
+    out: Path
+    model: str = "none:"
+    base_url: str | None = None
+    image_dir: str | None = None
+    bench_options: dict[str, str] = field(default_factory=dict)
+    captioner: str | None = None
+    captioner_base_url: str | None = None
+    concurrency: int = 8
+
+    @property
+    def offline(self) -> bool:
+        return self.model.startswith("none:")
+
+
+def default_out(data: str) -> Path:
+    path = Path(data)
+    return (path if path.is_dir() else path.parent) / "validation"
+
+
+def _check(v: LabelledValidation) -> dict[str, str]:
+    """The benchmark loads with these options (a mistake fails before any request); the
+    options the runs use: only the multiple-choice form where the loader can keep it."""
+    from ..registry import lookup
+    from . import BenchmarkOptions
+
+    bench = lookup("benchmark", v.bench)(BenchmarkOptions(
+        data=v.data, image_dir=v.image_dir, extra=dict(v.bench_options)))
+    options = dict(v.bench_options)
+    declared = getattr(bench, "options", None) or {}
+    if "mcq" in declared.get("format", ()) and "format" not in options:
+        options["format"] = "mcq"  # the audits score options; open questions would be spent
+    return options
+
+
+def _run(v: LabelledValidation, name: str, variant: Variant, options: dict[str, str]
+         ) -> list[Any]:
+    from ..runner import RunConfig, Runner, read_records
+
+    out = v.out / name
+    captioner = v.captioner if variant.captioner_prompt else None
+    Runner(RunConfig(
+        bench=v.bench, data=v.data, image_dir=v.image_dir, out=str(out), system=variant.system,
+        system_options=dict(variant.system_options), model=v.model, base_url=v.base_url,
+        context_mode=variant.context_mode, bench_options=options, captioner=captioner,
+        captioner_base_url=v.captioner_base_url if captioner else None,
+        captioner_prompt=variant.captioner_prompt or "dense", concurrency=v.concurrency,
+        cache=not v.offline, progress=False)).run_sync()
+    return list(read_records(out).values())
+
+
+def validate_labelled(v: LabelledValidation,
+                      progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    from ..analysis._gates import overall_verdict
+    from ..analysis._labelled_gates import caption_proof_gain, chance_gate, oracle_screening
+
+    if v.bench == "synth":
+        raise ConfigError("synth is validated by `memgauge validate DIR` (its own gates)")
+    say = progress or (lambda msg: None)
+    options = _check(v)
+    results: dict[str, Any] = {"benchmark": {"name": v.bench, "data": v.data,
+                                             "model": v.model},
+                               "audits": {}}
+    for name, variant in AUDITS.items():
+        say(f"shortcut audit: {name}")
+        results["audits"][name] = chance_gate(name, _run(v, name, variant, options)).to_dict()
+    if v.offline:
+        why = "needs --model: a model that sees images (the offline baseline cannot)"
+        results["oracle_screening"] = {"skipped": why}
+        results["caption_proof"] = {"skipped": why}
+    else:
+        say("oracle screening")
+        oracle = _run(v, "oracle", ORACLE, options)
+        results["oracle_screening"] = oracle_screening(oracle)
+        arms = {"image": oracle}
+        for arm in ("dense", "task"):
+            if arm == "task" and v.captioner is None:
+                continue
+            say(f"caption-proof: {arm} captions")
+            variant = CAPTION_ARMS[arm]
+            if v.captioner is None:
+                variant = Variant(variant.system, variant.context_mode)
+            arms[arm] = _run(v, f"caption-{arm}", variant, options)
+        results["caption_proof"] = caption_proof_gain(arms)
+        if v.captioner is None:
+            results["caption_proof"]["note"] = ("dense = the data's captions; task-aware "
+                                                "captions need --captioner")
+    results.update(overall_verdict(results["audits"]))
+    v.out.mkdir(parents=True, exist_ok=True)
+    (v.out / "gates.json").write_text(json.dumps(results, indent=2, sort_keys=True,
+                                                 default=str) + "\n", encoding="utf-8")
+    (v.out / "gates.md").write_text(render_markdown(results), encoding="utf-8")
+    return results
+
+
+def _pct(x: Any) -> str:
+    return "–" if x is None else f"{100 * float(x):.1f}%"
+
+
+def render_markdown(r: dict[str, Any]) -> str:
+    b = r["benchmark"]
+    lines = ["# Validation gates (labelled benchmark)", "",
+             f"benchmark: {b['name']}; data: `{b['data']}`; answering model: `{b['model']}`",
+             "", f"**Overall: {r['verdict']}**", "", "## Shortcut audits", "",
+             ("Each must stay near chance: PASS when accuracy (debiased EM, the mean over a "
+              "question's rotations) ≤ the binomial upper 95 % limit of chance at n "
+              "questions."), "",
+             ("| audit | accuracy (95 % CI) | all rotations | n | chance | limit | errors | "
+              "result |"), "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for name, g in r["audits"].items():
+        ci = g.get("ci")
+        shown = _pct(g["accuracy"]) + (f" ({_pct(ci[0])}–{_pct(ci[1])})" if ci else "")
+        lines.append(f"| {name} | {shown} | {_pct(g['all_rotations'])} | {g['n']} | "
+                     f"{_pct(g['chance'])} | {_pct(g['upper_limit'])} | {g['n_error']} | "
+                     f"{g['verdict']}{' — ' + g['note'] if g.get('note') else ''} |")
+    leaks = {n: g["leaking"] for n, g in r["audits"].items()
+             if g["verdict"] == "FAIL" and g["leaking"]}
+    for name, ids in leaks.items():
+        shown_ids = ", ".join(f"`{i}`" for i in ids[:20])
+        lines += ["", f"{name}: right on every rotation: {shown_ids}"
+                  + (f" (+{len(ids) - 20} more)" if len(ids) > 20 else "")]
+    o = r["oracle_screening"]
+    lines += ["", "## Oracle screening (gold clue rounds + images) — INFO", ""]
+    if "skipped" in o:
+        lines.append(f"skipped: {o['skipped']}")
+    else:
+        lines.append(f"accuracy {_pct(o['accuracy'])}, all rotations "
+                     f"{_pct(o['all_rotations'])} (n = {o['n']}, {o['n_error']} errors); "
+                     f"flagged (a rotation wrong): {', '.join(o['flagged']) or 'none'}")
+    c = r["caption_proof"]
+    lines += ["", "## Caption-Proof (gold clues: captions vs native images) — INFO", ""]
+    if "skipped" in c:
+        lines.append(f"skipped: {c['skipped']}")
+    else:
+        arms = c["arms"]
+        gains = [a for a in arms if a != c["native"]]
+        head = ["X", "n", *arms, *(f"image − {a}" for a in gains)]
+        lines += ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+        for level, row in c["by_x"].items():
+            cells = [level, str(row["n"]), *(_pct(row[a]) for a in arms),
+                     *(f"{100 * row[f'gain_over_{a}']:+.1f} pts" for a in gains)]
+            lines.append("| " + " | ".join(cells) + " |")
+        if c.get("note"):
+            lines += ["", c["note"]]
+    return "\n".join(lines) + "\n"
+
+
+def validate_from_cli(bench: str, data: str | None, *, model: str, base_url: str | None,
+                      image_dir: str | None, bench_options: dict[str, str],
+                      captioner: str | None, captioner_base_url: str | None, out: str | None,
+                      progress: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
+    """``memgauge validate --bench NAME --data PATH``: the results and the Markdown file."""
+    if not data:
+        raise ConfigError(f"validate --bench {bench} needs --data PATH")
+    v = LabelledValidation(bench=bench, data=data, out=Path(out) if out else default_out(data),
+                           model=model, base_url=base_url, image_dir=image_dir,
+                           bench_options=bench_options, captioner=captioner,
+                           captioner_base_url=captioner_base_url)
+    return validate_labelled(v, progress), v.out / "gates.md"

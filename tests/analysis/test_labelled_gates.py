@@ -1,0 +1,222 @@
+"""Gates for labelled benchmarks: chance bounds, rotations, and the audits on sets built to
+leak (they must flag it) and one built not to (issue 17)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+from scripted_server import ScriptedServer, completion
+from typer.testing import CliRunner
+
+from memgauge.analysis._labelled_gates import (
+    caption_proof_gain,
+    chance_gate,
+    chance_upper_limit,
+    question_scores,
+)
+from memgauge.benchmarks._validate_labelled import LabelledValidation, validate_labelled
+from memgauge.cli import app
+from memgauge.schema import Ability, AnswerType, BenchmarkInfo, Labels, Record, Response
+
+COLOURS = {"amber": (255, 191, 0), "olive": (128, 128, 0), "ivory": (255, 255, 240),
+           "coral": (255, 127, 80)}  # names of equal length: no option is the longest
+NAMES = list(COLOURS)
+LETTERS = "ABCD"
+N = 24
+
+
+def write_set(root: Path, leak: str | None, *, wrong_image: int | None = None) -> Path:
+    """A MemEye-format task of N questions, one session each, 4 rotations per question;
+    ``leak`` puts the answer where one audit can see it: in the options' wording, the
+    question, the clue round's text or its caption."""
+    images = root / "image" / "Leak_Task"
+    images.mkdir(parents=True)
+    sessions, qas = [], []
+    for i in range(N):
+        gold = NAMES[(i * 7 + i // 4) % 4]
+        drawn = NAMES[(NAMES.index(gold) + 1) % 4] if i == wrong_image else gold
+        Image.new("RGB", (16, 16), COLOURS[drawn]).save(images / f"m{i}.png")
+        user = (f"Here is my {gold} mug number {i}." if leak == "clue-text"
+                else f"Here is a photo, number {i}.")
+        caption = f"A {gold} mug on a desk." if leak == "caption" else "A mug on a desk."
+        sessions.append({"session_id": f"D{i}", "date": f"2024-01-{i + 1:02d}", "dialogues": [
+            {"round": f"D{i}:1", "user": user, "assistant": "Nice.",
+             "input_image": [f"image/Leak_Task/m{i}.png"], "image_id": [f"I{i}"],
+             "image_caption": [caption]},
+            {"round": f"D{i}:2", "user": "Anything else?", "assistant": "No."}]})
+        texts = [f"the {n} glazed one with a tiny chip" if leak == "options" and n == gold
+                 else n for n in NAMES]
+        gold_text = texts[NAMES.index(gold)]
+        others = [t for t in texts if t != gold_text]
+        rotations = []
+        for r in range(4):  # the gold answer at A, B, C and D
+            row = others[:r] + [gold_text] + others[r:]
+            rotations.append({**dict(zip(LETTERS, row, strict=True)), "answer": LETTERS[r]})
+        question = (f"Which mug, the {gold} one, was in photo {i}?" if leak == "question"
+                    else f"What was the mug like in photo {i}?")
+        qas.append({"question_id": f"q{i}", "point": [["X4" if i % 2 else "X1"], ["Y1"]],
+                    "question": question, "answer": gold_text, "session_id": [f"D{i}"],
+                    "clue": [f"D{i}:1"], "options": rotations})
+    dialog = root / "dialog"
+    dialog.mkdir()
+    doc = {"character_profile": {"name": "Sam"}, "multi_session_dialogues": sessions,
+           "human-annotated QAs": qas}
+    (dialog / "Leak_Task.json").write_text(json.dumps(doc), encoding="utf-8")
+    return root
+
+
+def _validate(root: Path, **kw: Any) -> dict[str, Any]:
+    return validate_labelled(LabelledValidation(bench="memeye", data=str(root),
+                                                out=root / "validation", **kw))
+
+
+# --- statistics ---------------------------------------------------------------------------
+
+
+def test_upper_limit_is_the_binomial_95_percent_quantile_of_chance() -> None:
+    for n in (4, 24, 100):
+        cdf, c = 0.0, -1
+        while cdf < 0.95:  # the smallest count a guesser at 1/4 reaches with prob >= 0.95
+            c += 1
+            cdf += math.comb(n, c) * 0.25 ** c * 0.75 ** (n - c)
+        assert chance_upper_limit(0.25, n) == pytest.approx(c / n)
+
+
+def _record(qid: str, value: float | None, *, base: str | None = None) -> Record:
+    ok = value is not None
+    return Record(question_id=qid, episode_id="e", benchmark=BenchmarkInfo(name="t"),
+                  status="ok" if ok else "error", ability=Ability.INFORMATION_EXTRACTION,
+                  answer_type=AnswerType.MCQ, question="?", gold="A",
+                  labels=Labels(x="X2", y="Y3"),
+                  response=Response(text="A" if ok else None),
+                  scores={"rule": value} if ok else {},
+                  meta={"options": ["a", "b", "c", "d"],
+                        **({"base_question_id": base} if base else {})})
+
+
+def test_rotations_are_one_question_debiased_and_all_rotations() -> None:
+    recs = ([_record(f"t:q1:r{k}", 1.0) for k in range(1, 5)]
+            + [_record(f"t:q2:r{k}", v) for k, v in zip(range(1, 5), (1, 0, 0, 0), strict=True)]
+            + [_record("x1", 1.0, base="t:q3"), _record("x2", None, base="t:q3")])
+    scores = {q.base_id: q for q in question_scores(recs)}
+    assert set(scores) == {"t:q1", "t:q2", "t:q3"}
+    assert scores["t:q2"].value == 0.25 and scores["t:q2"].all_right is False
+    assert scores["t:q3"].value == 1.0 and scores["t:q3"].n_error == 1  # error left out
+    gate = chance_gate("g", recs)
+    assert gate.accuracy == pytest.approx((1 + 0.25 + 1) / 3)
+    assert gate.all_rotations == pytest.approx(2 / 3) and gate.n == 3 and gate.n_error == 1
+    assert gate.upper_limit == pytest.approx(chance_upper_limit(0.25, 3))
+    assert gate.leaking == ["t:q1", "t:q3"]
+    lo, hi = gate.ci
+    assert lo < gate.accuracy < hi
+
+
+def test_all_errors_fail_and_no_options_is_not_applicable() -> None:
+    assert chance_gate("g", [_record("q:r1", None)]).verdict == "FAIL"
+    open_q = _record("q", 1.0).model_copy(update={"meta": {}})
+    assert chance_gate("g", [open_q]).verdict == "N/A"
+
+
+def test_caption_proof_gain_by_x_level_over_questions_in_every_arm() -> None:
+    image = [_record("q1:r1", 1.0), _record("q2:r1", 1.0)]
+    dense = [_record("q1:r1", 0.0), _record("q2:r1", None)]
+    got = caption_proof_gain({"image": image, "dense": dense})
+    assert got["n_questions"] == 1 and got["not_in_every_arm"] == ["q2"]
+    assert got["by_x"]["X2"]["gain_over_dense"] == 1.0
+
+
+# --- the audits on built sets ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("leak", "flagged"), [
+    ("options", {"options-only"}),
+    # every view but options-only shows the question
+    ("question", {"question-only", "clue-text-only", "minimal-caption"}),
+    ("clue-text", {"clue-text-only", "minimal-caption"}),  # a caption view shows the text too
+    ("caption", {"minimal-caption"}),
+])
+def test_audits_flag_a_set_built_to_leak(tmp_path: Path, leak: str, flagged: set[str]) -> None:
+    results = _validate(write_set(tmp_path, leak))
+    failed = {name for name, g in results["audits"].items() if g["verdict"] == "FAIL"}
+    assert failed == flagged
+    assert results["passed"] is False
+    for name in flagged:
+        assert results["audits"][name]["accuracy"] == 1.0
+        assert len(results["audits"][name]["leaking"]) == N
+
+
+def test_audits_pass_a_set_built_not_to_leak(tmp_path: Path) -> None:
+    results = _validate(write_set(tmp_path, None))
+    for name, g in results["audits"].items():
+        assert g["verdict"] == "PASS", name
+        assert g["n"] == N and g["n_items"] == 4 * N and g["chance"] == 0.25
+        assert g["accuracy"] <= g["upper_limit"]
+    assert results["passed"] is True
+    assert "skipped" in results["oracle_screening"]  # the offline baseline sees no image
+
+
+def _pixel_model(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """A stand-in for a model that sees images: the option naming the colour of the first
+    image sent, else A."""
+    parts = [p for m in body["messages"] if isinstance(m["content"], list)
+             for p in m["content"]]
+    urls = [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"]
+    text = "\n".join(p.get("text", "") for p in parts) + "\n".join(
+        m["content"] for m in body["messages"] if isinstance(m["content"], str))
+    if not urls:
+        return 200, completion("A")
+    raw = base64.b64decode(urls[0].split(",", 1)[1])
+    rgb = Image.open(io.BytesIO(raw)).convert("RGB").getpixel((0, 0))
+    name = min(COLOURS, key=lambda n: sum((a - b) ** 2 for a, b in zip(COLOURS[n], rgb,
+                                                                        strict=True)))
+    letter = re.search(rf"^([A-D])\. .*\b{name}\b", text, re.MULTILINE)
+    return 200, completion(letter.group(1) if letter else "A")
+
+
+def test_oracle_screening_and_caption_proof_with_a_model(tmp_path: Path) -> None:
+    root = write_set(tmp_path, None, wrong_image=5)
+    with ScriptedServer([], after=_pixel_model) as server:
+        results = _validate(root, model="openai:pixel", base_url=server.base_url)
+    o = results["oracle_screening"]
+    assert o["flagged"] == ["Leak_Task:q5"] and o["n"] == N
+    c = results["caption_proof"]
+    assert c["arms"] == ["image", "dense"]
+    for level in ("X1", "X4"):
+        row = c["by_x"][level]
+        assert row["dense"] == 0.25  # A on every rotation: chance
+        assert row["gain_over_dense"] == pytest.approx(row["image"] - 0.25)
+    assert c["by_x"]["X1"]["image"] == 1.0
+    assert c["by_x"]["X4"]["image"] == pytest.approx(11 / 12)  # q5 (X4) shows the wrong image
+    assert "task-aware captions need --captioner" in c["note"]
+
+
+def test_cli_validate_bench_data(tmp_path: Path) -> None:
+    runner = CliRunner()
+    leak = write_set(tmp_path / "leak", "options")
+    res = runner.invoke(app, ["validate", "--bench", "memeye", "--data", str(leak)])
+    assert res.exit_code == 1, res.output
+    assert "options-only" in res.output and "FAIL" in res.output
+    assert (leak / "validation" / "gates.json").exists()
+    clean = write_set(tmp_path / "clean", None)
+    res = runner.invoke(app, ["validate", "--bench", "memeye", "--data", str(clean),
+                              "--out", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "out" / "gates.json").read_text())["passed"] is True
+
+
+def test_cli_validate_mistakes_are_named_errors(tmp_path: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(app, ["validate", "--bench", "memeye"])
+    assert res.exit_code != 0 and "needs --data" in res.output and "Traceback" not in res.output
+    res = runner.invoke(app, ["validate", "--bench", "memeye", "--data", str(tmp_path / "no")])
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    res = runner.invoke(app, ["validate"])
+    assert res.exit_code != 0 and "benchmark folder" in res.output
