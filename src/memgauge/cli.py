@@ -907,6 +907,13 @@ def score(
     prompt_file: Annotated[str | None, typer.Option(
         "--prompt-file", "--judge-prompt-file",
         help="The judge's prompt text from a file (as on run)")] = None,
+    batch: Annotated[bool, typer.Option(
+        help="Judge through the endpoint's Batch API (/files + /batches): submit, poll, "
+             "record; an interrupted score resumes the same batch")] = False,
+    batch_poll_s: Annotated[float, typer.Option(
+        help="First wait between polls of a batch, seconds (it grows by half each poll)")] = 30.0,
+    batch_window: Annotated[str, typer.Option(
+        help="The batch's completion_window")] = "24h",
     config_file: Annotated[str | None, typer.Option(
         "--config", help=_CONFIG_HELP, is_eager=True, callback=_config_file)] = None,
 ) -> None:
@@ -922,6 +929,12 @@ def score(
 
     async def _go(model) -> dict:  # type: ignore[no-untyped-def]
         try:
+            if batch:
+                from .scoring._batch import batch_judge_run
+
+                return await batch_judge_run(run_dir, model, options=options,
+                                             poll_s=batch_poll_s, window=batch_window,
+                                             say=_say)
             return await judge_run(run_dir, model, concurrency=concurrency, options=options)
         finally:
             await model.aclose()
@@ -937,6 +950,10 @@ def score(
             raise MemgaugeError(f"--timeout {timeout:g}: must be more than 0 seconds")
         if not (Path(run_dir) / "manifest.json").exists():
             raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
+        if batch:
+            from .scoring._batch import check_batch_options
+
+            check_batch_options(judge, batch_poll_s, batch_window)
         cache = ResponseCache(kind="judge")
         model = create_model(judge, ModelSettings(
             base_url=judge_base_url, api_key_env=api_key_env, concurrency=concurrency,
@@ -944,6 +961,10 @@ def score(
             model_options=_options(judge_model_option or [], "--judge-model-option"),
             options_flag="--judge-model-option"))
         try:
+            if batch:
+                from .scoring._batch import BatchJudgeModel
+
+                model = BatchJudgeModel.like(model)
             from .runner import load_manifest, read_records
             from .runner._preflight import Role
             from .runner._preflight import check as preflight
@@ -959,7 +980,9 @@ def score(
     except MemgaugeError as exc:
         _fail(exc)
     print(", ".join(f"{k.replace('_', '-')} {v}" for k, v in counts.items()))
-    for line in score_cache_lines(run_dir, name, cache.hits, cache.misses):
+    # a batch replays each call once per round: its staged view counts each call once
+    counted = getattr(model, "staged", None) or cache
+    for line in score_cache_lines(run_dir, name, counted.hits, counted.misses):
         print(line)
     if counts.get("failures"):
         why = _top_causes(run_dir, "judge")
