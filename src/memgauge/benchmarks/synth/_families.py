@@ -445,6 +445,179 @@ def solve_ku_update(program, images, texts):
     return values[-1] if values else None
 
 
+# --- The rest of the X x Y grid (MemEye, 0036) ---------------------------------------------
+# Y3 families are update chains over images: each photo supersedes the last, the latest
+# state is the gold and the earlier states are ``old_answers`` (stale decoys).
+
+def _distinct_colours(rng: random.Random, k: int) -> list[str]:
+    return rng.sample(W.COLOURS, k)
+
+
+def plan_ie_instance(rng: random.Random, when: When) -> QuestionPlan:
+    """X3 Y1: one attribute of one named entity seen once."""
+    kind = rng.choice(["cat", "dog"])
+    name = rng.choice(W.PET_NAMES)
+    named = W.entity_identity(rng, kind)
+    (t1,) = when.days(rng, 1)
+    s = chat_session(rng, inserts=[_needle(share_image(
+        rng, "entity", named, line=line("named", name=name, kind=kind)))])
+    # A decoy at the instance level: someone else's look-alike, another body colour.
+    twin = W.canonical_entity({**named, "body": rng.choice(
+        [c for c in W.COLOURS if c != named["body"]])})
+    decoy = chat_session(rng, inserts=[share_image(rng, "entity", twin, line=line(
+        "visitor", owner=rng.choice(W.OWNERS).capitalize(), kind=kind))])
+    return QuestionPlan(
+        decoys=[_decoy(decoy, when.days(rng, 1)[0])],
+        family="ie_instance", ability=Ability.INFORMATION_EXTRACTION, subtype="entity",
+        answer_type=AnswerType.FREE_TEXT,
+        question=f"What is the main colour of {name}, the {kind} from down the street?",
+        answer=named["body"], labels=Labels(x="X3", y="Y1"),
+        sessions=[_evidence(s, t1)], program={"op": "entity_body"},
+        needed=[named["body"]], exclusive={f"entity:{kind}"})
+
+
+def solve_ie_instance(program, images, texts):
+    shots = [f for f in images if f.get("_kind") == "entity"]
+    return shots[-1]["body"] if shots else None
+
+
+def plan_msr_scenes(rng: random.Random, when: When) -> QuestionPlan:
+    """X1 Y2: the scene level of several photos combined (how many table-top colours)."""
+    things = rng.sample(W.ARRANGED, 3)
+    distinct = rng.randint(1, 3)
+    palette = _distinct_colours(rng, distinct)
+    backgrounds = palette + [rng.choice(palette) for _ in range(3 - distinct)]
+    rng.shuffle(backgrounds)
+    sessions = []
+    for thing, bg, d in zip(things, backgrounds, when.days(rng, 3), strict=True):
+        facts = {**W.scene_facts(rng), "background": bg}
+        sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
+            rng, "scene", facts, line=line("arranged", thing=thing)))]), d))
+    listed = ", the ".join(things[:-1]) + f" and the {things[-1]}"
+    return QuestionPlan(
+        family="msr_scenes", ability=Ability.MULTI_SESSION_REASONING, subtype="counting",
+        answer_type=AnswerType.INTEGER,
+        question=f"Across the photos of the {listed} I arranged, how many different "
+                 "table-top colours were there?",
+        answer=str(distinct), labels=Labels(x="X1", y="Y2"), sessions=sessions,
+        program={"op": "count_backgrounds"}, needed=sorted(set(backgrounds)),
+        exclusive={f"arranged:{t}" for t in things})
+
+
+def solve_msr_scenes(program, images, texts):
+    scenes = [f for f in images if f.get("_kind") == "scene"]
+    return str(len({f["background"] for f in scenes})) if scenes else None
+
+
+def plan_msr_parcels(rng: random.Random, when: When) -> QuestionPlan:
+    """X4 Y2: small print on several screenshots added up (items across parcels)."""
+    k = rng.randint(2, 3)
+    app, accent = rng.choice(W.APPS), rng.choice(W.COLOURS)
+    counts = [rng.randint(1, 4) for _ in range(k)]
+    sessions = []
+    for items, d in zip(counts, when.days(rng, k), strict=True):
+        facts = {"app": app, "title": "Your parcel", "accent": accent, "fields": [
+            ["Carrier", rng.choice(["SwiftPost", "ParcelOne", "BoxRoute"])],
+            ["Status", "In transit"], ["Tracking", W.code(rng, "PK")], ["Items", str(items)]]}
+        sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
+            rng, "app_ui", facts, line=line("parcel")))]), d))
+    return QuestionPlan(
+        family="msr_parcels", ability=Ability.MULTI_SESSION_REASONING, subtype="arithmetic",
+        answer_type=AnswerType.INTEGER,
+        question="Adding up the parcel screenshots I shared, how many items are on their way "
+                 "to me in total?",
+        answer=str(sum(counts)), labels=Labels(x="X4", y="Y2"), sessions=sessions,
+        program={"op": "sum_field", "field": "Items"}, needed=[str(c) for c in counts],
+        exclusive={"app_ui:parcel"})
+
+
+def solve_msr_parcels(program, images, texts):
+    values = [int(v) for f in images for key, v in f.get("fields", []) if key == program["field"]]
+    return str(sum(values)) if values else None
+
+
+def _chain_days(rng: random.Random, when: When) -> list[float]:
+    return when.days(rng, rng.randint(3, 4))
+
+
+def plan_ku_scene(rng: random.Random, when: When) -> QuestionPlan:
+    """X1 Y3: the table-top under one arrangement changes from photo to photo."""
+    thing = rng.choice(W.ARRANGED)
+    days = _chain_days(rng, when)
+    backgrounds = _distinct_colours(rng, len(days))
+    sessions = [_evidence(chat_session(rng, inserts=[_needle(share_image(
+        rng, "scene", {**W.scene_facts(rng), "background": bg},
+        line=line("arranged", thing=thing)))]), d) for bg, d in zip(backgrounds, days, strict=True)]
+    return QuestionPlan(
+        family="ku_scene", ability=Ability.KNOWLEDGE_UPDATE, subtype=None,
+        answer_type=AnswerType.FREE_TEXT,
+        question=f"I keep re-doing the table where I arrange the {thing}. What colour is "
+                 "the table-top there now?",
+        answer=backgrounds[-1], old_answers=backgrounds[:-1], labels=Labels(x="X1", y="Y3"),
+        sessions=sessions, program={"op": "latest_background"},
+        needed=[backgrounds[-1]], exclusive={f"arranged:{thing}"})
+
+
+def solve_ku_scene(program, images, texts):
+    scenes = [f for f in images if f.get("_kind") == "scene"]
+    return scenes[-1]["background"] if scenes else None
+
+
+def plan_ku_instance(rng: random.Random, when: When) -> QuestionPlan:
+    """X3 Y3: which entity holds a role changes; its colour identifies the current one."""
+    kind = rng.choice(["mug", "plant", "lamp", "bottle"])
+    days = _chain_days(rng, when)
+    bodies = _distinct_colours(rng, len(days))
+    shots = [W.entity_identity(rng, kind) for _ in days]
+    shots = [W.canonical_entity({**s, "body": b}) for s, b in zip(shots, bodies, strict=True)]
+    sessions = [_evidence(chat_session(rng, inserts=[_needle(share_image(
+        rng, "entity", shot, line=line("desk_first" if i == 0 else "desk_swap", kind=kind)))]), d)
+        for i, (shot, d) in enumerate(zip(shots, days, strict=True))]
+    return QuestionPlan(
+        family="ku_instance", ability=Ability.KNOWLEDGE_UPDATE, subtype=None,
+        answer_type=AnswerType.FREE_TEXT,
+        question=f"What colour is the {kind} on my desk now?",
+        answer=bodies[-1], old_answers=bodies[:-1], labels=Labels(x="X3", y="Y3"),
+        sessions=sessions, program={"op": "latest_entity_body", "kind": kind},
+        needed=[bodies[-1]], exclusive={f"entity:{kind}"})
+
+
+def solve_ku_instance(program, images, texts):
+    shots = [f for f in images if f.get("_kind") == "entity" and f["kind"] == program["kind"]]
+    return shots[-1]["body"] if shots else None
+
+
+def _respell(rng: random.Random, code: str, seen: set[str]) -> str:
+    """``code`` with one or two digits changed: the next state differs in small print."""
+    while True:
+        digits = list(code)
+        for i in rng.sample(range(len(digits)), rng.randint(1, 2)):
+            digits[i] = rng.choice([d for d in "0123456789" if d != digits[i]])
+        out = "".join(digits)
+        if out not in seen:
+            return out
+
+
+def plan_ku_code(rng: random.Random, when: When) -> QuestionPlan:
+    """X4 Y3: a code in small print is reset again and again; each differs by a digit or two."""
+    days = _chain_days(rng, when)
+    codes = [f"{rng.randint(0, 999999):06d}"]
+    while len(codes) < len(days):
+        codes.append(_respell(rng, codes[-1], set(codes)))
+    locker = f"{rng.choice('ABCD')}{rng.randint(10, 99)}"
+    sessions = [_evidence(chat_session(rng, inserts=[_needle(share_image(
+        rng, "app_ui", {"app": "FitLog", "title": "Locker", "accent": "teal",
+                        "fields": [["Locker", locker], ["Code", c]]},
+        line=line("locker_first" if i == 0 else "locker_change")))]), d)
+        for i, (c, d) in enumerate(zip(codes, days, strict=True))]
+    return QuestionPlan(
+        family="ku_code", ability=Ability.KNOWLEDGE_UPDATE, subtype=None,
+        answer_type=AnswerType.FREE_TEXT, question="What is my gym locker code now?",
+        answer=codes[-1], old_answers=codes[:-1], labels=Labels(x="X4", y="Y3"),
+        sessions=sessions, program={"op": "latest_field", "field": "Code"},
+        needed=[codes[-1]], exclusive={"app_ui:locker"})
+
+
 @dataclass(frozen=True)
 class Family:
     name: str
@@ -463,8 +636,22 @@ FAMILIES: dict[str, Family] = {f.name: f for f in [
     Family("tr_order", plan_tr_order, solve_tr_order),
     Family("tr_date", plan_tr_date, solve_tr_date),
     Family("ku_update", plan_ku_update, solve_ku_update),
+    Family("ie_instance", plan_ie_instance, solve_ie_instance),
+    Family("msr_scenes", plan_msr_scenes, solve_msr_scenes),
+    Family("msr_parcels", plan_msr_parcels, solve_msr_parcels),
+    Family("ku_scene", plan_ku_scene, solve_ku_scene),
+    Family("ku_instance", plan_ku_instance, solve_ku_instance),
+    Family("ku_code", plan_ku_code, solve_ku_update),
 ]}
 ANSWERABLE = tuple(FAMILIES)
+# The default set (and the refusals' sources): the families before the grid was filled, so
+# the default benchmark, its gates and its digest stay as they were; the others are asked
+# for with --families, and --format memeye takes every family a 4-way choice can hold (0036).
+DEFAULT_FAMILIES = ("ie_entity", "ie_previnfo", "ie_scene", "msr_arithmetic", "msr_counting",
+                    "msr_entity", "tr_duration", "tr_order", "tr_date", "ku_update")
+# Two-way answers (yes/no, A/B): no 4-option multiple choice with 4 rotations holds them.
+TWO_WAY_FAMILIES = ("msr_entity", "tr_duration")
+MEMEYE_FAMILIES = tuple(f for f in FAMILIES if f not in TWO_WAY_FAMILIES)
 # Answer refusal: an answerable plan whose evidence sessions are left out of the history.
 AR_FAMILY = "ar"
 

@@ -241,6 +241,10 @@ LINES: dict[str, str] = {
     "calendar": "I marked the day of my {what} <image>",
     "arranged": "Here's how I arranged the {thing} on the table <image>",
     "someone_else": "Screenshot of {owner}'s {what} from the same app <image>",
+    "desk_first": "This is the {kind} that sits on my desk these days <image>",
+    "desk_swap": "Swapped the {kind} on my desk for another one <image>",
+    "locker_first": "Got a locker at the gym, here's the app screen <image>",
+    "locker_change": "The gym reset my locker code again <image>",
 }
 class Phrase(str):
     """Text with the phrases an optional LLM naturaliser must keep verbatim."""
