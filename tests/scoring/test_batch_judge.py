@@ -187,6 +187,20 @@ def test_an_upload_whose_batch_was_refused_is_reused(tmp_path):
         assert len(server.uploads) == 2  # file-1 once, then the retry round's
 
 
+def test_a_round_over_the_batch_limits_goes_in_several_batches(tmp_path, monkeypatch):
+    import memgauge.scoring._batch as batch_module
+
+    monkeypatch.setattr(batch_module, "MAX_BATCH_REQUESTS", 3)
+    run_dir = _run(tmp_path)
+    with BatchServer(_answer) as server:
+        counts = _batch(server, run_dir, tmp_path / "c.sqlite", label_errors=False)
+        assert counts["judged"] == 4 and counts["batch_requests"] == 5
+        # three of the four verdicts, then the fourth (with the retry, when the retried
+        # answer was among the three: the order is the custom ids')
+        sizes = [len(u["data"].splitlines()) for u in server.uploads]
+        assert sizes[0] == 3 and sum(sizes) == 5 and max(sizes) <= 3
+
+
 def test_line_errors_are_judge_failures_and_a_rerun_sends_only_them(tmp_path):
     run_dir = _run(tmp_path)
     broken = {"Question q_right?": "error", "Question q_eye?": "http500"}

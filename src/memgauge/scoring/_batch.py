@@ -49,6 +49,9 @@ TERMINAL = ("completed", "failed", "expired", "cancelled")
 RUNNING = ("validating", "in_progress", "finalizing", "cancelling")
 POLL_CAP_S = 300.0  # the slowest poll (unless --batch-poll-s asks for slower)
 POLL_GROWTH = 1.5
+# OpenAI's limits of one batch: 50,000 requests, a 200 MB input file (kept under it)
+MAX_BATCH_REQUESTS = 50_000
+MAX_BATCH_BYTES = 190 * 2**20
 API_ATTEMPTS = 4  # tries of one Files/Batches call on a connection error, 429 or 5xx
 _WINDOW = re.compile(r"[1-9][0-9]*h")
 
@@ -395,9 +398,19 @@ async def submit(api: BatchApi, state: BatchState, model: BatchJudgeModel,
                  window: str) -> None:
     """Send what was set aside as one batch; the state is saved at each step."""
     pending, model.pending = model.pending, {}
-    ids = sorted(pending)
-    lines = b"".join(b'{"custom_id":"%s","method":"POST","url":"%s","body":%s}\n'
-                     % (cid.encode(), CHAT_ROUTE.encode(), pending[cid]) for cid in ids)
+    ids: list[str] = []
+    chunks: list[bytes] = []
+    size = 0
+    for cid in sorted(pending):
+        line = b'{"custom_id":"%s","method":"POST","url":"%s","body":%s}\n' % (
+            cid.encode(), CHAT_ROUTE.encode(), pending[cid])
+        if ids and (len(ids) == MAX_BATCH_REQUESTS or size + len(line) > MAX_BATCH_BYTES):
+            model.pending[cid] = pending[cid]  # over one batch's limits: the next batch
+            continue
+        ids.append(cid)
+        chunks.append(line)
+        size += len(line)
+    lines = b"".join(chunks)
     input_path = state.path.with_suffix(".input.jsonl")
     input_path.parent.mkdir(parents=True, exist_ok=True)
     input_path.write_bytes(lines)
