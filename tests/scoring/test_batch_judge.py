@@ -92,6 +92,21 @@ def _verdicts(run_dir):
             for q, r in read_records(run_dir).items()}
 
 
+def test_extraction_through_batches_equals_online(tmp_path):
+    online_run = _run(tmp_path, "online")
+    batch_run = tmp_path / "batched"
+    shutil.copytree(online_run, batch_run)
+    with BatchServer(_answer) as server:
+        # the extraction prompt gets no extraction: three unreadable replies, then a failure
+        online = _online(server, online_run, tmp_path / "online.sqlite", extract=True)
+        counts = _batch(server, batch_run, tmp_path / "batch.sqlite", extract=True)
+    assert online["extract_failures"] == 4
+    assert {k: counts[k] for k in online} == online
+    assert _verdicts(batch_run) == _verdicts(online_run)
+    assert [r.meta["extract_error"] for r in read_records(batch_run).values()] == \
+        [r.meta["extract_error"] for r in read_records(online_run).values()]
+
+
 def test_batch_gives_the_online_verdicts_and_fills_the_cache(tmp_path):
     online_run = _run(tmp_path, "online")
     batch_run = tmp_path / "batched"
