@@ -3,8 +3,9 @@ prior and show how the retrieval diagnostics move (design 0030).
 
 Each record's stored ranking (the pool) is re-ranked by s′ = (1−α)·z(score) + α·t̂, z and t̂
 min-max over the pool, t̂ the session's place in the episode (1 = the newest); the top k
-(the items the system chose, or ``--k``) is then diagnosed as ``memgauge report`` does. No
-model is called. A clue outside the stored pool stays out at every α: re-ranking cannot
+(the items the system chose, or ``--k``) is then diagnosed as ``memgauge report`` does, by
+ability, or by X × Y cell where the records carry cells (``--by``; a multi-label question
+counts in each of its cells). No model is called. A clue outside the stored pool stays out at every α: re-ranking cannot
 recover what the system never ranked, and the output says how many clues that is.
 """
 
@@ -25,6 +26,7 @@ probe_app = typer.Typer(no_args_is_help=True,
 DEFAULT_ALPHAS = "0,0.3,0.5,0.7,1"
 ALL = "all"
 AS_RUN = "as run"
+GROUPINGS = ("auto", "ability", "cell")
 
 
 def parse_alphas(text: str) -> list[float]:
@@ -49,7 +51,7 @@ class ProbeRow:
     """One α (or the ranking as the run recorded it) over one run's re-rankable records."""
 
     alpha: float | None  # None: as run
-    groups: dict[str, dict[str, Any]]  # ability (and "all") -> ClueGroup.to_dict()
+    groups: dict[str, dict[str, Any]]  # ability or cell (and "all") -> ClueGroup.to_dict()
 
 
 @dataclass(frozen=True)
@@ -61,22 +63,36 @@ class RunProbe:
     unranked_clues: int  # of the re-ranked records' clues, those outside their pool
     n_clues: int
     rows: list[ProbeRow]
+    by: str = "ability"
 
     def to_dict(self) -> dict[str, Any]:
         from .analysis._json import json_safe
 
         return json_safe({
-            "run": self.run, "n_records": self.n_records, "n_reranked": self.n_reranked,
+            "run": self.run, "by": self.by, "n_records": self.n_records, "n_reranked": self.n_reranked,
             "n_skipped": self.n_skipped,
             "clues_outside_pool": {"n": self.unranked_clues, "of": self.n_clues},
             "rows": [{"alpha": r.alpha if r.alpha is not None else AS_RUN, "groups": r.groups}
                      for r in self.rows]})
 
 
+def grouping(by: str, runs: Sequence[Any]) -> str:
+    """``--by``: ``auto`` is ``cell`` when a record carries an X × Y cell, else ``ability``."""
+    from .analysis._clues import record_cells
+
+    if by not in GROUPINGS:
+        raise ConfigError(f"--by {by!r}: use one of {', '.join(GROUPINGS)}")
+    if by != "auto":
+        return by
+    labelled = any(record_cells(r) for run in runs for r in run.records)
+    return "cell" if labelled else "ability"
+
+
 def probe_run(label: str, records: Sequence[Any], alphas: Sequence[float], *,
-              primary: str | None, k: int | None) -> RunProbe:
+              primary: str | None, k: int | None, by: str = "ability") -> RunProbe:
     """The recency probe over one run's records (see the module docstring)."""
     from .analysis import clue_groups, question_clues, recency_rerank
+    from .analysis._clues import cell_label, record_cells
 
     eligible = [r for r in records if question_clues(r, k) is not None]
     reranked = {a: [recency_rerank(r, a) for r in eligible] for a in alphas}
@@ -84,8 +100,10 @@ def probe_run(label: str, records: Sequence[Any], alphas: Sequence[float], *,
               if all(reranked[a][i] is not None for a in alphas)]
 
     def groups(recs: Sequence[Any]) -> dict[str, dict[str, Any]]:
-        by_ability = clue_groups(((str(r.ability), ALL, r) for r in recs), primary, k)
-        out = {a: tiers[ALL].to_dict() for a, tiers in by_ability.items()}
+        keys = (((cell_label(c), ALL, r) for r in recs for c in record_cells(r)) if by == "cell"
+                else ((str(r.ability), ALL, r) for r in recs))
+        by_group = clue_groups(keys, primary, k)
+        out = {a: tiers[ALL].to_dict() for a, tiers in sorted(by_group.items())}
         overall = clue_groups(((ALL, ALL, r) for r in recs), primary, k)
         if overall:
             out[ALL] = overall[ALL][ALL].to_dict()
@@ -96,7 +114,7 @@ def probe_run(label: str, records: Sequence[Any], alphas: Sequence[float], *,
     base = rows[0].groups.get(ALL, {}).get("unranked_clues", {"n": 0, "of": 0})
     return RunProbe(run=label, n_records=len(eligible), n_reranked=len(usable),
                     n_skipped=len(eligible) - len(usable), unranked_clues=base["n"],
-                    n_clues=base["of"], rows=rows)
+                    n_clues=base["of"], rows=rows, by=by)
 
 
 def _markdown(probes: Sequence[RunProbe], k: int | None) -> str:
@@ -137,7 +155,25 @@ def _markdown(probes: Sequence[RunProbe], k: int | None) -> str:
                          *(value(m, g) for m in CLUE_METRICS),
                          f"{f.get('retrieval', 0)} / {f.get('comprehension', 0)}"])
         out += [table([cell(h) for h in header], body, right_from=1), ""]
+        if p.by == "cell":
+            out += _cell_table(p, value)
     return "\n".join(out)
+
+
+def _cell_table(p: RunProbe, value: Any) -> list[str]:
+    """The same diagnostics per X × Y cell (a multi-label question in each of its cells)."""
+    from .analysis import CLUE_METRICS
+    from .report._md import cell, table
+
+    header = ["α", "cell", "n", *CLUE_METRICS]
+    body = [[AS_RUN if row.alpha is None else f"{row.alpha:g}", name,
+             str(g.get("full_clue_recall", {}).get("n", 0)),
+             *(value(m, g) for m in CLUE_METRICS)]
+            for row in p.rows for name, g in row.groups.items() if name != ALL]
+    if not body:
+        return []
+    return ["By X × Y cell (a multi-label question counts in each of its cells):", "",
+            table([cell(h) for h in header], body, right_from=2), ""]
 
 
 @probe_app.command("recency")
@@ -152,6 +188,9 @@ def recency(
     primary: Annotated[str | None, typer.Option(
         help="Scorer that says which answers are wrong (default: as the report)")] = None,
     fmt: Annotated[str, typer.Option("--format", help="md | json")] = "md",
+    by: Annotated[str, typer.Option(
+        "--by", help="auto | ability | cell (X × Y; auto: cell when the records carry cells)")
+    ] = "auto",
 ) -> None:
     """How the retrieval diagnostics move when the stored rankings are re-ranked with a
     recency prior (s′ = (1−α)·z(sim) + α·t̂); it cannot recover a clue outside the pool."""
@@ -163,9 +202,12 @@ def recency(
         if fmt not in ("md", "json"):
             raise ConfigError(f"unknown format {fmt!r}; use md or json")
         alphas = parse_alphas(alpha)
+        if by not in GROUPINGS:
+            raise ConfigError(f"--by {by!r}: use one of {', '.join(GROUPINGS)}")
         runs = load_runs(run_dirs)
         _, chosen = _pick_primary(runs, primary)
-        probes = [probe_run(run.label, run.records, alphas, primary=chosen, k=k)
+        by = grouping(by, runs)
+        probes = [probe_run(run.label, run.records, alphas, primary=chosen, k=k, by=by)
                   for run in runs]
     except MemgaugeError as exc:
         from .cli import _fail  # the CLI is loaded by the time a command runs

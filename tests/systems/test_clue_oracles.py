@@ -153,3 +153,70 @@ def test_memeye_questions_keep_their_own_option_lines_once() -> None:
     clue_turns = {p.turn_id for p in question.evidence}
     shown = {t.turn_id for s in ep.sessions for t in s.turns if t.text and t.text in text}
     assert clue_turns <= shown
+
+
+# --- the clue diagnostics per X × Y cell (report and recency probe) -------------------------
+
+
+def _ranked(qid: str, cells: list[str], pool: list[str], clues: list[str]):
+    from memgauge.schema import Record, Response, RetrievedItem
+
+    retrieved = [RetrievedItem(pointer=EvidenceRef(session_id=s), score=1.0 - i / 10,
+                               chosen=i == 0) for i, s in enumerate(pool)]
+    return Record(question_id=qid, episode_id="e", benchmark=BenchmarkInfo(name="t"),
+                  status="ok", ability="knowledge_update", answer_type="free_text",
+                  question="?", gold="x", prediction="x", scores={"rule": 1.0},
+                  response=Response(text="x", retrieved=retrieved),
+                  evidence=[EvidenceRef(session_id=s) for s in clues],
+                  meta={"xy_cells": cells,
+                        "session_positions": {f"s{i}": i for i in range(6)}})
+
+
+def _cell_run(tmp_path):
+    from report_runs import identity, write_run
+
+    records = [  # q1: stale s1 outranks the latest clue s3; q2 (two cells): latest first
+        _ranked("q1", ["X3_Y3"], ["s1", "s3", "s2"], ["s1", "s3"]),
+        _ranked("q2", ["X3_Y3", "X4_Y3"], ["s4", "s2"], ["s2", "s4"]),
+    ]
+    return write_run(tmp_path / "run", identity("rag", "8k"), records)
+
+
+def test_report_has_the_clue_diagnostics_per_cell(tmp_path) -> None:
+    from memgauge.analysis import build_tables, load_runs
+
+    tables = build_tables(load_runs([_cell_run(tmp_path)]))
+    [groups] = tables.clues.values()
+    x3, x4 = groups["X3 × Y3"]["8k"], groups["X4 × Y3"]["8k"]
+    assert x3["stale_dominance"]["value"] == 0.5  # q1 yes, q2 no
+    assert x3["stale_dominance"]["n"] == 2 and x4["stale_dominance"]["n"] == 1
+    assert x4["stale_dominance"]["value"] == 0.0
+    assert "knowledge_update" in groups  # the ability rows stay
+
+
+def test_recency_probe_groups_by_cell_when_records_carry_cells(tmp_path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from memgauge.cli import app
+
+    run = _cell_run(tmp_path)
+    res = CliRunner().invoke(app, ["probe", "recency", run, "--format", "json",
+                                   "--alpha", "1"])
+    assert res.exit_code == 0, res.output
+    [probe] = json.loads(res.stdout)["runs"]
+    assert probe["by"] == "cell"
+    as_run, newest = probe["rows"]
+    assert as_run["groups"]["X3 × Y3"]["stale_dominance"]["value"] == 0.5
+    # α = 1 ranks by recency alone: the latest clue first, nothing stale dominates
+    assert newest["groups"]["X3 × Y3"]["stale_dominance"]["value"] == 0.0
+    assert newest["groups"]["X4 × Y3"]["latest_clue_recall"]["n"] == 1
+    md = CliRunner().invoke(app, ["probe", "recency", run, "--alpha", "1"])
+    assert "By X × Y cell" in md.output and "X4 × Y3" in md.output
+    by_ability = CliRunner().invoke(app, ["probe", "recency", run, "--format", "json",
+                                          "--by", "ability"])
+    assert set(json.loads(by_ability.stdout)["runs"][0]["rows"][0]["groups"]) == {
+        "knowledge_update", "all"}
+    bad = CliRunner().invoke(app, ["probe", "recency", run, "--by", "row"])
+    assert bad.exit_code != 0 and "--by" in bad.output and "Traceback" not in bad.output

@@ -33,11 +33,13 @@ __all__ = [
     "CLUE_METRICS",
     "ClueGroup",
     "QuestionClues",
+    "cell_label",
     "clue_groups",
     "clues_of",
     "pessimistic_ranks",
     "question_clues",
     "recency_rerank",
+    "record_cells",
 ]
 
 CLUE_METRICS = ("any_clue_recall", "full_clue_recall", "latest_clue_recall", "mrr",
@@ -220,6 +222,23 @@ def clue_groups(records: Iterable[tuple[str, str, Record]], primary: str | None,
             buckets.setdefault(ability, {}).setdefault(tier, []).append((record, q))
     return {a: {t: clue_group(pairs, primary) for t, pairs in tiers.items()}
             for a, tiers in buckets.items()}
+
+
+def record_cells(record: Record) -> tuple[str, ...]:
+    """The record's X × Y cells (``X3_Y2``): every cell of its multi-labels (MemEye's
+    ``meta.xy_cells``), else its one ``labels.x``/``labels.y`` pair, else none. A
+    multi-label question counts in each of its cells."""
+    raw = record.meta.get("xy_cells")
+    if isinstance(raw, list) and raw:
+        return tuple(dict.fromkeys(str(c) for c in raw))
+    if record.labels.x and record.labels.y:
+        return (f"{record.labels.x}_{record.labels.y}",)
+    return ()
+
+
+def cell_label(cell: str) -> str:
+    """How a cell names its group beside the abilities: ``X3 × Y2``."""
+    return cell.replace("_", " × ")
 
 
 # --- the recency re-rank probe -----------------------------------------------------------

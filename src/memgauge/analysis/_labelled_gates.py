@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from memgauge.analysis._clues import record_cells
 from memgauge.analysis._gates import FAIL, NOT_APPLICABLE, PASS, Verdict
 from memgauge.schema import Record
 
@@ -61,17 +62,6 @@ def base_id(record: Record) -> str:
     return str(raw) if raw else _ROTATION.sub("", record.question_id)
 
 
-def cells_of(record: Record) -> tuple[str, ...]:
-    """The record's X × Y cells (``X3_Y2``): the loader's multi-label cells, else its one
-    ``labels.x``/``labels.y`` pair, else none."""
-    raw = record.meta.get("xy_cells")
-    if isinstance(raw, list) and raw:
-        return tuple(str(c) for c in raw)
-    if record.labels.x and record.labels.y:
-        return (f"{record.labels.x}_{record.labels.y}",)
-    return ()
-
-
 def x_levels(score: QuestionScore) -> list[str]:
     return sorted({c.split("_")[0] for c in score.cells}) or ["unlabelled"]
 
@@ -101,7 +91,7 @@ def question_scores(records: Iterable[Record], primary: str | None = None
             all_right=all(v >= 1 for v in values) if values else None, rotations=len(recs),
             n_error=sum(r.status != "ok" for r in recs),
             chance=1 / n_options[0] if n_options else None,
-            cells=tuple(dict.fromkeys(c for r in recs for c in cells_of(r)))))
+            cells=tuple(dict.fromkeys(c for r in recs for c in record_cells(r)))))
     return sorted(out, key=lambda q: q.base_id)
 
 

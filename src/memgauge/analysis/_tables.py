@@ -18,7 +18,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from memgauge.analysis._clues import clue_groups
+from memgauge.analysis._clues import cell_label, clue_groups, record_cells
 from memgauge.analysis._cost import ALL_TIERS, CostRow, Price, cost_row, family_kind
 from memgauge.analysis._errors import error_breakdown
 from memgauge.analysis._json import json_safe
@@ -598,12 +598,15 @@ def _cost_rows(runs: Sequence[RunData], systems: Sequence[SystemInfo],
 
 def _clues(runs: Sequence[RunData], systems: Sequence[SystemInfo], tiers: Mapping[str, str],
            primary: str | None, k: int | None) -> dict[str, dict[str, dict[str, dict[str, Any]]]]:
-    """System -> ability -> tier -> clue diagnostics, for systems that recorded rankings."""
+    """System -> ability -> tier -> clue diagnostics, for systems that recorded rankings;
+    after the abilities, the same per X × Y cell ("X3 × Y3") where records carry cells."""
     by_label = {run.label: run for run in runs}
     out: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
     for system in systems:
         triples = [(str(r.ability), tiers[label], r) for label in system.runs
                    for r in by_label[label].records]
+        triples += [(cell_label(c), tier, r) for _, tier, r in list(triples)
+                    for c in record_cells(r)]
         groups = clue_groups(triples, primary, k)
         if groups:
             out[system.label] = {
