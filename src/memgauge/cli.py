@@ -953,7 +953,7 @@ def score(
         if batch:
             from .scoring._batch import check_batch_options
 
-            check_batch_options(judge, batch_poll_s, batch_window)
+            check_batch_options(judge, batch_poll_s, batch_window, name)
         cache = ResponseCache(kind="judge")
         model = create_model(judge, ModelSettings(
             base_url=judge_base_url, api_key_env=api_key_env, concurrency=concurrency,

@@ -304,6 +304,8 @@ def test_configuration_mistakes_come_before_any_request(tmp_path):
         assert server.uploads == [] and server.polls == []
         with pytest.raises(ConfigError, match="one --judge-base-url"):
             BatchJudgeModel("m", ModelSettings(base_url=f"{server.base_url},{server.base_url}"))
+        with pytest.raises(ConfigError, match="--name '../judge'"):
+            _batch(server, run_dir, tmp_path / "c.sqlite", name="../judge")
         (run_dir / "batch-judge").mkdir()
         (run_dir / "batch-judge" / "judge.json").write_text(json.dumps(
             {"batch_id": "batch_9", "model": "other-judge", "base_url": server.base_url,
@@ -332,6 +334,10 @@ def test_cli_score_batch(tmp_path):
             "score", str(run_dir), "--judge", "openai:j", "--judge-base-url", server.base_url,
             "--batch", "--batch-window", "soon"])
         assert bad.exit_code == 2 and "--batch-window" in bad.output
+        bad = CliRunner().invoke(app, [
+            "score", str(run_dir), "--judge", "openai:j", "--judge-base-url", server.base_url,
+            "--batch", "--name", "judge/b"])
+        assert bad.exit_code == 2 and "--name 'judge/b'" in bad.output
         bad = CliRunner().invoke(app, [
             "score", str(run_dir), "--judge", "local:smollm2", "--batch"])
         assert bad.exit_code == 2 and "openai:<name>" in bad.output

@@ -54,6 +54,7 @@ MAX_BATCH_REQUESTS = 50_000
 MAX_BATCH_BYTES = 190 * 2**20
 API_ATTEMPTS = 4  # tries of one Files/Batches call on a connection error, 429 or 5xx
 _WINDOW = re.compile(r"[1-9][0-9]*h")
+_FILE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 
 
 class BatchApiError(MemgaugeError):
@@ -64,8 +65,11 @@ class Deferred(Exception):
     """A judge request with no batch result yet: it goes into the next batch."""
 
 
-def check_batch_options(judge: str, poll_s: float, window: str) -> None:
+def check_batch_options(judge: str, poll_s: float, window: str, name: str = "judge") -> None:
     """The ``--batch`` options, named before the judge is made or asked."""
+    if not _FILE_NAME.fullmatch(name):
+        raise ConfigError(f"--name {name!r}: with --batch the judge's name names its state "
+                          f"file in {STATE_DIR}/, so letters, digits, '.', '_' and '-' only")
     if not judge.startswith("openai:"):
         raise ConfigError(f"--batch needs an OpenAI-compatible judge (--judge openai:<name>), "
                           f"got {judge!r}: a local: judge has no Batch API")
@@ -433,10 +437,11 @@ async def batch_judge_run(run_dir: str | os.PathLike[str], model: BatchJudgeMode
     ``batches`` and ``batch_requests``)."""
     from ..runner._store import load_manifest, read_records, rewrite_records, write_json_atomic
 
-    check_batch_options(f"openai:{model.name}", poll_s, window)
+    options = options or JudgeOptions()
+    check_batch_options(f"openai:{model.name}", poll_s, window, options.name)
     say = say or (lambda line: None)
     run = Path(run_dir)
-    pipeline = JudgePipeline(model, options or JudgeOptions())
+    pipeline = JudgePipeline(model, options)
     manifest = load_manifest(run)
     if manifest is None:
         raise ConfigError(f"{run} is not a run folder (no manifest.json)")
