@@ -26,6 +26,7 @@ from memgauge.analysis._metrics import Summary, choose_primary, coverage_counts,
 from memgauge.analysis._paired import clustered_se, spearman
 from memgauge.analysis._stats import mean
 from memgauge.analysis._timeline import by_system as timeline_by_system
+from memgauge.analysis._xy import XYCell, rotation_summary, xy_matrices
 from memgauge.errors import ConfigError, MemgaugeError
 from memgauge.schema import Ability, ErrorInfo, Record
 
@@ -245,7 +246,7 @@ class ReportTables:
     depth_bins: list[str]
     depth: dict[str, dict[str, dict[str, Cell]]]  # system -> bin -> tier -> cell
     depth_note: str
-    xy: dict[str, dict[str, dict[str, Cell]]]  # run -> X -> Y -> cell (runs with labels)
+    xy: dict[str, dict[str, dict[str, XYCell]]]  # run -> X -> Y -> cell (runs with labels)
     error_labels: dict[str, dict[str, Any]]  # run -> n_wrong, by_label, by_category
     label_names: list[str]
     category_names: list[str]
@@ -264,6 +265,9 @@ class ReportTables:
     # Accuracy over a timeline (design 0029): system -> axis (elapsed_sessions,
     # evidence_distance) -> bin -> cell, for systems whose records carry those positions.
     timeline: dict[str, dict[str, dict[str, Cell]]] = field(default_factory=dict)
+    # MCQ asked over rotations (design 0036): run -> debiased EM, all-rotations-correct,
+    # unparseable replies, accuracy by gold position.
+    rotations: dict[str, dict[str, Any]] = field(default_factory=dict)
     # What the tables were computed from, kept so the per-run report sections reuse them
     # instead of bootstrapping again; not part of the JSON.
     summaries: dict[str, Summary] = field(default_factory=dict, repr=False)
@@ -503,17 +507,24 @@ def _depth(runs: Sequence[RunData], systems: Sequence[SystemInfo], tiers: Mappin
     return out
 
 
-def _xy(runs: Sequence[RunData], primary: str | None) -> dict[str, dict[str, dict[str, Cell]]]:
-    """Run -> X -> Y -> accuracy, for runs whose records carry both labels."""
-    out: dict[str, dict[str, dict[str, Cell]]] = {}
+def _xy(runs: Sequence[RunData], primary: str | None,
+        **kw: Any) -> dict[str, dict[str, dict[str, XYCell]]]:
+    """Run -> X -> Y -> accuracy over its questions (MCQ rotations folded, multi-label
+    questions in each of their cells), for runs whose records carry both labels."""
+    out: dict[str, dict[str, dict[str, XYCell]]] = {}
     for run in runs:
-        groups: dict[tuple[str, str], list[Record]] = {}
-        for r in run.records:
-            if r.labels.x and r.labels.y:
-                groups.setdefault((r.labels.x, r.labels.y), []).append(r)
-        if groups:
-            out[run.label] = {x: {y: _cell(groups.get((x, y), []), primary) for y in Y_LABELS}
-                              for x in X_LABELS}
+        out.update(xy_matrices(run.records, primary, run.label, **kw))
+    return out
+
+
+def _rotations(runs: Sequence[RunData], primary: str | None,
+               **kw: Any) -> dict[str, dict[str, Any]]:
+    """Run -> debiased EM and all-rotations-correct, for runs with MCQ rotations."""
+    out = {}
+    for run in runs:
+        summary = rotation_summary(run.records, primary, **kw)
+        if summary is not None:
+            out[run.label] = summary
     return out
 
 
@@ -670,7 +681,8 @@ def build_tables(runs: Sequence[RunData], *, primary: str | None = None, seed: i
         tier_curves=_tier_curves(runs, systems, tiers, abilities, chosen),
         depth_bins=list(DEPTH_BINS), depth=depth,
         depth_note="" if depth else "No record carries meta.evidence_depth.",
-        xy=_xy(runs, chosen), error_labels=error_labels,
+        xy=_xy(runs, chosen, **kw), rotations=_rotations(runs, chosen, **kw),
+        error_labels=error_labels,
         label_names=sorted({k for e in error_labels.values() for k in e["by_label"]}),
         category_names=sorted({k for e in error_labels.values() for k in e["by_category"]}),
         spearman=spearman_rows, spearman_omitted=omitted,

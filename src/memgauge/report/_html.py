@@ -35,9 +35,12 @@ from memgauge.report._tables_md import (
     COST_NOTE,
     DEPTH_NOTE,
     MISSING,
+    ROTATION_HEADER,
+    ROTATION_NOTE,
     SIDE_BY_SIDE_NOTE,
     TIMELINE_NOTE,
     X_LEVELS,
+    XY_CELLS_NOTE,
     XY_NOTE,
     Y_LEVELS,
     clue_rows,
@@ -48,7 +51,9 @@ from memgauge.report._tables_md import (
     fmt_pct,
     fmt_rho,
     fmt_se,
+    fmt_xy_cell,
     ranked,
+    rotation_cells,
     side_by_side_rows,
     timeline_grids,
 )
@@ -483,11 +488,25 @@ def _xy(t: ReportTables, plots: _Plots) -> str:
 
     img = _panels(plots, len(runs), panel_w=4.8, panel_h=3.4, ncols=3, draw=draw,
                   alt="Heatmaps of accuracy by visual granularity (X) and reasoning depth (Y)")
-    tables = "".join(f"<h3>{_e(run)}</h3>"
-                     + _grid_table(g, list(next(iter(g.values()))), "X \\ Y")
-                     for run, g in t.xy.items())
+    tables = "".join(f"<h3>{_e(run)}</h3>" + _xy_table(g) for run, g in t.xy.items())
     return _section("xy", title, _note(XY_NOTE), _levels(), _note(HEATMAP_NOTE), _fig(img),
-                    tables)
+                    tables, _note(XY_CELLS_NOTE), _rotations(t))
+
+
+def _xy_table(grid: Mapping[str, Mapping[str, Any]]) -> str:
+    cols = list(next(iter(grid.values())))
+    rows = [[_e(x), *(_e(fmt_xy_cell(cells.get(c))) for c in cols)]
+            for x, cells in grid.items()]
+    return _table([_e("X \\ Y"), *(_e(c) for c in cols)], rows)
+
+
+def _rotations(t: ReportTables) -> str:
+    """Debiased EM and all-rotations-correct per run (design 0036)."""
+    if not t.rotations:
+        return ""
+    rows = [[_e(v) for v in rotation_cells(run, r)] for run, r in t.rotations.items()]
+    return ("<h3>MCQ over rotations</h3>" + _note(ROTATION_NOTE)
+            + _table([_e(h) for h in ROTATION_HEADER], rows))
 
 
 def _levels() -> str:

@@ -25,7 +25,10 @@ __all__ = [
     "CLUES_NOTE",
     "COST_HEADER",
     "COST_NOTE",
+    "ROTATION_HEADER",
+    "ROTATION_NOTE",
     "SIDE_BY_SIDE_NOTE",
+    "XY_CELLS_NOTE",
     "XY_NOTE",
     "X_LEVELS",
     "Y_LEVELS",
@@ -37,9 +40,11 @@ __all__ = [
     "fmt_pct",
     "fmt_rho",
     "fmt_se",
+    "fmt_xy_cell",
     "ranked",
     "render_tables_json",
     "render_tables_markdown",
+    "rotation_cells",
     "side_by_side_rows",
     "tables_payload",
 ]
@@ -314,8 +319,55 @@ def _xy_section(t: ReportTables) -> list[str]:
     out.append("")
     for run, grid in t.xy.items():
         cols = list(next(iter(grid.values()), {}))
-        out += [f"**{cell(run)}**", "", _grid(grid, cols, "X \\ Y"), ""]
-    return out
+        body = [[cell(x), *(fmt_xy_cell(cells.get(c)) for c in cols)]
+                for x, cells in grid.items()]
+        out += [f"**{cell(run)}**", "", table(["X \\ Y", *(cell(c) for c in cols)], body), ""]
+    out += [XY_CELLS_NOTE, ""]
+    return [*out, *_rotation_section(t)]
+
+
+# The X × Y matrix and MCQ rotations (design 0036)
+XY_CELLS_NOTE = (f"Each cell: accuracy over its questions, {MISSING} where none, 95% bootstrap "
+                 "interval and n. A question with several labels (MemEye's multi-label "
+                 "point) counts in each of its cells, so the cells' n can add up to more than "
+                 "the questions. An MCQ question asked over rotations is one question, valued "
+                 "at its debiased EM. † marks a cell under n = 15: too few questions for a "
+                 "firm figure.")
+ROTATION_HEADER = ("Run", "Questions", "Rotations (ok)", "Debiased EM 95% CI",
+                   "All rotations correct 95% CI", "Unparseable replies", "Incomplete",
+                   "Accuracy by gold position")
+ROTATION_NOTE = ("Each MCQ question is asked once per rotation of its options. Debiased EM: "
+                 "the mean over a question's rotations, averaged over questions; all "
+                 "rotations correct: the share of questions right in every rotation. "
+                 "Unparseable: replies naming no option letter or several (scored 0, counted "
+                 "here). Incomplete: questions with a failed rotation, left out of both "
+                 "figures, never scored as wrong.")
+
+
+def fmt_xy_cell(c: Any) -> str:
+    """``66.7% [33.3, 100.0] (n=3) †``; ``—`` when the cell holds no question."""
+    if c is None or c.n == 0:
+        return MISSING
+    return (f"{fmt_pct(c.accuracy)} {fmt_ci(c.ci_low, c.ci_high)} (n={c.n})"
+            + (" †" if c.small else ""))
+
+
+def rotation_cells(run: str, r: Mapping[str, Any]) -> list[str]:
+    positions = ", ".join(f"{k} {fmt_pct(v['accuracy'])} (n={v['n']})"
+                          for k, v in r["by_gold_position"].items()) or MISSING
+    return [cell(run), str(r["n_questions"]), f"{r['n_rotations']} ({r['n_ok_rotations']})",
+            f"{fmt_pct(r['debiased_em'])} {fmt_ci(*r['debiased_em_ci'])}",
+            f"{fmt_pct(r['all_rotations_correct'])} {fmt_ci(*r['all_rotations_correct_ci'])}",
+            f"{r['unparseable']} ({fmt_pct(r['unparseable_share'])})",
+            str(r["incomplete_questions"]), positions]
+
+
+def _rotation_section(t: ReportTables) -> list[str]:
+    if not t.rotations:
+        return []
+    rows = [rotation_cells(run, r) for run, r in t.rotations.items()]
+    return ["### MCQ over rotations", "", ROTATION_NOTE, "",
+            table(list(ROTATION_HEADER), rows), ""]
 
 
 def _error_section(t: ReportTables) -> list[str]:
