@@ -220,3 +220,63 @@ def recency(
     else:
         text = _markdown(probes, k)
     print(show_controls(text, json=fmt == "json"))
+
+
+def _history_markdown(points: Sequence[Any], skipped: Sequence[str]) -> str:
+    from .report._md import cell, table
+    from .report._tables_md import MISSING, fmt_pct
+
+    def num(x: float | None) -> str:
+        return MISSING if x is None else f"{x:.1f}"
+
+    out = ["## Accuracy against combined history size", "",
+           ("Runs of `--bench combined` at fixed questions: the mean history each system's "
+            "questions were asked over, accuracy (a question's rotations count as one, their "
+            "mean), and the change against the same system's `group=single` run over the "
+            "questions both answered."), ""]
+    body = [[p.system, p.group, p.run, num(p.sessions), num(p.turns), num(p.images),
+             str(p.n), fmt_pct(p.accuracy) if p.accuracy is not None else MISSING,
+             (f"{100 * p.delta_vs_single:+.1f} pts (n={p.n_paired})"
+              if p.delta_vs_single is not None else MISSING)] for p in points]
+    header = ["system", "group", "run", "sessions", "turns", "images", "questions",
+              "accuracy", "vs single"]
+    if body:
+        out += [table([cell(h) for h in header], [[cell(c) for c in r] for r in body],
+                      right_from=3), ""]
+    else:
+        out += ["No run of `--bench combined` among these.", ""]
+    if skipped:
+        out.append("Left out (not `--bench combined`): " + ", ".join(cell(s) for s in skipped))
+    return "\n".join(out)
+
+
+@probe_app.command("history")
+def history(
+    run_dirs: Annotated[list[str], typer.Argument(help="Run folders of --bench combined")],
+    primary: Annotated[str | None, typer.Option(
+        help="Scorer that says which answers are right (default: as the report)")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="md | json")] = "md",
+) -> None:
+    """Accuracy against combined history size per system (cross-topic scaling): runs of
+    --bench combined at several groupings, paired against group=single."""
+    from .analysis import load_runs
+    from .analysis._cross_topic import history_points
+    from .analysis._tables import _pick_primary
+    from .report import show_controls
+
+    try:
+        if fmt not in ("md", "json"):
+            raise ConfigError(f"unknown format {fmt!r}; use md or json")
+        runs = load_runs(run_dirs)
+        _, chosen = _pick_primary(runs, primary)
+        points, skipped = history_points(runs, chosen)
+    except MemgaugeError as exc:
+        from .cli import _fail
+
+        _fail(exc)
+    if fmt == "json":
+        text = json.dumps({"primary": chosen, "points": [p.to_dict() for p in points],
+                           "skipped": skipped}, indent=2, sort_keys=True, allow_nan=False)
+    else:
+        text = _history_markdown(points, skipped)
+    print(show_controls(text, json=fmt == "json"))
