@@ -163,6 +163,11 @@ def test_audits_pass_a_set_built_not_to_leak(tmp_path: Path) -> None:
     assert "skipped" in results["oracle_screening"]  # the offline baseline sees no image
 
 
+def _nearest(rgb: tuple[int, int, int]) -> str:
+    return min(COLOURS, key=lambda n: sum((a - b) ** 2 for a, b in zip(COLOURS[n], rgb,
+                                                                        strict=True)))
+
+
 def _pixel_model(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """A stand-in for a model that sees images: the option naming the colour of the first
     image sent, else A."""
@@ -171,12 +176,19 @@ def _pixel_model(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     urls = [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"]
     text = "\n".join(p.get("text", "") for p in parts) + "\n".join(
         m["content"] for m in body["messages"] if isinstance(m["content"], str))
-    if not urls:
-        return 200, completion("A")
-    raw = base64.b64decode(urls[0].split(",", 1)[1])
-    rgb = Image.open(io.BytesIO(raw)).convert("RGB").getpixel((0, 0))
-    name = min(COLOURS, key=lambda n: sum((a - b) ** 2 for a, b in zip(COLOURS[n], rgb,
-                                                                        strict=True)))
+    if "Describe this image in detail" in text:  # the dense captioner: no colour
+        return 200, completion("A mug on a desk.")
+    rgb = (Image.open(io.BytesIO(base64.b64decode(urls[0].split(",", 1)[1])))
+           .convert("RGB").getpixel((0, 0)) if urls else None)
+    if rgb is not None and "questions about it will be asked" in text:  # task-aware
+        return 200, completion(f"The mug is {_nearest(rgb)}.")
+    if rgb is None:  # answering from text: a colour a caption names, else A
+        named = re.findall(r"\[Image: The mug is (\w+)\.\]", text)
+        if not named:
+            return 200, completion("A")
+        name = named[0]
+    else:
+        name = _nearest(rgb)
     letter = re.search(rf"^([A-D])\. .*\b{name}\b", text, re.MULTILINE)
     return 200, completion(letter.group(1) if letter else "A")
 
@@ -195,7 +207,7 @@ def test_oracle_screening_and_caption_proof_with_a_model(tmp_path: Path) -> None
         assert row["gain_over_dense"] == pytest.approx(row["image"] - 0.25)
     assert c["by_x"]["X1"]["image"] == 1.0
     assert c["by_x"]["X4"]["image"] == pytest.approx(11 / 12)  # q5 (X4) shows the wrong image
-    assert "task-aware captions need --captioner" in c["note"]
+    assert "task-aware captions need --captioner openai:" in c["note"]
 
 
 def test_cli_validate_bench_data(tmp_path: Path) -> None:
@@ -220,3 +232,17 @@ def test_cli_validate_mistakes_are_named_errors(tmp_path: Path) -> None:
     assert res.exit_code != 0 and "Traceback" not in res.output
     res = runner.invoke(app, ["validate"])
     assert res.exit_code != 0 and "benchmark folder" in res.output
+
+
+def test_caption_proof_with_a_vlm_captioner_has_a_task_aware_arm(tmp_path: Path) -> None:
+    root = write_set(tmp_path, None)
+    with ScriptedServer([], after=_pixel_model) as server:
+        results = _validate(root, model="openai:pixel", base_url=server.base_url,
+                            captioner="openai:pixel", captioner_base_url=server.base_url)
+    c = results["caption_proof"]
+    assert c["arms"] == ["image", "dense", "task"] and "note" not in c
+    for row in c["by_x"].values():
+        assert (row["image"], row["dense"], row["task"]) == (1.0, 0.25, 1.0)
+        assert row["gain_over_dense"] == 0.75 and row["gain_over_task"] == 0.0
+    assert "| X1 | 12 | 100.0% | 25.0% | 100.0% | +75.0 pts | +0.0 pts |" in (
+        root / "validation" / "gates.md").read_text(encoding="utf-8")

@@ -64,6 +64,11 @@ class LabelledValidation:
     def offline(self) -> bool:
         return self.model.startswith("none:")
 
+    @property
+    def prompted_captioner(self) -> bool:
+        """A captioner that takes the dense / task prompt (a VLM), not gold, ocr or file."""
+        return (self.captioner or "").startswith(("openai:", "local:"))
+
 
 def default_out(data: str) -> Path:
     path = Path(data)
@@ -126,7 +131,7 @@ def validate_labelled(v: LabelledValidation,
         results["oracle_screening"] = oracle_screening(oracle)
         arms = {"image": oracle}
         for arm in ("dense", "task"):
-            if arm == "task" and v.captioner is None:
+            if arm == "task" and not v.prompted_captioner:
                 continue
             say(f"caption-proof: {arm} captions")
             variant = CAPTION_ARMS[arm]
@@ -134,9 +139,12 @@ def validate_labelled(v: LabelledValidation,
                 variant = Variant(variant.system, variant.context_mode)
             arms[arm] = _run(v, f"caption-{arm}", variant, options)
         results["caption_proof"] = caption_proof_gain(arms)
-        if v.captioner is None:
-            results["caption_proof"]["note"] = ("dense = the data's captions; task-aware "
-                                                "captions need --captioner")
+        if not v.prompted_captioner:
+            dense = ("the data's captions" if v.captioner is None
+                     else f"the {v.captioner} captioner's")
+            results["caption_proof"]["note"] = (
+                f"dense = {dense}; task-aware captions need --captioner openai:MODEL or "
+                "local:GGUF (a captioner that takes the task prompt)")
     results.update(overall_verdict(results["audits"]))
     v.out.mkdir(parents=True, exist_ok=True)
     (v.out / "gates.json").write_text(json.dumps(results, indent=2, sort_keys=True,
