@@ -127,8 +127,8 @@ def run(
     workers: Annotated[int, typer.Option(
         help="Answering processes, each taking every N-th item (for fast local servers)")] = 1,
     executor: Annotated[str, typer.Option(
-        help="local (this machine) | ray (episodes as Ray tasks; --workers N: N tasks, "
-             "default one per CPU of the cluster)")] = "local",
+        help="local (this machine) | ray (episodes as Ray tasks on a cluster; --workers N "
+             "is then N tasks, each taking every N-th item)")] = "local",
     ray_address: Annotated[str | None, typer.Option(
         help="With --executor ray: auto (the cluster this node joined) or ray://HOST:PORT; "
              "default: RAY_ADDRESS, else a Ray started here")] = None,

@@ -82,13 +82,10 @@ def run_with_ray(runner: Runner) -> RunResult:
 
 def _task_count(config: RunConfig) -> tuple[int, str | None]:
     """How many tasks (parts) to submit, and why fewer than asked (if so)."""
-    import ray
-
-    if config.limit is not None:
-        return 1, ("--executor ray answers in one task: --limit counts questions in file "
-                   "order")
-    asked = config.workers if config.workers > 1 else \
-        max(1, int(ray.cluster_resources().get("CPU", 1)))
+    if config.limit is not None and config.workers > 1:
+        return 1, (f"--workers {config.workers} ignored: --limit counts questions in file "
+                   "order, so a limited run answers in one Ray task")
+    asked = config.workers  # --workers N: N tasks (parts of the episodes) in flight
     if config.concurrency < asked:  # each task needs a request slot of its own
         return config.concurrency, (f"{asked} Ray tasks reduced to {config.concurrency}: "
                                     f"--concurrency {config.concurrency} is the total")

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Ray executor overhead: the harness-overhead workload through Ray tasks vs the local runner.
+
+Workload: ``harness_overhead.py``'s (the small preset's shape with 16x16 images, the shared
+stub answering after ``--latency-ms``, ``--no-cache``, a fresh run folder each time). Per
+repeat, in alternation so that the machine's other load falls on every mode alike:
+
+- ``local``    one process (the local runner);
+- ``local-w2`` ``--workers 2`` (the fork pool);
+- ``ray-t1``   ``--executor ray --workers 1 --ray-address auto``: one Ray task;
+- ``ray-t2``   ``--executor ray --workers 2 --ray-address auto``: two Ray tasks.
+
+The ray modes join a Ray started once by this script (``ray start --head``), as a run on a
+cluster joins the cluster: Ray's own start-up is not the harness's. One ``ray-cold`` run at
+the end starts a Ray of its own (no address), to show that cost. Medians over the repeats.
+Target: a Ray mode's wall time at most 10 % over its local counterpart's.
+
+    python3 bench/ray_overhead.py                      # 2,000 items, c=64, 200 ms, 3 repeats
+    python3 bench/ray_overhead.py --repeats 5 --wait-quiet 10
+    python3 bench/ray_overhead.py --transport-only bench/out/runs/ray_overhead_ray-t1_r0/records.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C
+
+TARGET_OVERHEAD_PCT = 10.0
+MODES = {
+    "local": [],
+    "local-w2": ["--workers", "2"],
+    "ray-t1": ["--executor", "ray", "--workers", "1", "--ray-address", "auto"],
+    "ray-t2": ["--executor", "ray", "--workers", "2", "--ray-address", "auto"],
+}
+COLD = ("ray-cold", ["--executor", "ray", "--workers", "2"])
+
+
+def _ray_cli() -> str:
+    ray = shutil.which("ray") or str(Path(sys.executable).parent / "ray")
+    if not Path(ray).exists():
+        sys.exit('bench: the ray command is missing: pip install "memgauge[ray]"')
+    return ray
+
+
+def _one(work: Path, wl: C.Workload, a: argparse.Namespace, mode: str, flags: list[str],
+         rep: int) -> dict:
+    tag = f"{a.name}_{mode}_r{rep}"
+    out = C.fresh_dir(work / "runs" / tag)
+    with C.stub(work, a.latency_ms, tag) as s:
+        cmd = [*C.memgauge_cmd(), *C.run_args(wl, s.base_url, out, a.concurrency, extra=flags)]
+        if a.wait_quiet > 0:
+            C.wait_quiet(a.wait_quiet)
+        m = C.measure(cmd)
+    st = s.final or {}
+    rec = C.count_records(out)
+    window = st.get("active_window_s")
+    row = {"mode": mode, "run": rep + 1, "ok": rec["ok"], "errors": rec["errors"], "rc": m.rc,
+           "wall_s": round(m.wall_s, 2),
+           "items_per_s_wall": round(rec["ok"] / m.wall_s, 1),
+           "active_window_s": window,
+           "outside_window_s": round(m.wall_s - window, 2) if window else None,
+           **C.run_columns(m, st, rec["ok"]),
+           "command": C.shell_quote(cmd)}
+    C.note_failure(row, m)
+    print(f"{mode} r{rep + 1}: {row['wall_s']} s, {row['ok']} ok, window {window} s",
+          flush=True)
+    return row
+
+
+def _transport(records: Path, repeats: int) -> dict:
+    """How records could reach the folder, timed with one Ray task on this machine: (a) the
+    task appends them (what the executor does), (b) it returns them and the driver appends
+    them. The lines are a finished run's own records, appended as one group commit of
+    RecordWriter does (whole, under flock, fsynced)."""
+    import tempfile
+    import time
+
+    import ray
+
+    lines = [x for x in records.read_bytes().splitlines(keepends=True) if x.strip()]
+
+    def write_in_task(batch: list[bytes]) -> float:
+        t = time.perf_counter()
+        with tempfile.TemporaryDirectory() as d:
+            _append_lines(d, batch)
+        return time.perf_counter() - t
+
+    def return_to_driver(batch: list[bytes]) -> list[bytes]:
+        return batch
+
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        task_write, ship = ray.remote(write_in_task), ray.remote(return_to_driver)
+        ray.get(task_write.remote(lines[:1]))  # a warm worker for both
+        a_s, b_s = [], []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            ray.get(task_write.remote(lines))
+            a_s.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            got = ray.get(ship.remote(lines))
+            with tempfile.TemporaryDirectory() as d:
+                _append_lines(d, got)
+            b_s.append(time.perf_counter() - t)
+    finally:
+        ray.shutdown()
+    return {"records": len(lines), "bytes": sum(map(len, lines)),
+            "task_writes_s": round(statistics.median(a_s), 3),
+            "driver_writes_s": round(statistics.median(b_s), 3), "repeats": repeats}
+
+
+def _append_lines(folder: str, lines: list[bytes]) -> None:
+    """Append lines as the writer does for one group commit: whole, under flock, fsynced."""
+    import fcntl
+    import os
+
+    fd = os.open(Path(folder) / "records.jsonl", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, b"".join(lines))
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _median(rows: list[dict], mode: str, key: str) -> float | None:
+    values = [r[key] for r in rows if r["mode"] == mode and r.get(key) is not None]
+    return round(statistics.median(values), 2) if values else None
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    C.add_common_args(p, "ray_overhead", repeats=3)
+    p.add_argument("--items", type=int, default=2000)
+    p.add_argument("--concurrency", type=int, default=64)
+    p.add_argument("--transport-only", type=Path, default=None, metavar="RECORDS",
+                   help="only time the two ways records reach the folder, with these lines")
+    a = p.parse_args()
+    if a.transport_only:
+        print(_transport(a.transport_only, 5))
+        return
+    C.require_tools()
+    ray = _ray_cli()
+    work = a.work.resolve()
+    wl = C.workload_tiny(work, a.items)
+    rows: list[dict] = []
+    subprocess.run([ray, "start", "--head", "--num-cpus", "2", "--include-dashboard=false",
+                    "--disable-usage-stats"], check=True, capture_output=True)
+    try:
+        for rep in range(a.repeats):
+            for mode, flags in MODES.items():
+                rows.append(_one(work, wl, a, mode, flags, rep))
+    finally:
+        subprocess.run([ray, "stop"], check=False, capture_output=True)
+    rows.append(_one(work, wl, a, *COLD, 0))
+    transport = _transport(work / "runs" / f"{a.name}_ray-t1_r0" / "records.jsonl", 5)
+
+    summary = {mode: {"wall_s": _median(rows, mode, "wall_s"),
+                      "window_s": _median(rows, mode, "active_window_s"),
+                      "outside_window_s": _median(rows, mode, "outside_window_s"),
+                      "cpu_ms_per_item": _median(rows, mode, "harness_cpu_ms_per_item")}
+               for mode in [*MODES, COLD[0]]}
+
+    def over(ray_mode: str, local_mode: str, key: str) -> float | None:
+        r, loc = summary[ray_mode][key], summary[local_mode][key]
+        return round(100 * (r - loc) / loc, 1) if r and loc else None
+
+    overhead = {"ray-t1 vs local": {k: over("ray-t1", "local", k) for k in ("wall_s", "window_s")},
+                "ray-t2 vs local-w2": {k: over("ray-t2", "local-w2", k)
+                                       for k in ("wall_s", "window_s")}}
+    result = {"bench": "ray_overhead", "machine": C.machine(),
+              "workload": {"data": C.rel(wl.data), **wl.info}, "items": a.items,
+              "concurrency": a.concurrency, "latency_ms": a.latency_ms,
+              "offered_items_per_s": a.concurrency / (a.latency_ms / 1000),
+              "summary": summary, "overhead_pct": overhead,
+              "target_overhead_pct": TARGET_OVERHEAD_PCT, "record_transport": transport,
+              "runs": rows,
+              "command_line": C.shell_quote([sys.executable, *sys.argv])}
+    path = C.write_result(work, a.name, result)
+    cols = [("mode", "mode"), ("run", "run"), ("ok", "ok"), ("errors", "errors"),
+            ("wall_s", "wall s"), ("items_per_s_wall", "items/s (wall)"),
+            ("active_window_s", "stub window s"), ("outside_window_s", "outside window s"),
+            ("harness_cpu_ms_per_item", "CPU ms/item"), ("max_rss_mb", "peak RSS MB"),
+            ("stub_max_inflight", "max in-flight"), ("other_load_pct", "other load %")]
+    med = [{"mode": m, **v} for m, v in summary.items()]
+    med_cols = [("mode", "mode"), ("wall_s", "median wall s"), ("window_s", "median window s"),
+                ("outside_window_s", "median outside s"), ("cpu_ms_per_item", "CPU ms/item")]
+    lines = [f"### {a.name}", "", C.md_table(rows, cols), "", C.md_table(med, med_cols), "",
+             (f"Overhead (median, % over the local counterpart): {overhead}; "
+              f"target <= {TARGET_OVERHEAD_PCT:g} %."), "",
+             (f"Records to the folder ({transport['records']} lines, {transport['bytes']:,} "
+             f"bytes; median of {transport['repeats']}): the task appends them "
+             f"{transport['task_writes_s']} s; returned to the driver, which appends them "
+             f"{transport['driver_writes_s']} s.")]
+    print(C.write_markdown(work, a.name, lines, path))
+
+
+if __name__ == "__main__":
+    main()
