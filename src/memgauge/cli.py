@@ -692,9 +692,14 @@ def generate_synth(
         help="Endpoint for --naturalize")] = None,
     overwrite: Annotated[bool, typer.Option(
         help="Replace a benchmark already in --out (cleared first)")] = False,
-    layout: Annotated[str, typer.Option(
+    layout: Annotated[str | None, typer.Option(
         help="per-question: one episode per question (MemLens-compatible) | timeline: one "
-             "conversation per tier, each question asked at its time")] = "per-question",
+             "conversation per tier, each question asked at its time (default: per-question; "
+             "timeline with --format memeye)")] = None,
+    fmt: Annotated[str, typer.Option(
+        "--format", help="memgauge | memeye: also MemEye release files in OUT/memeye (one task "
+                         "per tier, MCQ with 4 rotations and the _Open twin; all 12 X x Y "
+                         "cells by default)")] = "memgauge",
 ) -> None:
     """Procedural multimodal memory benchmark: rendered evidence, computed answers."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -713,7 +718,9 @@ def generate_synth(
         config = SynthConfig(out=out_dir, seed=seed, tiers=tier_list, questions=questions,
                              text_tokens_per_image=text_tokens_per_image,
                              families=families.split(",") if families else None,
-                             naturalizer=naturalizer, overwrite=overwrite, layout=layout)
+                             naturalizer=naturalizer, overwrite=overwrite,
+                             layout=layout or ("timeline" if fmt == "memeye" else "per-question"),
+                             format=fmt)
         progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                             MofNCompleteColumn(), TimeElapsedColumn(), console=err.get(),
                             disable=not err.is_terminal)
@@ -728,6 +735,13 @@ def generate_synth(
                   f"{info['within_tolerance']} within ±3 %)", highlight=False)
     err.print(f"{manifest['images']} images; digest {manifest['digest'][:16]}; wrote {out_dir}",
               highlight=False)
+    if "memeye" in manifest:
+        cells = manifest["memeye"]
+        err.print(f"MemEye tasks in {Path(out_dir) / 'memeye'}: {', '.join(cells['tasks'])}; "
+                  f"questions per cell {cells['cells']}", highlight=False, soft_wrap=True)
+        if cells["missing"]:
+            err.print(f"[yellow]no questions in {', '.join(cells['missing'])}[/] (more "
+                      "--questions, larger --tiers, or --families with them)", highlight=False)
 
 
 @app.command("list")

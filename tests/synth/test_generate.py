@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from memgauge.benchmarks import BenchmarkOptions
-from memgauge.benchmarks.synth import FAMILIES, SynthConfig, generate, parse_tier
+from memgauge.benchmarks.synth import SynthConfig, generate, parse_tier
+from memgauge.benchmarks.synth._families import DEFAULT_FAMILIES
 from memgauge.registry import lookup
 from memgauge.runner import RunConfig, Runner, read_records
 from memgauge.schema import AnswerType
@@ -64,7 +65,7 @@ def test_questions_and_evidence_are_identical_across_tiers_only_haystack_grows(b
 def test_families_labels_and_answer_types(bench):
     root, manifest = bench
     eps = _episodes(root, "4k")
-    assert set(manifest["families"]) == {*FAMILIES, "ar"}
+    assert set(manifest["families"]) == {*DEFAULT_FAMILIES, "ar"}
     for ep in eps:
         q = ep.questions[0]
         assert q.labels.x and q.labels.y and q.labels.image_dependency

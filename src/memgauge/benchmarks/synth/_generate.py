@@ -31,7 +31,9 @@ from ...schema import (
 from ...tokens import TokenCounter
 from ._families import (
     AR_FAMILY,
+    DEFAULT_FAMILIES,
     FAMILIES,
+    MEMEYE_FAMILIES,
     QuestionPlan,
     When,
     make_refusal,
@@ -46,7 +48,9 @@ from ._world import BASE_WORLD, World
 GENERATOR_VERSION = "4"
 TOLERANCE = 0.03
 LAYOUTS = ("per-question", "timeline")
-FAMILY_CYCLE = (*FAMILIES, AR_FAMILY)
+FAMILY_CYCLE = (*DEFAULT_FAMILIES, AR_FAMILY)  # the default set
+KNOWN_FAMILIES = (*FAMILIES, AR_FAMILY)
+FORMATS = ("memgauge", "memeye")
 _WEEKDAY = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 _STAND_IN = "2025/01/01 (Wed) 12:00"
 
@@ -77,6 +81,7 @@ class SynthConfig:
     naturalizer: Any = None  # a ChatModel that rewrites prose (off by default)
     overwrite: bool = False  # clear an earlier benchmark in ``out`` first (else refuse)
     layout: str = "per-question"  # or "timeline": one conversation per tier (_timeline.py)
+    format: str = "memgauge"  # or "memeye": also the MemEye release files (_memeye_export.py)
 
     def describe(self) -> dict[str, Any]:
         # Not asdict(): it would deep-copy the naturaliser model (locks, sessions).
@@ -204,10 +209,11 @@ class Generator:
         size = max(64, int(max(self.targets.values()) / 150))
         self.pool = HaystackPool(config.seed, self.store, self._session_tokens, size)
         self.pool.store_tokens = lambda im: self.counter.image(im.width, im.height)
-        families = config.families or list(FAMILY_CYCLE)
-        unknown = [f for f in families if f not in FAMILY_CYCLE]
+        default = MEMEYE_FAMILIES if config.format == "memeye" else FAMILY_CYCLE
+        families = config.families or list(default)
+        unknown = [f for f in families if f not in KNOWN_FAMILIES]
         if unknown:
-            raise ConfigError(f"unknown question families {unknown}; known: {list(FAMILY_CYCLE)}")
+            raise ConfigError(f"unknown question families {unknown}; known: {list(KNOWN_FAMILIES)}")
         self.families = families
 
     # -- counting ---------------------------------------------------------------------------
@@ -239,7 +245,7 @@ class Generator:
             family = self.families[i % len(self.families)]
             when = When(qdate)
             if family == AR_FAMILY:
-                source = rng.choice(sorted(FAMILIES))
+                source = rng.choice(sorted(DEFAULT_FAMILIES))
                 plan = make_refusal(FAMILIES[source].plan(rng, when))
             else:
                 plan = with_image_dependency(FAMILIES[family].plan(rng, when))
@@ -433,6 +439,12 @@ def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = 
     ``manifest.json``). Same config and generator version => byte-identical files."""
     if config.layout not in LAYOUTS:  # before anything in --out is cleared
         raise ConfigError(f"--layout {config.layout!r}: use one of {', '.join(LAYOUTS)}")
+    if config.format not in FORMATS:
+        raise ConfigError(f"--format {config.format!r}: use one of {', '.join(FORMATS)}")
+    if config.format == "memeye":
+        from ._memeye_export import check_config
+
+        check_config(config.families, config.layout)
     _clear_or_refuse(Path(config.out), config.overwrite)
     gen = Generator(config)  # (it makes the image folder)
     root = gen.root
@@ -465,6 +477,13 @@ def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = 
         tdir.mkdir(parents=True, exist_ok=True)
         if placed is not None:
             files.append(_write_timeline(gen, placed, tier, tdir, tiers_out, progress))
+            if config.format == "memeye":
+                from ...schema import Episode
+                from ._memeye_export import write_task
+
+                ep = Episode.model_validate_json(files[-1].read_text(encoding="utf-8"))
+                files += write_task(ep, {p.qid for p in placed}, root, root / "memeye", tier,
+                                    config.seed)
             continue
         mdir = root / "memlens"
         mdir.mkdir(parents=True, exist_ok=True)
@@ -511,6 +530,10 @@ def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = 
         "images": gen.store.count, "files": digests, "digest": digest,
         "naturalizer": natural,
     }
+    if config.format == "memeye":
+        from ._memeye_export import coverage
+
+        manifest["memeye"] = coverage([plan for _, plan, _, _ in plans], config.tiers)
     (root / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
                                         encoding="utf-8")
     return manifest

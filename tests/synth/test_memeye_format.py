@@ -1,0 +1,197 @@
+"""`generate synth --format memeye`: MemEye release files, checked against the release
+schema as the reference reads it (research notes on the MemEye repo, §1.2/§1.3)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from itertools import product
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memgauge.benchmarks.synth import SynthConfig, generate
+from memgauge.cli import app
+
+TIER = "32k"
+CELLS = {(f"X{x}", f"Y{y}") for x, y in product(range(1, 5), range(1, 4))}
+ROUND = re.compile(r"^D\d+:\d+$")
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("memeye") / "b"
+    generate(SynthConfig(out=str(root), seed=3, tiers=[TIER], questions=16, layout="timeline",
+                         format="memeye"))
+    return root
+
+
+def _load(root: Path, suffix: str = "") -> dict:
+    return json.loads((root / "memeye" / "dialog" / f"Synth_{TIER}{suffix}.json").read_text(
+        encoding="utf-8"))
+
+
+def _resolve(dialog_dir: Path, p: str) -> Path | None:
+    """The reference loader's image candidates, in its order (§1.2); image_root = data/image."""
+    p = p.removeprefix("file://")
+    image_root = dialog_dir.parent / "image"
+    stripped = p
+    for prefix in ("../image/", "./image/", "image/", "data/image/"):
+        if stripped.startswith(prefix):
+            stripped = stripped[len(prefix):]
+            break
+    for cand in (dialog_dir / p, dialog_dir.parent / p, image_root / stripped,
+                 image_root / Path(p).name, dialog_dir.parent / "image" / stripped):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def test_dialog_file_has_the_release_shape(bench):
+    doc = _load(bench)
+    assert isinstance(doc["character_profile"], dict) and doc["character_profile"]["name"]
+    dialog_dir = bench / "memeye" / "dialog"
+    rounds = {}
+    for n, s in enumerate(doc["multi_session_dialogues"], 1):
+        assert s["session_id"] == f"D{n}"
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", s["date"])
+        for r in s["dialogues"]:
+            assert ROUND.match(r["round"]) and r["round"].startswith(f"D{n}:")
+            assert r["round"] not in rounds  # globally unique
+            rounds[r["round"]] = s["session_id"]
+            assert isinstance(r["user"], str) and isinstance(r["assistant"], str)
+            if "input_image" in r:
+                assert len(r["input_image"]) == len(r["image_id"]) == len(r["image_caption"]) >= 1
+                assert all(c.strip() for c in r["image_caption"])  # text-only methods need them
+                for p in r["input_image"]:
+                    found = _resolve(dialog_dir, p)
+                    assert found is not None, p
+                    assert found.resolve().is_relative_to((bench / "memeye").resolve())
+    dates = [s["date"] for s in doc["multi_session_dialogues"]]
+    assert dates == sorted(dates)  # list order is the chronological order
+    qas = doc["human-annotated QAs"]
+    assert qas
+    order = list(dict.fromkeys(rounds.values()))
+    for qa in qas:
+        (xs, ys) = qa["point"]
+        assert all(re.fullmatch(r"X[1-4]", x) for x in xs) and all(re.fullmatch(r"Y[1-3]", y)
+                                                                   for y in ys)
+        assert qa["clue"] and all(c in rounds for c in qa["clue"])
+        assert qa["session_id"] == sorted({rounds[c] for c in qa["clue"]}, key=order.index)
+        assert isinstance(qa["question"], str) and isinstance(qa["answer"], str)
+
+
+def test_every_cell_is_covered(bench):
+    cells = {(x, y) for qa in _load(bench)["human-annotated QAs"]
+             for x, y in product(*qa["point"])}
+    assert cells == CELLS
+
+
+def test_manifest_counts_the_cells_and_the_cli_names_empty_ones(bench, tmp_path):
+    manifest = json.loads((bench / "manifest.json").read_text(encoding="utf-8"))
+    counted = {}
+    for qa in _load(bench)["human-annotated QAs"]:
+        cell = qa["point"][0][0] + qa["point"][1][0]
+        counted[cell] = counted.get(cell, 0) + 1
+    assert manifest["memeye"]["cells"] == {f"{x}{y}": counted.get(f"{x}{y}", 0) for x, y in CELLS}
+    assert manifest["memeye"]["missing"] == []
+    res = CliRunner().invoke(app, ["generate", "synth", "--out", str(tmp_path / "one"), "--tiers",
+                                   "8k", "--questions", "2", "--format", "memeye",
+                                   "--families", "ku_code,ie_scene"])
+    assert res.exit_code == 0, res.output
+    empty = res.output.split("no questions in", 1)[1].split("(", 1)[0]
+    assert "X1Y2" in empty and "X3Y3" in empty
+    assert "X4Y3" not in empty and "X1Y1" not in empty
+
+
+def test_mcq_has_four_rotations_with_the_gold_at_a_b_c_d(bench):
+    for qa in _load(bench)["human-annotated QAs"]:
+        rots = qa["options"]
+        assert [r["answer"] for r in rots] == ["A", "B", "C", "D"]
+        for r in rots:
+            assert set(r) == {"A", "B", "C", "D", "answer"}
+            assert r[r["answer"]] == qa["answer"]
+            assert len({v.casefold() for k, v in r.items() if k != "answer"}) == 4
+        wrong = [[r[k] for k in "ABCD" if k != r["answer"]] for r in rots]
+        assert all(w == wrong[0] for w in wrong)  # the distractors keep one order
+
+
+def test_stale_states_of_y3_chains_are_the_distractors(bench):
+    doc = _load(bench)
+    chains = [qa for qa in doc["human-annotated QAs"] if "Y3" in qa["point"][1]]
+    assert len(chains) >= 4
+    captions = {r["round"]: " ".join(r.get("image_caption", []))
+                for s in doc["multi_session_dialogues"] for r in s["dialogues"]}
+    for qa in chains:
+        wrong = [v for k, v in qa["options"][0].items() if k not in ("answer", qa["options"][0]["answer"])]
+        # the earlier clue rounds hold the stale states: they are the options offered first
+        stale = [w for w in wrong if any(w.casefold() in captions[c].casefold()
+                                         for c in qa["clue"][:-1])]
+        assert len(stale) >= min(3, len(qa["clue"]) - 1), qa["question_id"]
+        assert qa["answer"].casefold() in captions[qa["clue"][-1]].casefold()
+
+
+def test_open_twin_is_the_same_file_without_options(bench):
+    mcq, open_ = _load(bench), _load(bench, "_Open")
+    assert open_["multi_session_dialogues"] == mcq["multi_session_dialogues"]
+    assert open_["human-annotated QAs"] == [{k: v for k, v in qa.items() if k != "options"}
+                                          for qa in mcq["human-annotated QAs"]]
+
+
+def test_same_seed_same_bytes(bench, tmp_path):
+    again = tmp_path / "again"
+    generate(SynthConfig(out=str(again), seed=3, tiers=[TIER], questions=16, layout="timeline",
+                         format="memeye"))
+    ours = sorted(p.relative_to(bench) for p in (bench / "memeye").rglob("*") if p.is_file())
+    theirs = sorted(p.relative_to(again) for p in (again / "memeye").rglob("*") if p.is_file())
+    assert ours == theirs
+    assert all((bench / p).read_bytes() == (again / p).read_bytes() for p in ours)
+    manifest = json.loads((bench / "manifest.json").read_text(encoding="utf-8"))
+    assert f"memeye/dialog/Synth_{TIER}.json" in manifest["files"]  # in the digest
+
+
+@pytest.mark.parametrize("extra, says", [
+    (["--families", "ku_code,ar"], "'ar'"),
+    (["--families", "msr_entity"], "two-way"),
+    (["--layout", "per-question"], "--layout timeline"),
+    (["--format", "memeyes"], "memeyes"),
+])
+def test_memeye_request_mistakes_are_caught_before_anything_is_written(tmp_path, extra, says):
+    out = tmp_path / "out"
+    args = ["generate", "synth", "--out", str(out), "--tiers", TIER, "--questions", "4"]
+    if "--format" not in extra:
+        args += ["--format", "memeye"]
+    res = CliRunner().invoke(app, args + extra)
+    assert res.exit_code == 2, res.output
+    assert says in res.output and "Traceback" not in res.output
+    assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.skipif(importlib.util.find_spec("memgauge.benchmarks.memeye") is None,
+                    reason="the MemEye loader (--bench memeye) has not landed yet")
+def test_our_memeye_loader_reads_the_export(bench):
+    from memgauge.benchmarks import BenchmarkOptions
+    from memgauge.registry import lookup
+
+    (ep,) = lookup("benchmark", "memeye")(BenchmarkOptions(data=str(bench / "memeye"))).episodes()
+    doc = _load(bench)
+    qas = {qa["question_id"]: qa for qa in doc["human-annotated QAs"]}
+    by_base: dict[str, list] = {}
+    for q in ep.questions:
+        by_base.setdefault(q.meta["base_question_id"].rsplit(":", 1)[-1], []).append(q)
+    assert set(by_base) == set(qas)
+    for qid, qs in by_base.items():
+        qa = qas[qid]
+        mcq = sorted((q for q in qs if "rotation" in q.meta), key=lambda q: q.meta["rotation"])
+        (opened,) = [q for q in qs if "rotation" not in q.meta]  # the _Open twin, paired
+        assert [q.answer for q in mcq] == ["A", "B", "C", "D"]
+        assert all(q.meta["gold_option"] == qa["answer"] for q in mcq)
+        assert opened.answers == [qa["answer"]]
+        assert (opened.labels.x, opened.labels.y) == (qa["point"][0][0], qa["point"][1][0])
+        assert len(opened.evidence) >= len(qa["clue"])
+    images = [im for s in ep.sessions for t in s.turns for im in t.images]
+    assert len(images) == sum(len(r.get("input_image", [])) for s in doc["multi_session_dialogues"]
+                              for r in s["dialogues"])
+    assert all(not im.missing for im in images)
