@@ -255,8 +255,21 @@ def test_a_missing_image_is_refused_or_recorded(tmp_path):
     err = refused(root)
     assert err.field == "multi_session_dialogues[0].dialogues[0].input_image[0]"
     assert "was not found" in str(err)
+    assert "image/Card_Task/card_blue.png, image/card_blue.png)" in str(err)  # candidates
     eps = load(root, allow_missing_images=True)
     assert eps["Card_Task"].sessions[0].turns[0].images[0].missing
+
+
+def test_a_broken_last_task_stops_the_run_before_its_first_request(tmp_path, episodes):
+    root = copy_fixture(tmp_path)
+    (root / "image" / "Demo_Task" / "plant.png").unlink()  # Demo_Task comes after Card_Task
+    preds = {q.question_id: q.answer for ep in episodes.values() for q in ep.questions}
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["run", "--bench", "memeye", "--data", str(root), "--model",
+                                 f"replay:{write_preds(tmp_path, preds)}", "--out", str(out)])
+    assert result.exit_code == 2 and "Demo_Task.json" in result.output, result.output
+    records = out / "records.jsonl"
+    assert not records.exists() or not records.read_text().strip()  # Card_Task not asked
 
 
 @pytest.mark.parametrize("content", [b"", b"[]", b"{\"a\": ", b"\x00\x01", b"null"])

@@ -176,8 +176,17 @@ class ImageCandidates:
                       os.path.normpath(self.image_root / bare),
                       os.path.normpath(self.image_root / os.path.basename(p)),
                       os.path.normpath(self.dialog_dir.parent / "image" / bare)]
-        inside = [c for c in candidates if self._inside(c)]
-        found = next((c for c in inside if os.path.isfile(c)), inside[0])
+        inside = list(dict.fromkeys(c for c in candidates if self._inside(c)))
+        found = next((c for c in inside if os.path.isfile(c)), None)
+        if found is None:
+            tried = ", ".join(os.path.relpath(c, self.root) for c in inside)
+            if not self.resolver.allow_missing:
+                raise where.error(f"image {written!r} was not found under {self.root} (tried "
+                                  f"{tried}); pass --allow-missing-images to record it and "
+                                  "go on", field)
+            return ImageRef(source=written, path=inside[0], missing=True,
+                            captions={"generic": caption} if caption else {},
+                            meta={"problem": f"was not found (tried {tried})"})
         ref = self.resolver.resolve(os.path.relpath(found, self.root), file=where.file,
                                     item=where.item, field=field)
         # The resolver shares one ImageRef per file; the caption and spelling are this use's.
@@ -209,6 +218,9 @@ class MemEyeBenchmark:
         self.keep: set[str] | None = read_id_list(opts.question_ids) if opts.question_ids else None
         self.info = BenchmarkInfo(name=self.name, tier=opts.tier)
         self._counts = {"episodes": 0, "questions": 0, "images": 0, "missing_images": 0}
+        # Every task is read here, not as the run goes: a release is a few MB, and a mistake
+        # in its last task then stops the run before its first request.
+        self._parsed = [self._task(mcq, opened) for mcq, opened in self.tasks]
 
     def files(self) -> list[Path]:
         return [p for pair in self.tasks for p in pair if p is not None]
@@ -217,8 +229,7 @@ class MemEyeBenchmark:
         counts = {"episodes": 0, "questions": 0, "images": 0, "missing_images": 0}
         self._counts = counts
         seen: set[str] = set()
-        for mcq, opened in self.tasks:
-            ep = self._task(mcq, opened)
+        for ep in self._parsed:
             seen.update(q.question_id for q in ep.questions)
             if self.keep is not None:
                 kept = [q for q in ep.questions if q.question_id in self.keep
