@@ -133,6 +133,38 @@ def test_stale_states_of_y3_chains_are_the_distractors(bench):
         assert qa["answer"].casefold() in captions[qa["clue"][-1]].casefold()
 
 
+def _question(qid: str, answer: str, answer_type: str):
+    from memgauge.schema import Ability, Question
+
+    return Question(question_id=qid, text="?", answer=answer, answer_type=answer_type,
+                    ability=Ability.INFORMATION_EXTRACTION)
+
+
+@pytest.mark.parametrize("answer, answer_type", [("BK-92667", "free_text"), ("202.10 DKK", "currency"),
+                                                 ("€106.20", "currency"), ("494720", "free_text")])
+def test_respelled_options_are_pairwise_equally_far_so_the_gold_is_no_centroid(answer, answer_type):
+    from memgauge.benchmarks.synth._memeye_export import distractors
+
+    for n in range(20):
+        options = [answer, *distractors(_question(f"q{n}", answer, answer_type), seed=0)]
+        assert len({o.casefold() for o in options}) == 4
+        assert all(len(o) == len(answer) for o in options)
+        gaps = {sum(x != y for x, y in zip(a, b, strict=True))
+                for i, a in enumerate(options) for b in options[i + 1:]}
+        assert len(gaps) == 1, options
+
+
+@pytest.mark.parametrize("answer, answer_type", [("5", "integer"), ("2025/03/22", "date")])
+def test_numbers_and_dates_put_the_gold_at_every_rank(answer, answer_type):
+    from memgauge.benchmarks.synth._memeye_export import distractors
+
+    ranks = set()
+    for n in range(40):
+        options = [answer, *distractors(_question(f"q{n}", answer, answer_type), seed=0)]
+        ranks.add(sorted(options, key=lambda o: (len(o), o)).index(answer))
+    assert ranks == {0, 1, 2, 3}
+
+
 def test_open_twin_is_the_same_file_without_options(bench):
     mcq, open_ = _load(bench), _load(bench, "_Open")
     assert open_["multi_session_dialogues"] == mcq["multi_session_dialogues"]

@@ -166,12 +166,19 @@ def distractors(q: Question, seed: int, k: int = 3) -> list[str]:
 
 
 def _alternatives(gold: str, answer_type: AnswerType, rng: random.Random) -> list[str]:
+    """Values of the gold's kind, placed so the gold is not the odd one out: a window of
+    consecutive numbers or days with the gold at a random rank, or the same digit positions
+    changed in every option (all options pairwise equally far apart). Distractors made by
+    nudging the gold independently would leave it the centroid (n-1, n+1, n+2 around n; codes
+    each a digit off the gold and two off one another), which a reader of the options alone
+    could pick without the images."""
     if answer_type == AnswerType.INTEGER:
-        n = int(gold)
-        return [str(n + d) for d in (1, -1, 2, 3, -2, 4, 5) if n + d > 0]
+        n, rank = int(gold), rng.randrange(4)
+        low = max(1, n - rank)
+        return [str(v) for v in range(low, low + 4)] + [str(low + 4)]
     if answer_type == AnswerType.DATE:
-        day = date(*map(int, gold.split("/")))
-        return [(day + timedelta(days=d)).strftime("%Y/%m/%d") for d in (1, -1, 7, -7, 3)]
+        day, rank, step = date(*map(int, gold.split("/"))), rng.randrange(4), rng.choice([1, 7])
+        return [(day + timedelta(days=(j - rank) * step)).strftime("%Y/%m/%d") for j in range(4)]
     if answer_type == AnswerType.ORDER:
         parts = re.findall(r"\(\d+\)", gold)
         return ["".join(p) for p in rng.sample(list(permutations(parts)),
@@ -180,17 +187,22 @@ def _alternatives(gold: str, answer_type: AnswerType, rng: random.Random) -> lis
         if gold in vocabulary:
             return rng.sample(vocabulary, len(vocabulary))
     if answer_type == AnswerType.CURRENCY or _NUMBER.search(gold):
-        return [_nudge(gold, rng) for _ in range(12)]
+        return _respelled(gold, rng)
     return []
 
 
-def _nudge(gold: str, rng: random.Random) -> str:
-    """``gold`` with one or two digits of its number changed (same length, same format)."""
+def _respelled(gold: str, rng: random.Random, k: int = 3) -> list[str]:
+    """``k`` variants of ``gold`` differing from it, and from each other, in the same one or
+    two digit positions of its number (same length, same format, no new leading zero)."""
     match = _NUMBER.search(gold)
     assert match is not None
-    digits = list(match.group())
-    spots = [i for i, c in enumerate(digits) if c.isdigit()]
-    for i in rng.sample(spots, min(len(spots), rng.randint(1, 2))):
-        pool = "123456789" if i == 0 and digits[0] != "0" else "0123456789"  # no new leading 0
-        digits[i] = rng.choice([d for d in pool if d != digits[i]])
-    return gold[:match.start()] + "".join(digits) + gold[match.end():]
+    number = match.group()
+    spots = [i for i, c in enumerate(number) if c.isdigit()]
+    chosen = rng.sample(spots, min(len(spots), 2 if len(spots) >= 4 else 1))
+    variants = [list(number) for _ in range(k)]
+    for i in chosen:
+        pool = "123456789" if i == 0 and number[0] != "0" else "0123456789"
+        for v, digit in zip(variants, rng.sample([d for d in pool if d != number[i]], k),
+                            strict=True):
+            v[i] = digit
+    return [gold[:match.start()] + "".join(v) + gold[match.end():] for v in variants]
