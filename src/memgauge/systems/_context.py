@@ -222,13 +222,22 @@ def _session_messages(sessions: Sequence[Session], mode: str, label_images: bool
     return out
 
 
-def question_message(question: Question, instruction: str) -> Message:
+def question_message(question: Question, instruction: str, mode: str = "image") -> Message:
+    """The final user turn. The question's own images (MemEye's ``question_image``) follow
+    the context mode as history images do: captions in caption mode, nothing in text mode,
+    so a caption or text system never receives their pixels."""
     if instruction not in INSTRUCTIONS:
         raise ConfigError(f"unknown instruction {instruction!r}; known: {', '.join(INSTRUCTIONS)}")
     text = QUESTION_TEMPLATE.format(instruction=INSTRUCTIONS[instruction],
                                     question_date=question.question_date or "unknown",
                                     question=question.text)
-    parts: list[Part] = [ImagePart(im) for im in question.images if not im.missing]
+    visible = [im for im in question.images if not im.missing]
+    if mode == "caption":
+        parts: list[Part] = [_text_part(_caption_text(im)) for im in visible]
+    elif mode == "text":
+        parts = []
+    else:
+        parts = [ImagePart(im) for im in visible]
     return Message("user", [*parts, TextPart(text)])
 
 
@@ -247,7 +256,7 @@ def build_prompt(sessions: Sequence[Session], question: Question, *, mode: str =
     if overflow not in ("error", "drop-oldest"):
         raise ConfigError(f"unknown overflow policy {overflow!r}; use error or drop-oldest")
     system = Message("system", [TextPart(SYSTEM_PROMPT)])
-    final = question_message(question, instruction)
+    final = question_message(question, instruction, mode)
     per_images: list[list[ImageRef]] = []
     per_session = [] if mode == "no-context" else _session_messages(
         sessions, mode, label_images, None, per_images)

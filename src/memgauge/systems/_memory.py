@@ -442,7 +442,7 @@ async def answer_from(ctx: SystemContext, question: Question, notes: str, *,
     for ref in images:
         memory_parts.append(ImagePart(ref))
     messages = [message("system", ANSWER_SYSTEM), Message("user", memory_parts),
-                question_message(question, ctx.instruction)]
+                question_message(question, ctx.instruction, ctx.context_mode)]
     meta = dict(meta or {})
     if ctx.count_tokens:
         meta["input_tokens"] = ctx.counter.messages(messages, ctx.image_size)
