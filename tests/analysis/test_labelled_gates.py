@@ -109,12 +109,14 @@ def test_rotations_are_one_question_debiased_and_all_rotations() -> None:
     scores = {q.base_id: q for q in question_scores(recs)}
     assert set(scores) == {"t:q1", "t:q2", "t:q3"}
     assert scores["t:q2"].value == 0.25 and scores["t:q2"].all_right is False
-    assert scores["t:q3"].value == 1.0 and scores["t:q3"].n_error == 1  # error left out
+    # an errored rotation makes the question incomplete: left out, never a wrong answer
+    assert scores["t:q3"].value is None and scores["t:q3"].n_error == 1
     gate = chance_gate("g", recs)
-    assert gate.accuracy == pytest.approx((1 + 0.25 + 1) / 3)
-    assert gate.all_rotations == pytest.approx(2 / 3) and gate.n == 3 and gate.n_error == 1
-    assert gate.upper_limit == pytest.approx(chance_upper_limit(0.25, 3))
-    assert gate.leaking == ["t:q1", "t:q3"]
+    assert gate.accuracy == pytest.approx((1 + 0.25) / 2)
+    assert gate.all_rotations == pytest.approx(1 / 2) and gate.n == 2
+    assert gate.n_error == 1 and gate.n_incomplete == 1
+    assert gate.upper_limit == pytest.approx(chance_upper_limit(0.25, 2))
+    assert gate.leaking == ["t:q1"]
     lo, hi = gate.ci
     assert lo < gate.accuracy < hi
 
@@ -246,3 +248,14 @@ def test_caption_proof_with_a_vlm_captioner_has_a_task_aware_arm(tmp_path: Path)
         assert row["gain_over_dense"] == 0.75 and row["gain_over_task"] == 0.0
     assert "| X1 | 12 | 100.0% | 25.0% | 100.0% | +75.0 pts | +0.0 pts |" in (
         root / "validation" / "gates.md").read_text(encoding="utf-8")
+
+
+def test_markdown_says_how_many_questions_were_left_out() -> None:
+    from memgauge.benchmarks._validate_labelled import render_markdown
+
+    gate = chance_gate("options-only", [_record("q1:r1", 1.0), _record("q2:r1", None)])
+    md = render_markdown({"benchmark": {"name": "t", "data": "d", "model": "none:"},
+                          "verdict": "PASS", "audits": {"options-only": gate.to_dict()},
+                          "oracle_screening": {"skipped": "x"},
+                          "caption_proof": {"skipped": "y"}})
+    assert "| 1 (1 questions left out) |" in md

@@ -2,8 +2,9 @@
 
 Pure functions over run records. A question's rotations (records sharing
 ``meta.base_question_id``, else the id without its ``:r<k>`` suffix) are one question: its
-value is the debiased EM (the mean over its rotations); ``all_rotations`` is the share of
-questions with every rotation right.
+value is the debiased EM (the mean over its rotations' letter scores); ``all_rotations`` is
+the share of questions with every rotation right. A question with an errored or unscored
+rotation is incomplete: left out and counted, never scored as wrong (as ``analysis/_xy.py``).
 
 - :func:`chance_gate`: a shortcut audit (options-only, question-only, clue-text-only,
   minimal-caption) passes when accuracy stays within the binomial upper 95 % limit of
@@ -27,6 +28,7 @@ from typing import Any
 
 from memgauge.analysis._clues import record_cells
 from memgauge.analysis._gates import FAIL, NOT_APPLICABLE, PASS, Verdict
+from memgauge.analysis._xy import LETTER_SCORER
 from memgauge.schema import Record
 
 __all__ = [
@@ -46,7 +48,8 @@ _ROTATION = re.compile(r":r\d+$")
 @dataclass(frozen=True)
 class QuestionScore:
     """One question over its rotations: ``value`` the debiased EM, ``all_right`` every
-    rotation right; ``chance`` 1/k for k options; ``n_error`` rotations that errored."""
+    rotation right (both ``None`` when incomplete); ``chance`` 1/k for k options;
+    ``n_error`` rotations that errored."""
 
     base_id: str
     value: float | None
@@ -69,21 +72,23 @@ def x_levels(score: QuestionScore) -> list[str]:
 def _score_of(record: Record, primary: str | None) -> float | None:
     if record.status != "ok":
         return None
+    if LETTER_SCORER in record.scores:  # the letter match, whatever the primary scorer
+        return record.scores[LETTER_SCORER]
     if primary is not None:
         return record.scores.get(primary)
-    return record.scores.get("rule", next(iter(record.scores.values()), None))
+    return next(iter(record.scores.values()), None)
 
 
 def question_scores(records: Iterable[Record], primary: str | None = None
                     ) -> list[QuestionScore]:
-    """Records grouped into questions (see the module docstring); a question whose every
-    rotation errored has ``value`` ``None``, errored rotations are left out of the mean."""
+    """Records grouped into questions (see the module docstring)."""
     groups: dict[str, list[Record]] = defaultdict(list)
     for r in records:
         groups[base_id(r)].append(r)
     out = []
     for qid, recs in groups.items():
-        values = [v for r in recs if (v := _score_of(r, primary)) is not None]
+        scored = [_score_of(r, primary) for r in recs]
+        values = [v for v in scored if v is not None] if None not in scored else []
         n_options = [len(r.meta["options"]) for r in recs
                      if isinstance(r.meta.get("options"), list) and r.meta["options"]]
         out.append(QuestionScore(
@@ -116,8 +121,9 @@ def chance_upper_limit(chance: float, n: int, level: float = LEVEL) -> float:
 @dataclass(frozen=True)
 class ChanceGateResult:
     """A shortcut audit: PASS when ``accuracy`` ≤ ``upper_limit`` (chance's upper 95 %
-    limit at ``n`` questions); N/A with no multiple-choice question; FAIL when every
-    question errored (nothing was checked: errors never pass a gate). ``ci``: the Wilson
+    limit at ``n`` complete questions); N/A with no multiple-choice question; FAIL when no
+    question is complete (nothing was checked: errors never pass a gate); ``n_incomplete``
+    questions with an errored or unscored rotation are left out. ``ci``: the Wilson
     95 % interval of the accuracy at ``n``. ``leaking``: the questions answered right on
     every rotation (what to look at first)."""
 
@@ -128,6 +134,7 @@ class ChanceGateResult:
     n: int
     n_items: int
     n_error: int
+    n_incomplete: int
     chance: float | None
     upper_limit: float | None
     ci: tuple[float, float] | None
@@ -146,10 +153,10 @@ def chance_gate(name: str, records: Sequence[Record], primary: str | None = None
     n_error = sum(q.n_error for q in scores)
     if not answered:
         verdict = FAIL if scores else NOT_APPLICABLE
-        note = ("every rotation errored: nothing was checked" if scores
+        note = ("no question answered on every rotation: nothing was checked" if scores
                 else "no multiple-choice question (the audits need options)")
-        return ChanceGateResult(name, verdict, None, None, 0, len(mcq), n_error, None, None,
-                                None, [], note)
+        return ChanceGateResult(name, verdict, None, None, 0, len(mcq), n_error, len(scores),
+                                None, None, None, [], note)
     n = len(answered)
     acc = sum(q.value for q in answered) / n  # type: ignore[misc]
     chance = sum(q.chance or 0.0 for q in answered) / n
@@ -157,7 +164,7 @@ def chance_gate(name: str, records: Sequence[Record], primary: str | None = None
     return ChanceGateResult(
         name=name, verdict=PASS if acc <= upper else FAIL, accuracy=acc,
         all_rotations=sum(bool(q.all_right) for q in answered) / n, n=n, n_items=len(mcq),
-        n_error=n_error, chance=chance, upper_limit=upper, ci=_wilson(acc, n),
+        n_error=n_error, n_incomplete=len(scores) - n, chance=chance, upper_limit=upper, ci=_wilson(acc, n),
         leaking=[q.base_id for q in answered if q.all_right])
 
 

@@ -170,8 +170,10 @@ def render_markdown(r: dict[str, Any]) -> str:
     for name, g in r["audits"].items():
         ci = g.get("ci")
         shown = _pct(g["accuracy"]) + (f" ({_pct(ci[0])}–{_pct(ci[1])})" if ci else "")
+        errors = str(g["n_error"]) + (f" ({g['n_incomplete']} questions left out)"
+                                      if g["n_incomplete"] else "")
         lines.append(f"| {name} | {shown} | {_pct(g['all_rotations'])} | {g['n']} | "
-                     f"{_pct(g['chance'])} | {_pct(g['upper_limit'])} | {g['n_error']} | "
+                     f"{_pct(g['chance'])} | {_pct(g['upper_limit'])} | {errors} | "
                      f"{g['verdict']}{' — ' + g['note'] if g.get('note') else ''} |")
     leaks = {n: g["leaking"] for n, g in r["audits"].items()
              if g["verdict"] == "FAIL" and g["leaking"]}
