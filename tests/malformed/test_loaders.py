@@ -49,7 +49,7 @@ FILES: dict[str, bytes] = {
     "trailing-garbage": b'[{"question_id": "q1"}] trailing',
 }
 
-SINGLE_FILE = ("memlens", "longmemeval", "locomo")
+SINGLE_FILE = ("memlens", "longmemeval", "locomo", "memeye")
 
 
 @pytest.mark.parametrize("bench", SINGLE_FILE)
