@@ -2,7 +2,7 @@
 
 Covered, with one local in-process Ray for the module: the same records (field by field,
 timings aside), status and benchmark counts as the local runner, and what the manifest says
-about the execution; a task whose worker process is killed midway (retried by Ray: every
+about the execution (also through the CLI's flags); a task whose worker process is killed midway (retried by Ray: every
 question once, nothing lost); a task that dies for good (the run raises, what it wrote is
 kept, a rerun asks only the rest); the response cache from the tasks (a rerun is all hits);
 and, without Ray, the errors before anything runs: the missing extra (one line naming
@@ -127,6 +127,23 @@ def test_concurrency_below_the_task_count_reduces_the_tasks(tmp_path, ray_local)
                              executor="ray", workers=3)).run_sync()
     assert res.ok == 4 and res.workers == 1
     assert res.notes == ["3 Ray tasks reduced to 1: --concurrency 1 is the total"]
+
+
+def test_the_cli_flags_reach_the_run_and_its_manifest(tmp_path, ray_local):
+    n = 6
+    data = write_memlens(tmp_path, n)
+    out = tmp_path / "cli"
+    with StubServer(answer=colour_answer) as stub:
+        result = CliRunner().invoke(app, [
+            "run", "--bench", "memlens", "--data", str(data), "--image-dir", str(tmp_path),
+            "--out", str(out), "--model", "openai:stub-vlm", "--base-url", stub.base_url,
+            "--no-cache", "--executor", "ray", "--ray-address", "auto", "--workers", "2"])
+        assert len(stub.requests) == n
+    assert result.exit_code == 0, result.output
+    assert f"{n} answered now ({n} ok, 0 errors)" in result.output
+    # the Ray this test module started is used (nothing new is started); the address is noted
+    assert load_manifest(out)["execution"] == {"executor": "ray", "tasks": 2,
+                                               "ray_address": "auto", "nodes": 1}
 
 
 # -- a task killed midway ---------------------------------------------------------------------
