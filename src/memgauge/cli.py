@@ -99,8 +99,8 @@ _CONFIG_HELP = ("TOML file of settings, with the same keys as the flags (flags w
 
 @app.command()
 def run(
-    bench: Annotated[str, typer.Option(help="Benchmark loader: memlens, longmemeval, locomo")],
-    data: Annotated[str, typer.Option(help="Data file (or folder, for locomo)")],
+    bench: Annotated[str, typer.Option(help="Benchmark loader: memlens, longmemeval, locomo, memeye")],
+    data: Annotated[str, typer.Option(help="Data file (or folder, for locomo and memeye)")],
     out_dir: Annotated[str, typer.Option("--out", help="Run folder (rerun to resume)")],
     model: Annotated[str, typer.Option(
         help="openai:<model>, local:<smollm2|file.gguf> or replay:<predictions file>")],
