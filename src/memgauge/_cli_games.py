@@ -27,6 +27,9 @@ def generate_games(
         help="Endpoint for --paraphrase")] = None,
     overwrite: Annotated[bool, typer.Option(
         help="Replace a games benchmark already in --out")] = False,
+    cross_episode: Annotated[bool, typer.Option(
+        "--cross-episode", help="Also ask across the trajectories of each game kind, as games "
+        "played one after another in the order given (asked after the last)")] = False,
 ) -> None:
     """Game trajectories -> verifiable questions (a folder for `memgauge run --bench games`)."""
     from .games._generate import GamesConfig
@@ -43,7 +46,8 @@ def generate_games(
         summary = generate(GamesConfig(trajectories=trajectories, out=out_dir, seed=seed,
                                        max_per_template=max_per_template,
                                        horizons=horizon or [], overwrite=overwrite,
-                                       paraphraser=paraphraser))
+                                       paraphraser=paraphraser,
+                                       cross_episode=cross_episode))
     except MemgaugeError as exc:
         from .cli import _fail  # the CLI is loaded by the time a command runs
 

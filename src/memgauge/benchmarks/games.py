@@ -67,6 +67,8 @@ class _Row(BaseModel):
     alternatives: list[Any]
     tolerance: float | int | None
     paraphrase: dict[str, Any] | None
+    # cross-episode questions: [trajectory id, step] pairs (evidence_steps stays empty)
+    evidence: list[list[Any]] = []
 
     @field_validator("horizon")
     @classmethod
@@ -83,6 +85,17 @@ class _TrajectoryEntry(BaseModel):
     env: str
     steps: int
     sha256: str
+
+
+class _LifeEntry(BaseModel):
+    """Trajectories of one game kind asked about together, as games played in this order."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    kind: str
+    trajectories: list[str]
+    steps: int
 
 
 class FramePolicy(BaseModel):
@@ -141,6 +154,7 @@ class GamesBenchmark:
         self.info = self._read_info()
         self._loaded: dict[str, tuple[Path, Any, list[Any]]] = {}  # id -> folder, meta, steps
         self.trajectories = {t.id: t for t in self._read_trajectory_entries()}
+        self.lives = {life.id: life for life in self._read_lives()}
         rows = self._read_rows()
         if opts.question_ids:
             from ._base import read_id_list
@@ -197,6 +211,28 @@ class GamesBenchmark:
             out.append(entry)
         return out
 
+    def _read_lives(self) -> list[_LifeEntry]:
+        file = str(self.info_path)
+        out: list[_LifeEntry] = []
+        for i, raw in enumerate(self.info.get("lives") or []):
+            try:
+                life = _LifeEntry.model_validate(raw)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                raise InputError(first["msg"], file=file, item=f"lives[{i}]",
+                                 field=".".join(str(p) for p in first["loc"]) or None) from None
+            unknown = [t for t in life.trajectories if t not in self.trajectories]
+            if len(life.trajectories) < 2 or unknown or life.id in self.trajectories:
+                raise InputError(f"life {life.id!r} must name two or more listed trajectories "
+                                 f"and not reuse a trajectory's id (unknown: {unknown})",
+                                 file=file, item=f"lives[{i}]", field="trajectories")
+            total = sum(self.trajectories[t].steps for t in life.trajectories)
+            if life.steps != total:
+                raise InputError(f"says {life.steps} steps, its trajectories hold {total}",
+                                 file=file, item=f"lives[{i}]", field="steps")
+            out.append(life)
+        return out
+
     def _read_rows(self) -> list[_Row]:
         file = str(self.questions_path)
         if not self.questions_path.is_file():
@@ -234,10 +270,17 @@ class GamesBenchmark:
             raise InputError(f"question id {row.id!r} is also on line {ids[row.id]}",
                              file=file, item=item, field="id")
         ids[row.id] = lineno
+        life = self.lives.get(row.trajectory)
         entry = self.trajectories.get(row.trajectory)
-        if entry is None:
+        if entry is None and life is None:
             raise InputError(f"names trajectory {row.trajectory!r}, which benchmark.json does "
                              "not list", file=file, item=item, field="trajectory")
+        if life is not None:
+            self._check_life_row(row, life, file, item)
+            return
+        if row.evidence:
+            raise InputError("only a cross-episode question carries evidence as [trajectory, "
+                             "step] pairs", file=file, item=item, field="evidence")
         first, last = row.horizon
         if last > entry.steps:
             raise InputError(f"horizon {row.horizon} ends after the trajectory's last step "
@@ -249,8 +292,24 @@ class GamesBenchmark:
             raise InputError(f"answerable is {row.answerable} but the answer is "
                              f"{row.answer!r}", file=file, item=item, field="answerable")
 
+    def _check_life_row(self, row: _Row, life: _LifeEntry, file: str, item: str) -> None:
+        if row.horizon != [1, life.steps] or row.evidence_steps:
+            raise InputError(f"a cross-episode question covers all {life.steps} steps of its "
+                             f"games (horizon [1, {life.steps}], no evidence_steps)",
+                             file=file, item=item, field="horizon")
+        for ref in row.evidence:
+            ok = (len(ref) == 2 and ref[0] in life.trajectories and isinstance(ref[1], int)
+                  and 1 <= ref[1] <= self.trajectories[ref[0]].steps)
+            if not ok:
+                raise InputError(f"evidence {ref!r} is not [trajectory of {life.id}, step]",
+                                 file=file, item=item, field="evidence")
+        if row.answerable == (row.answer == NOT_ANSWERABLE):
+            raise InputError(f"answerable is {row.answerable} but the answer is "
+                             f"{row.answer!r}", file=file, item=item, field="answerable")
+
     def _refuse_offline(self) -> None:
-        early = [r for r in self.rows if r.horizon[1] < self.trajectories[r.trajectory].steps]
+        early = [r for r in self.rows if r.trajectory in self.trajectories
+                 and r.horizon[1] < self.trajectories[r.trajectory].steps]
         if early:
             r = early[0]
             raise ConfigError(
@@ -273,16 +332,71 @@ class GamesBenchmark:
             self._counts["episodes"] += 1
             self._counts["questions"] += len(ep.questions)
             yield ep
+        for lid, life in self.lives.items():
+            rows = by_traj.get(lid)
+            if not rows:
+                continue
+            ep = self._life_episode(life, rows)
+            self._counts["episodes"] += 1
+            self._counts["questions"] += len(ep.questions)
+            yield ep
 
     def _episode(self, entry: _TrajectoryEntry, rows: list[_Row]) -> Episode:
-        folder, meta, steps = self._loaded[entry.id]
+        _, meta, steps = self._loaded[entry.id]
         n = len(steps)
         k = self.steps_per_session
         ends = sorted({*range(k, n + 1, k), n, *(r.horizon[1] for r in rows)})
+        sessions, where = self._sessions(entry, ends)
+        questions = [self._question(entry, r, where) for r in rows]
+        return Episode(episode_id=entry.id, sessions=sessions, questions=questions,
+                       benchmark=BenchmarkInfo(name="games", version=BENCH_FORMAT),
+                       meta={"game": {"env": meta.env, "trajectory": entry.id, "steps": n,
+                                      "player": meta.player, "seed": meta.seed,
+                                      "steps_per_session": k,
+                                      "frames": self.frames.describe()}})
+
+    def _life_episode(self, life: _LifeEntry, rows: list[_Row]) -> Episode:
+        """The games one after another, each opened by a turn naming it, every question
+        asked after the last session of the last game."""
+        sessions: list[Session] = []
+        where: dict[str, dict[int, tuple[str, int]]] = {}
+        envs = []
+        for g, tid in enumerate(life.trajectories):
+            entry = self.trajectories[tid]
+            _, meta, steps = self._loaded[tid]
+            envs.append(meta.env)
+            k, n = self.steps_per_session, len(steps)
+            part, where[tid] = self._sessions(entry, sorted({*range(k, n + 1, k), n}),
+                                              offset=len(sessions))
+            part[0].turns.insert(0, Turn(turn_id="game-start", role="user", text=(
+                f"Game {g + 1} of {len(life.trajectories)} begins ({meta.env}).")))
+            sessions += part
+        last = len(sessions) - 1
+        questions = []
+        for r in rows:
+            q = self._question_fields(r, env=f"{life.kind}-life", trajectory=life.id,
+                                      trajectory_steps=life.steps)
+            q["evidence"] = [EvidenceRef(session_id=where[tid][step][0], turn_id=f"t{step}-{p}")
+                             for tid, step in r.evidence for p in ("action", "obs")]
+            q["meta"]["game"]["evidence"] = r.evidence
+            questions.append(Question(asked_after=last, **q))
+        return Episode(episode_id=life.id, sessions=sessions, questions=questions,
+                       benchmark=BenchmarkInfo(name="games", version=BENCH_FORMAT),
+                       meta={"game": {"env": f"{life.kind}-life", "trajectory": life.id,
+                                      "trajectories": life.trajectories, "envs": envs,
+                                      "steps": life.steps,
+                                      "steps_per_session": self.steps_per_session,
+                                      "frames": self.frames.describe()}})
+
+    def _sessions(self, entry: _TrajectoryEntry, ends: list[int], offset: int = 0,
+                  ) -> tuple[list[Session], dict[int, tuple[str, int]]]:
+        """A trajectory's sessions ending at ``ends``, and step -> (session id, session
+        index in the episode, counted from ``offset``)."""
+        folder, meta, steps = self._loaded[entry.id]
         sessions: list[Session] = []
         where: dict[int, tuple[str, int]] = {}  # step -> (session id, session index)
         start = 1
-        for index, end in enumerate(ends):
+        for index, end in enumerate(ends, offset):
             sid = f"{entry.id}:steps-{start}-{end}"
             turns: list[Turn] = []
             if start == 1:
@@ -296,13 +410,7 @@ class GamesBenchmark:
             sessions.append(Session(session_id=sid, turns=turns,
                                     meta={"steps": [start, end]}))
             start = end + 1
-        questions = [self._question(entry, r, where) for r in rows]
-        return Episode(episode_id=entry.id, sessions=sessions, questions=questions,
-                       benchmark=BenchmarkInfo(name="games", version=BENCH_FORMAT),
-                       meta={"game": {"env": meta.env, "trajectory": entry.id, "steps": n,
-                                      "player": meta.player, "seed": meta.seed,
-                                      "steps_per_session": k,
-                                      "frames": self.frames.describe()}})
+        return sessions, where
 
     def _image(self, folder: Path, sha: str | None) -> list[ImageRef]:
         if sha is None:
@@ -364,25 +472,28 @@ class GamesBenchmark:
 
     def _question(self, entry: _TrajectoryEntry, r: _Row,
                   where: dict[int, tuple[str, int]]) -> Question:
-        evidence = [EvidenceRef(session_id=where[s][0], turn_id=f"t{s}-{part}")
-                    for s in r.evidence_steps for part in ("action", "obs")]
+        fields = self._question_fields(r, env=entry.env, trajectory=entry.id,
+                                       trajectory_steps=entry.steps)
+        fields["evidence"] = [EvidenceRef(session_id=where[s][0], turn_id=f"t{s}-{part}")
+                              for s in r.evidence_steps for part in ("action", "obs")]
+        return Question(asked_after=where[r.horizon[1]][1], **fields)
+
+    def _question_fields(self, r: _Row, *, env: str, trajectory: str,
+                         trajectory_steps: int) -> dict[str, Any]:
         if r.answerable:
             answer: str | list[str] = gold_answer(r.answer_type, r.answer, r.alternatives)
             answer_type = _ANSWER_TYPES[r.answer_type]
         else:
             answer, answer_type = NOT_ANSWERABLE, AnswerType.REFUSAL
-        return Question(
-            question_id=r.id, text=r.question, answer=answer, answer_type=answer_type,
-            ability=Ability(r.ability), subtype=r.template, evidence=evidence,
-            asked_after=where[r.horizon[1]][1],
-            meta={"game": {"template": r.template, "params": r.params, "horizon": r.horizon,
-                           "evidence_steps": r.evidence_steps, "answer": r.answer,
-                           "alternatives": r.alternatives, "tolerance": r.tolerance,
-                           "answerable": r.answerable, "answer_type": r.answer_type,
-                           "env": entry.env, "trajectory": entry.id,
-                           "trajectory_steps": entry.steps,
-                           "paraphrased": bool(r.paraphrase
-                                               and r.paraphrase.get("status") == "kept")}})
+        game = {"template": r.template, "params": r.params, "horizon": r.horizon,
+                "evidence_steps": r.evidence_steps, "answer": r.answer,
+                "alternatives": r.alternatives, "tolerance": r.tolerance,
+                "answerable": r.answerable, "answer_type": r.answer_type, "env": env,
+                "trajectory": trajectory, "trajectory_steps": trajectory_steps,
+                "paraphrased": bool(r.paraphrase and r.paraphrase.get("status") == "kept")}
+        return {"question_id": r.id, "text": r.question, "answer": answer,
+                "answer_type": answer_type, "ability": Ability(r.ability),
+                "subtype": r.template, "meta": {"game": game}}
 
     # -- Benchmark protocol --
 

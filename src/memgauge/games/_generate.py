@@ -68,6 +68,7 @@ class GamesConfig:
     horizons: Sequence[int] = ()
     overwrite: bool = False
     paraphraser: Any = None  # a ChatModel, or None
+    cross_episode: bool = False  # also ask across the trajectories of each game kind
     make_timeline: TimelineFactory | None = None  # None: the game kind's own timeline
 
 
@@ -240,6 +241,57 @@ def _row(traj: _Trajectory, cut: int, k: int, q: GameQuestion) -> dict[str, Any]
             "paraphrase": None}
 
 
+def life_id(kind: str) -> str:
+    return f"life-{kind}"
+
+
+def build_life_questions(trajectories: list[_Trajectory],
+                         config: GamesConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Cross-episode questions: the trajectories of one game kind, in the order given, as
+    games played one after another (``templates/_life.py``), asked after the last game.
+    Returns (rows, the lives for benchmark.json); kinds with one trajectory have none."""
+    from .templates._life import Life
+
+    rows: list[dict[str, Any]] = []
+    lives: list[dict[str, Any]] = []
+    make = config.make_timeline or default_timeline
+    for kind in sorted({t.kind for t in trajectories}):
+        members = [t for t in trajectories if t.kind == kind]
+        if len(members) < 2:
+            continue
+        lid = life_id(kind)
+        life = Life(lid, kind, [(t.id, make(kind, t.meta, t.steps)) for t in members])
+        where = f"cross-episode {lid}"
+        kept_any = 0
+        for tmpl in templates_for(f"{kind}-life"):
+            rng = seeded_rng(config.seed, lid, tmpl.id)
+            unique: dict[tuple[str, str], GameQuestion] = {}
+            for q in _run_template(tmpl, life, rng, where):
+                _check(q, f"{where}, template {tmpl.id}", life.total_steps)
+                unique.setdefault(q.key(), q)
+            kept = list(unique.values())
+            if len(kept) > config.max_per_template:
+                chosen = set(rng.sample(range(len(kept)), config.max_per_template))
+                kept = [q for i, q in enumerate(kept) if i in chosen]
+            for k, q in enumerate(kept, 1):
+                rows.append(_life_row(lid, len(members), k, q))
+            kept_any += len(kept)
+        lives.append({"id": lid, "kind": kind, "trajectories": [t.id for t in members],
+                      "steps": life.total_steps, "questions": kept_any})
+    return rows, lives
+
+
+def _life_row(lid: str, games: int, k: int, q: GameQuestion) -> dict[str, Any]:
+    return {"id": f"{lid}-{q.template}-{k}", "trajectory": lid, "template": q.template,
+            "params": q.params, "ability": q.ability, "answer_type": q.answer_type,
+            "answer": q.answer, "answerable": q.answerable, "evidence_steps": [],
+            "evidence": [[tid, step] for tid, step in q.evidence_refs],
+            "horizon": [q.horizon[0], q.horizon[1]],
+            "question": f"Considering all {games} of your games: " + q.text, "text": q.text,
+            "alternatives": list(q.alternatives), "tolerance": q.tolerance,
+            "paraphrase": None}
+
+
 def _counts(rows: list[dict[str, Any]]) -> dict[str, Any]:
     per_template: dict[str, int] = {}
     per_ability = dict.fromkeys(ABILITIES, 0)
@@ -295,6 +347,13 @@ def generate_games(config: GamesConfig) -> dict[str, Any]:
     """Write the benchmark folder; returns what ``benchmark.json`` holds."""
     trajectories = _load(config)
     rows = [r for t in trajectories for r in build_questions(t, config)]
+    lives: list[dict[str, Any]] = []
+    if config.cross_episode:
+        life_rows, lives = build_life_questions(trajectories, config)
+        if not lives:
+            raise ConfigError("--cross-episode needs at least two trajectories of one game "
+                              "kind (Crafter; or TextWorld and Jericho, which are one kind)")
+        rows += life_rows
     if not rows:
         raise ConfigError("the templates produced no question from these trajectories")
     paraphrase_info = None
@@ -320,6 +379,8 @@ def generate_games(config: GamesConfig) -> dict[str, Any]:
                          for t in trajectories],
         "counts": _counts(rows),
     }
+    if lives:  # only then: a benchmark without cross-episode questions keeps its bytes
+        summary["lives"] = lives
     # Written last: a folder without it is an unfinished generation.
     (out / "benchmark.json").write_text(json.dumps(summary, indent=1, sort_keys=True,
                                                    ensure_ascii=False) + "\n", encoding="utf-8")

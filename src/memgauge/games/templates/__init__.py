@@ -20,4 +20,4 @@ __all__ = ["ABILITIES", "ANSWER_TYPES", "GAME_KINDS", "NOT_ANSWERABLE", "GameQue
 def _load_all() -> None:
     # Importing the modules runs their @template decorators. Each module appends its import
     # here (one line), e.g. ``from . import crafter``.
-    from . import crafter, text  # noqa: F401
+    from . import crafter, life, text  # noqa: F401

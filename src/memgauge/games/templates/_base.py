@@ -32,7 +32,9 @@ ABILITIES = ("single_hop", "multi_hop", "induction", "spatial", "temporal", "log
 # unordered; path: a sequence of moves, any of ``alternatives`` (every shortest path) counts.
 ANSWER_TYPES = ("integer", "number", "string", "action", "direction", "yes_no", "list", "set",
                 "path")
-GAME_KINDS = ("crafter", "text")  # text: TextWorld and Jericho (same timeline)
+# text: TextWorld and Jericho (same timeline). A "-life" kind reads several trajectories of
+# that kind played one after another (cross-episode questions, templates/_life.py).
+GAME_KINDS = ("crafter", "text", "crafter-life", "text-life")
 NOT_ANSWERABLE = "not answerable"
 
 
@@ -52,6 +54,8 @@ class GameQuestion:
     answerable: bool = True
     alternatives: list[Any] = field(default_factory=list)  # other correct answers
     tolerance: float | None = None  # for answer_type "number": absolute tolerance
+    # cross-episode questions: evidence as (trajectory id, step), evidence_steps left empty
+    evidence_refs: list[tuple[str, int]] = field(default_factory=list)
 
     def key(self) -> tuple[str, str]:
         """What makes two questions the same question (de-duplication)."""
