@@ -259,3 +259,4 @@ def test_markdown_says_how_many_questions_were_left_out() -> None:
                           "oracle_screening": {"skipped": "x"},
                           "caption_proof": {"skipped": "y"}})
     assert "| 1 (1 questions left out) |" in md
+    assert "options-only (PASS): right on every rotation: `q1`" in md  # listed under a pass

@@ -175,11 +175,12 @@ def render_markdown(r: dict[str, Any]) -> str:
         lines.append(f"| {name} | {shown} | {_pct(g['all_rotations'])} | {g['n']} | "
                      f"{_pct(g['chance'])} | {_pct(g['upper_limit'])} | {errors} | "
                      f"{g['verdict']}{' — ' + g['note'] if g.get('note') else ''} |")
-    leaks = {n: g["leaking"] for n, g in r["audits"].items()
-             if g["verdict"] == "FAIL" and g["leaking"]}
+    # Listed under a pass too: a handful right on every rotation is where a leak starts.
+    leaks = {n: g["leaking"] for n, g in r["audits"].items() if g["leaking"]}
     for name, ids in leaks.items():
         shown_ids = ", ".join(f"`{i}`" for i in ids[:20])
-        lines += ["", f"{name}: right on every rotation: {shown_ids}"
+        lines += ["", f"{name} ({r['audits'][name]['verdict']}): right on every rotation: "
+                  f"{shown_ids}"
                   + (f" (+{len(ids) - 20} more)" if len(ids) > 20 else "")]
     o = r["oracle_screening"]
     lines += ["", "## Oracle screening (gold clue rounds + images) — INFO", ""]
