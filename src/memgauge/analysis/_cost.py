@@ -11,17 +11,13 @@ Only answered (``status == "ok"``) records count; errors are reported apart.
 
 from __future__ import annotations
 
-import json
 import math
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from memgauge.errors import InputError
+from memgauge.ledger import Ledger, Price, ledger_of, load_prices, price_for
 from memgauge.schema import Record
 
 __all__ = [
@@ -29,10 +25,12 @@ __all__ = [
     "LONG_CONTEXT",
     "MEMORY_AGENT",
     "CostRow",
+    "Ledger",
     "Price",
     "Spread",
     "cost_row",
     "family_kind",
+    "ledger_of",
     "load_prices",
     "price_for",
 ]
@@ -41,72 +39,6 @@ ALL_TIERS = "all tiers"
 LONG_CONTEXT = "long-context"
 MEMORY_AGENT = "memory agent"
 LONG_CONTEXT_SYSTEMS = frozenset({"full-context"})
-PRICE_FIELDS = ("input", "output")
-
-
-@dataclass(frozen=True)
-class Price:
-    """Dollars per 1M input and output tokens."""
-
-    input: float
-    output: float
-
-    def dollars(self, input_tokens: int, output_tokens: int) -> float:
-        return (input_tokens * self.input + output_tokens * self.output) / 1e6
-
-
-def load_prices(path: str | Path) -> dict[str, Price]:
-    """``{"<model spec or name>": {"input": $/1M, "output": $/1M}}`` from a JSON or TOML file
-    (TOML by the ``.toml`` suffix). Anything else is an :class:`InputError` naming the file,
-    the model and the field."""
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read the prices file: {exc.strerror or exc}",
-                         file=str(path)) from None
-    try:
-        if path.suffix.lower() == ".toml":
-            data: Any = tomllib.loads(raw.decode("utf-8"))
-        else:
-            data = json.loads(raw)
-    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError, TOMLDecodeError
-        kind = "TOML" if path.suffix.lower() == ".toml" else "JSON"
-        raise InputError(f"not valid {kind}: {exc}", file=str(path)) from None
-    if not isinstance(data, dict) or not data:
-        raise InputError('must map model names to {"input": $/1M, "output": $/1M}',
-                         file=str(path))
-    return {str(model): _price(path, str(model), entry) for model, entry in data.items()}
-
-
-def _price(path: Path, model: str, entry: Any) -> Price:
-    if not isinstance(entry, dict):
-        raise InputError('must be {"input": $/1M tokens, "output": $/1M tokens}',
-                         file=str(path), item=model)
-    unknown = sorted(set(entry) - set(PRICE_FIELDS))
-    if unknown:
-        raise InputError(f"unknown field(s) {', '.join(map(repr, unknown))}; a price has "
-                         "input and output ($ per 1M tokens)", file=str(path), item=model)
-    values = []
-    for name in PRICE_FIELDS:
-        value = entry.get(name)
-        if (isinstance(value, bool) or not isinstance(value, (int, float))
-                or not math.isfinite(value) or value < 0):
-            raise InputError(f"needs a number ≥ 0 ($ per 1M tokens), got {value!r}",
-                             file=str(path), item=model, field=name)
-        values.append(float(value))
-    return Price(*values)
-
-
-def price_for(model: str, prices: Mapping[str, Price]) -> Price | None:
-    """The price of a run's ``--model`` spec: the spec itself (``openai:gpt-4o``), else its
-    name without the provider (``gpt-4o``)."""
-    if model in prices:
-        return prices[model]
-    _, sep, name = model.partition(":")
-    return prices.get(name) if sep and name else None
-
-
 def family_kind(system: str) -> str:
     """``long-context`` for a system that puts the history in the prompt, else ``memory
     agent`` (the two sides of MemLens's comparison)."""
@@ -157,17 +89,23 @@ class CostRow:
     dollars_per_question: float | None
     dollars_per_correct: float | None
     price_note: str = ""
+    # What the records say was spent (all statuses; response-cache replays were not paid):
+    # the same sums as the run's ledger and budget (runner/_budget.py, design 0034)
+    spent_tokens: int = 0
+    spent_usd: float | None = None
 
 
-def _tokens(r: Record) -> tuple[int, int, int] | None:
-    """(input, output, of which ingest) tokens of one record; None when unknown."""
+def _tokens(r: Record) -> tuple[int, int, int, int] | None:
+    """(input, output, of which ingest, of the input cached) tokens of one record; None
+    when unknown."""
     usage = r.response.usage
     if r.cost is None or usage.input_tokens is None or usage.output_tokens is None:
         return None
     ingest_in = r.cost.ingest_prompt_tokens or 0
     ingest_out = r.cost.ingest_completion_tokens or 0
+    cached = min(usage.cached_tokens or 0, usage.input_tokens)
     return (usage.input_tokens + ingest_in, usage.output_tokens + ingest_out,
-            ingest_in + ingest_out)
+            ingest_in + ingest_out, cached)
 
 
 def cost_row(system: str, tier: str, kind: str, model: str, records: Sequence[Record],
@@ -190,14 +128,15 @@ def cost_row(system: str, tier: str, kind: str, model: str, records: Sequence[Re
                 if r.cost.answer_s is not None and not r.response.cached]
     dollars_q = dollars_c = None
     note = ""
+    price = price_for(model, prices) if prices is not None else None
+    spent = ledger_of(records)
     if prices is not None:
-        price = price_for(model, prices)
         if price is None:
             note = f"no price for model {model!r} in {prices_file or 'the prices file'}"
         elif n:
-            spent = price.dollars(total_in, total_out)
-            dollars_q = spent / n
-            dollars_c = spent / n_correct if n_correct else None
+            dollars = price.dollars(total_in, total_out, sum(t[3] for _, t in known))
+            dollars_q = dollars / n
+            dollars_c = dollars / n_correct if n_correct else None
     return CostRow(
         system=system, tier=tier, kind=kind, model=model, n_ok=len(ok), n_known=n,
         n_correct=n_correct,
@@ -218,4 +157,5 @@ def cost_row(system: str, tier: str, kind: str, model: str, records: Sequence[Re
         memory_bytes=Spread.of([r.cost.memory_bytes for r in with_cost
                                 if r.cost.memory_bytes is not None]),
         dollars_per_question=dollars_q, dollars_per_correct=dollars_c, price_note=note,
+        spent_tokens=spent.total_tokens, spent_usd=spent.dollars(price),
     )

@@ -68,13 +68,16 @@ Y_LEVELS = {"Y1": ("atomic", "one fact from one session"),
 COST_HEADER = ("System", "Kind", "Tier", "Questions (known/answered)", "Tokens / question",
                "of which ingest", "Tokens / correct", "Answer latency median / p95",
                "Ingest s / question median / p95", "Total s / question median / p95",
-               "Memory (median items, bytes)", "$ / question", "$ / correct")
+               "Memory (median items, bytes)", "$ / question", "$ / correct",
+               "Spent (tokens, $)")
 COST_NOTE = ("Tokens: the answer's server counts plus the question's share of its system's "
              "ingest tokens (what an answer point ingested, split among the questions asked "
              "there). Answered questions only; a record without counts (written before "
              "issue 13, or a server that sent no usage) is left out, not counted as 0. "
              "Latency: the system's answer call, cache hits left out; ingest s: the "
-             "question's share of the runner-timed reset and ingest.")
+             "question's share of the runner-timed reset and ingest. Spent: every record's "
+             "tokens (errors included, response-cache replays left out: not paid here), in "
+             "dollars at the prices file's rates (cached_input for cached prompt tokens).")
 SIDE_BY_SIDE_NOTE = ("Accuracy per ability against tier, one line per system: long-context "
                      "systems solid, memory agents dashed (MemLens Figure 4a), with what each "
                      "costs beside it.")
@@ -199,7 +202,14 @@ def cost_cells(r: CostRow) -> list[str]:
             _spread(r.total_s_per_question), memory,
             _dollars(r.dollars_per_question),
             (f"{MISSING} (none correct)" if r.dollars_per_question is not None
-             and r.dollars_per_correct is None else _dollars(r.dollars_per_correct))]
+             and r.dollars_per_correct is None else _dollars(r.dollars_per_correct)),
+            _spent(r)]
+
+
+def _spent(r: CostRow) -> str:
+    """What the records say was spent (the run's ledger, design 0034)."""
+    tokens = f"{r.spent_tokens:,}"
+    return tokens if r.spent_usd is None else f"{tokens}, ${r.spent_usd:,.4f}"
 
 
 def cost_notes(t: ReportTables) -> list[str]:
