@@ -234,6 +234,10 @@ def test_cli_validate_mistakes_are_named_errors(tmp_path: Path) -> None:
     assert res.exit_code != 0 and "Traceback" not in res.output
     res = runner.invoke(app, ["validate"])
     assert res.exit_code != 0 and "benchmark folder" in res.output
+    res = runner.invoke(app, ["validate", str(tmp_path / "a"), "--data", str(tmp_path / "b")])
+    assert res.exit_code != 0 and "give the benchmark folder once" in res.output
+    res = runner.invoke(app, ["validate", "--data", str(tmp_path), "--no-ocr"])  # synth
+    assert res.exit_code != 0 and "no manifest.json" in res.output
 
 
 def test_caption_proof_with_a_vlm_captioner_has_a_task_aware_arm(tmp_path: Path) -> None:
