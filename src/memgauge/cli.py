@@ -64,6 +64,7 @@ out = _LazyConsole()
 # questions failed and are recorded as errors (rerun to retry them); 130 interrupted.
 EXIT_CONFIG = 2
 EXIT_SOME_FAILED = 3
+EXIT_BUDGET = 4  # a budget stopped the run; rerunning with a higher one resumes it
 EXIT_INTERRUPTED = 130
 
 
@@ -123,7 +124,21 @@ def run(
         help="OpenAI-compatible endpoint URL; repeat it (or give a comma list) for replicas "
              "of one model: each episode's questions go to one replica")] = None,
     api_key_env: Annotated[str, typer.Option(help="Env var holding the API key")] = "OPENAI_API_KEY",
-    concurrency: Annotated[int, typer.Option(help="Requests in flight (in all)")] = 8,
+    concurrency: Annotated[int, typer.Option(
+        help="Requests in flight (in all); the ceiling of each endpoint's adaptive level")] = 8,
+    adaptive_concurrency: Annotated[bool, typer.Option(
+        help="Per endpoint, halve the requests in flight on 429s, timeouts and rising "
+             "latency, add one back after a window of successes")] = True,
+    min_concurrency: Annotated[int, typer.Option(
+        help="The floor of the adaptive level")] = 1,
+    prices: Annotated[str | None, typer.Option(
+        "--prices", help="JSON or TOML file: model -> {input, output, cached_input} in $ "
+                         "per 1M tokens; the run's ledger in dollars")] = None,
+    budget_usd: Annotated[float | None, typer.Option(
+        help="Stop sending once the run (every invocation) has spent this many dollars "
+             "(needs --prices); rerun with a higher one to resume")] = None,
+    max_tokens_total: Annotated[int | None, typer.Option(
+        help="Stop sending once the run (every invocation) has spent this many tokens")] = None,
     workers: Annotated[int, typer.Option(
         help="Answering processes, each taking every N-th item (for fast local servers)")] = 1,
     executor: Annotated[str, typer.Option(
@@ -217,6 +232,8 @@ def run(
             allow_missing_images=allow_missing_images, question_ids=question_ids, tier=tier,
             base_url=",".join(base_url) if base_url else None, api_key_env=api_key_env,
             concurrency=concurrency, limit=limit,
+            adaptive_concurrency=adaptive_concurrency, min_concurrency=min_concurrency,
+            prices=prices, budget_usd=budget_usd, max_tokens_total=max_tokens_total,
             workers=workers, executor=executor, ray_address=ray_address,
             shard=parse_shard(shard) if shard else None, context_mode=context_mode,
             captioner=captioner, captioner_base_url=captioner_base_url,
@@ -287,10 +304,11 @@ def _execute(config) -> None:  # type: ignore[no-untyped-def]
         threaded = config.workers <= 1
         progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                             TextColumn("{task.completed}/{task.fields[of]}"),
-                            TextColumn("ok {task.fields[ok]} · errors {task.fields[errors]}"),
+                            TextColumn("ok {task.fields[ok]} · errors {task.fields[errors]}"
+                                       "{task.fields[level]}"),
                             TimeElapsedColumn(), console=err.get(), transient=False,
                             auto_refresh=threaded)
-        task = progress.add_task("answering", total=None, ok=0, errors=0, of="?")
+        task = progress.add_task("answering", total=None, ok=0, errors=0, of="?", level="")
 
         def tick(result, record) -> None:  # type: ignore[no-untyped-def]
             # The total is exact once known (the benchmark's count, an earlier full pass,
@@ -298,8 +316,10 @@ def _execute(config) -> None:  # type: ignore[no-untyped-def]
             total = result.total
             of = str(total) if total is not None else (f"≥{result.queued}" if result.queued
                                                       else "?")
+            level = (" · in flight ≤ " + "+".join(map(str, result.levels))
+                     if result.levels else "")
             progress.update(task, completed=result.done, total=total, ok=result.ok,
-                            errors=result.errors, of=of)
+                            errors=result.errors, of=of, level=level)
             if not threaded:
                 progress.refresh()
 
@@ -315,6 +335,11 @@ def _execute(config) -> None:  # type: ignore[no-untyped-def]
         _say(f"prefix cache: {reuse}")
     for note in result.notes:
         _say(f"note: {note}")
+    if result.budget_stop:
+        _say(f"stopped by the budget: {result.budget_stop} (this run, every invocation "
+             "counted). Nothing more was sent; what was in flight is recorded. Rerun with a "
+             "higher budget to resume.", style="yellow")
+        raise typer.Exit(EXIT_BUDGET)
     if result.errors:
         _say(f"{result.errors} questions failed; they are reported apart. "
              "Rerun the same command to retry them.", style="yellow")

@@ -45,6 +45,7 @@ from ..errors import ConfigError
 from ..media import EncodedImage, ImageEncoder, ImagePolicy
 from ..registry import model
 from ..schema import Usage
+from ._aimd import AdaptiveLimit, AimdSettings
 from ._base import GenerateConfig, ImagePart, Message, ModelError, ModelOutput, TextPart
 from ._http import HttpClient, HttpError, TlsVerifyError, proxy_for, redirect_advice
 
@@ -96,6 +97,9 @@ class ModelSettings:
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     concurrency: int = 8
+    # AIMD per replica between min_concurrency and concurrency (models/_aimd.py, 0034)
+    adaptive_concurrency: bool = True
+    min_concurrency: int = 1
     timeout_s: float = 120.0
     max_attempts: int = 6
     retry_base_s: float = 0.5
@@ -144,6 +148,8 @@ class OpenAICompatModel:
         self._routes: OrderedDict[str, int] = OrderedDict()  # episode -> replica
         self._in_flight = [0] * len(self._urls)
         self._episodes = [0] * len(self._urls)  # episodes routed to each replica so far
+        self._down: dict[int, dict[str, Any]] = {}  # replicas given up on: why
+        self._moved = [0] * len(self._urls)  # episodes moved away from each replica
         # Inline images travel as markers through orjson and are spliced in as bytes; the
         # nonce keeps a marker from ever matching text in a prompt.
         nonce = uuid.uuid4().hex
@@ -151,6 +157,10 @@ class OpenAICompatModel:
         self._marker_bytes = self._marker.encode()
         self.first_send_at: float | None = None  # time.monotonic() of the first POST
         self._sem = asyncio.Semaphore(settings.concurrency)
+        aimd = AimdSettings(ceiling=max(1, settings.concurrency),
+                            floor=max(1, min(settings.min_concurrency, settings.concurrency)),
+                            adaptive=settings.adaptive_concurrency)
+        self._limits = [AdaptiveLimit(aimd) for _ in self._urls]
         self.requests = 0
         self.retries = 0
 
@@ -170,8 +180,12 @@ class OpenAICompatModel:
         key = ROUTING_KEY.get()
         if key is not None and key in self._routes:
             self._routes.move_to_end(key)
-            return self._routes[key]
-        replica = min(range(n), key=lambda i: (self._in_flight[i], self._episodes[i], i))
+            replica = self._routes[key]
+            if replica not in self._down:
+                return replica
+            self._moved[replica] += 1  # its replica was given up on: move it once
+        up = [i for i in range(n) if i not in self._down] or list(range(n))
+        replica = min(up, key=lambda i: (self._in_flight[i], self._episodes[i], i))
         if key is not None:
             self._routes[key] = replica
             self._episodes[replica] += 1
@@ -188,6 +202,23 @@ class OpenAICompatModel:
                 "timeout_s": s.timeout_s, "max_attempts": s.max_attempts,
                 "image_mode": s.image_mode, "image_policy": self.encoder.policy.describe(),
                 **self._network_facts()}
+
+    def concurrency_levels(self) -> list[int]:
+        """Each replica's current level (the progress line)."""
+        return [limit.level for limit in self._limits]
+
+    def endpoint_report(self) -> list[dict[str, Any]]:
+        """Each replica over the run (the manifest's ``endpoints``): its concurrency level,
+        and, for a replica given up on, why and how many episodes moved away from it."""
+        out = []
+        for i, (base, limit) in enumerate(zip(self.bases, self._limits, strict=True)):
+            entry: dict[str, Any] = {"base_url": redact_url(base),
+                                     "concurrency": limit.describe()}
+            if i in self._down:
+                entry["down"] = self._down[i]
+                entry["episodes_moved"] = self._moved[i]
+            out.append(entry)
+        return out
 
     def _network_facts(self) -> dict[str, Any]:
         """The proxy (no credentials) and what the server said it serves, where known."""
@@ -347,29 +378,52 @@ class OpenAICompatModel:
         """Hook: each successful reply (a local server learns its speed from them)."""
 
     async def _send(self, pieces: list[bytes | memoryview], max_tokens: int = 512) -> ModelOutput:
-        replica = self._replica()  # every attempt goes where the episode's prefix is
-        self._in_flight[replica] += 1  # counted from the choice: the next choice sees it
-        try:
-            return await self._send_to(replica, pieces, max_tokens)
-        finally:
-            self._in_flight[replica] -= 1
+        while True:
+            replica = self._replica()  # every attempt goes where the episode's prefix is
+            self._in_flight[replica] += 1  # counted from the choice: the next choice sees it
+            try:
+                return await self._send_to(replica, pieces, max_tokens)
+            except ModelError as exc:
+                if not self._give_up_on(replica, exc):
+                    raise
+            finally:
+                self._in_flight[replica] -= 1
+
+    def _give_up_on(self, replica: int, exc: ModelError) -> bool:
+        """After a replica failed a request through all its retries with a cause that
+        retrying could have cured (refused, reset, timed out, 429, 5xx), mark it down for
+        the rest of the run, so this request and its episode's later ones (and every other
+        episode routed there) go to another replica. False: nothing to move to."""
+        if len(self._urls) == 1 or not exc.retryable:
+            return False
+        if replica not in self._down:
+            self._down[replica] = {"kind": exc.kind, "message": bounded(exc.message, 200),
+                                   "attempts": exc.attempts}
+        return len(self._down) < len(self._urls)
 
     async def _send_to(self, replica: int, pieces: list[bytes | memoryview],
                        max_tokens: int) -> ModelOutput:
         s = self.settings
         size = sum(map(len, pieces))
         last_error: tuple[int, str] | None = None
+        limit = self._limits[replica]
         for attempt in range(1, s.max_attempts + 1):
             retry_after: float | None = None
             details: dict[str, Any] = {}
             timeout = self.request_timeout(size, max_tokens)
+            epoch = -1
             try:
-                async with self._sem:
+                async with limit.hold() as epoch, self._sem:
                     self.requests += 1
+                    sent = time.monotonic()
                     if self.first_send_at is None:
-                        self.first_send_at = time.monotonic()
+                        self.first_send_at = sent
                     resp = await self._http(replica).post(pieces, timeout)
                 body, status = resp.body, resp.status
+                if status == 429:
+                    limit.overload("429", epoch)
+                elif status < 300:
+                    limit.success(time.monotonic() - sent, epoch)
                 retry_after = _retry_after(resp.headers.get("retry-after"))
                 if status < 300:
                     return _to_output(body, attempt, self.observe)
@@ -387,6 +441,7 @@ class OpenAICompatModel:
                     retryable = False
                 last_error = (status, msg)
             except TimeoutError:
+                limit.overload("timeout", epoch)
                 kind, msg = "timeout", f"no reply within {timeout:g} s"
                 retryable = self.timeout_retryable()
             except TlsVerifyError as exc:

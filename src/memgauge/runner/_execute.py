@@ -25,6 +25,7 @@ from ..cache import ResponseCache
 from ..errors import ConfigError, InputError
 from ..media import ImageEncoder, ImagePolicy
 from ..models import GenerateConfig, ModelSettings, create_model
+from ..models._aimd import PRIORITY
 from ..models.openai_compat import ROUTING_KEY
 from ..registry import lookup
 from ..schema import Cost, Episode, ErrorInfo, Question, Record, Response
@@ -38,6 +39,7 @@ from ..scoring import (
 )
 from ..systems import SystemContext
 from ..tokens import TokenCounter
+from ._budget import Budget, make_budget, read_ledger
 from ._gc import quiet_gc, restore_gc
 from ._ingest_cost import IngestMeter, Share
 from ._lock import RunLock
@@ -83,6 +85,14 @@ class RunConfig:
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     concurrency: int = 8
+    # AIMD per endpoint between min_concurrency and concurrency (design 0034); not identity
+    adaptive_concurrency: bool = True
+    min_concurrency: int = 1
+    # --prices, --budget-usd, --max-tokens-total: the ledger and the budget over the whole
+    # run, every invocation's records included (runner/_budget.py); not identity
+    prices: str | None = None
+    budget_usd: float | None = None
+    max_tokens_total: int | None = None
     limit: int | None = None
     shard: tuple[int, int] | None = None
     context_mode: str = "image"
@@ -229,6 +239,8 @@ class RunConfig:
             if value not in allowed:
                 raise ConfigError(f"{flag} {value!r}: use one of {', '.join(allowed)}")
         at_least = {"--concurrency": (self.concurrency, 1), "--workers": (self.workers, 1),
+                    "--min-concurrency": (self.min_concurrency, 1),
+                    "--max-tokens-total": (self.max_tokens_total, 1),
                     "--limit": (self.limit, 1), "--max-tokens": (self.max_tokens, 1),
                     "--max-attempts": (self.max_attempts, 1),
                     "--max-context-tokens": (self.max_context_tokens, 1),
@@ -238,6 +250,7 @@ class RunConfig:
                 raise ConfigError(f"{flag} {value}: must be at least {low}")
         if not self.timeout_s > 0:
             raise ConfigError(f"--timeout {self.timeout_s:g}: must be more than 0 seconds")
+        self.check_budget()
         if self.top_p is not None and not 0 < self.top_p <= 1:
             raise ConfigError(f"--top-p {self.top_p:g}: must be in (0, 1]")
         if not self.temperature >= 0:
@@ -248,11 +261,27 @@ class RunConfig:
 
             check_tokenizer(self.tokenizer)
         self.check_embedders()
+        self.check_captioner_options()
         if self.executor != "local" or self.ray_address is not None:
             from ._ray import check_ray_config
 
             check_ray_config(self)
-        self.check_captioner_options()
+
+    def check_budget(self) -> None:
+        """--min-concurrency, --budget-usd (a price for the model), --prices: before the
+        first request."""
+        if self.min_concurrency > self.concurrency:
+            raise ConfigError(f"--min-concurrency {self.min_concurrency}: must not exceed "
+                              f"--concurrency {self.concurrency}")
+        if self.budget_usd is not None and not self.budget_usd > 0:
+            raise ConfigError(f"--budget-usd {self.budget_usd:g}: must be more than 0")
+        limited = self.budget_usd is not None or self.max_tokens_total is not None
+        if limited and self.workers > 1:
+            raise ConfigError("--budget-usd and --max-tokens-total need --workers 1 (each "
+                              "worker process would keep a budget of its own)")
+        if self.prices is not None or self.budget_usd is not None:
+            make_budget(self.out, self.model, self.budget_usd, self.max_tokens_total,
+                        self.prices, read_spent=False)
 
     def check_captioner_options(self) -> None:
         """--captioner-model-option: a local: captioner's server options, checked (keys,
@@ -276,6 +305,8 @@ class RunConfig:
         alike)."""
         return ModelSettings(base_url=self.base_url, api_key_env=self.api_key_env,
                              concurrency=self.concurrency, timeout_s=self.timeout_s,
+                             adaptive_concurrency=self.adaptive_concurrency,
+                             min_concurrency=self.min_concurrency,
                              max_attempts=self.max_attempts, retry_base_s=self.retry_base_s,
                              image_mode=self.image_mode, image_policy=policy,
                              encoder=ImageEncoder(policy), cache=cache,
@@ -319,6 +350,8 @@ class RunResult:
     wall_s: float = 0.0
     workers: int = 1
     notes: list[str] = field(default_factory=list)  # e.g. why fewer workers ran
+    levels: list[int] = field(default_factory=list)  # each endpoint's concurrency level now
+    budget_stop: str | None = None  # set when a budget stopped the run (rerun resumes)
 
 
 @dataclass(frozen=True)
@@ -495,6 +528,7 @@ class Runner:
         self.on_progress = on_progress
         self._endpoints: dict[tuple[str, str], Any] = {}  # pre-flight findings, per endpoint
         self.run_dir = Path(config.out)
+        self.budget: Budget | None = None  # made when answering starts (its spend read back)
 
     def _check_identity(self) -> dict[str, Any] | None:
         prior = load_manifest(self.run_dir)
@@ -690,6 +724,9 @@ class Runner:
             bench_manifest = None
             if s.captions is not None:
                 manifest["captioner"] = s.captions.summary()
+            report = getattr(s.model, "endpoint_report", None)
+            if report is not None:  # each endpoint's adaptive level, failover (0034)
+                manifest["endpoints"] = report()
             if not failed:
                 try:
                     bench_manifest = s.bench.manifest()
@@ -722,14 +759,18 @@ class Runner:
         # the server's cache. So no more such episodes than slots (their ingest costs nothing).
         episodes_in_flight = asyncio.Semaphore(slots if prefix else max(2, c.concurrency * 2))
         tasks: set[asyncio.Task[None]] = set()
+        budget = self.budget = make_budget(self.run_dir, c.model, c.budget_usd,
+                                           c.max_tokens_total, c.prices)
+        levels = getattr(model, "concurrency_levels", None)
 
         async def answer_one(system: Any, episode: Episode, q: Question, share: Share,
                              rank: tuple[int, int] = (0, 0),
                              then: Then | None = None) -> Response | None:
             t0 = time.perf_counter()
+            PRIORITY.set(rank)  # the endpoint's adaptive limit keeps the gate's order (0034)
             async with sem.hold(rank):
-                if breaker.reason:  # the run is stopping: send nothing more (no record:
-                    return None       # the question stays to do, a rerun answers it)
+                if breaker.reason or budget.reason:  # the run is stopping: send nothing
+                    return None  # more (no record: the question stays to do for a rerun)
                 t_sent = time.perf_counter()
                 try:
                     response = await system.answer(q)
@@ -744,6 +785,9 @@ class Runner:
                                  missing.get(episode.episode_id),
                                  cost=share.cost(response, answer_s))
             breaker.observe(record)  # before any await: the next question must see a stop
+            budget.add(record)
+            if levels is not None:
+                result.levels = levels()
             if judging is not None:
                 t1 = time.perf_counter()
                 await judging.apply(record)
@@ -784,6 +828,8 @@ class Runner:
                         else min(n, q.asked_after + 1)
                     by_cut.setdefault(cut, []).append(q)
                 for cut in sorted(by_cut):
+                    if budget.reason:  # no more ingest calls either; a rerun goes on
+                        break
                     while ingested < cut:
                         with meter.timing(sessions=1):
                             await system.ingest(episode.sessions[ingested])
@@ -847,6 +893,9 @@ class Runner:
                 await episodes_in_flight.acquire()
                 if stopped:  # an episode stopped the run: start nothing more
                     raise stopped[0]
+                if budget.reason:  # spent: start nothing more (in-flight ones finish)
+                    episodes_in_flight.release()
+                    break
                 task = asyncio.create_task(do_episode(episode, todo))
                 tasks.add(task)
                 task.add_done_callback(finished)
@@ -871,6 +920,7 @@ class Runner:
                 await asyncio.gather(*tasks)
             if stopped:
                 raise stopped[0]
+            result.budget_stop = budget.reason
             # episodes without a question count as nothing (a shard may be empty)
             if not in_input and part is None and c.shard is None:
                 raise InputError("holds no questions"
@@ -901,6 +951,10 @@ class Runner:
             reuse = count_reuse(final.values())
         manifest["cache_hits"] = hits.to_dict()
         manifest["prefix_cache"] = reuse.to_dict()
+        ledger = read_ledger(self.run_dir)  # tokens over every invocation (design 0034)
+        manifest["ledger"] = ledger.to_dict(self.budget.price if self.budget else None)
+        if self.budget is not None and self.budget.active:
+            manifest["budget"] = self.budget.describe(ledger)
         manifest["benchmark"] = bench_manifest or manifest.get("benchmark")
         manifest["status"] = status
         if manifest.get("packages") is None:  # no episode was started

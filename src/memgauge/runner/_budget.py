@@ -1,0 +1,96 @@
+"""The run's token and cost ledger, and the budgets that stop it (docs/design/0034).
+
+The ledger is read from the records, never kept apart: a question's tokens are its answer's
+server counts (``response.usage``: input, of them cached, output) plus its share of the
+ingest tokens (``record.cost``, design 0027). On a rerun the records already in the folder
+are summed first, so ``--budget-usd`` and ``--max-tokens-total`` cover the whole run, not
+each invocation. A record whose answer has no usage is counted as *unknown*, not as 0.
+
+Judge calls are not in the ledger and do not count toward a budget: they are the
+evaluation's cost, not the system's (0027), and records do not keep their usage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..ledger import Ledger, Price, load_prices, price_for
+
+
+def ledger_of_lines(lines: Iterable[Mapping[str, Any]]) -> Ledger:
+    """The ledger of records.jsonl lines, the last line of a question winning (as
+    :func:`~memgauge.runner.read_records` does)."""
+    last: dict[Any, Mapping[str, Any]] = {}
+    for obj in lines:
+        last[obj.get("question_id")] = obj
+    ledger = Ledger()
+    for obj in last.values():
+        ledger.add_raw(obj)
+    return ledger
+
+
+def read_ledger(run_dir: str | Path) -> Ledger:
+    """The ledger of a run folder's records (empty when there are none yet)."""
+    from ._store import RECORDS, iter_record_lines
+
+    path = Path(run_dir) / RECORDS
+    if not path.exists():
+        return Ledger()
+    return ledger_of_lines(obj for _, obj in iter_record_lines(path) if isinstance(obj, dict))
+
+
+class Budget:
+    """``--budget-usd`` and ``--max-tokens-total`` against the ledger. ``reason`` is set
+    once either is reached; the runner then sends nothing more."""
+
+    def __init__(self, usd: float | None, tokens: int | None, price: Price | None,
+                 spent: Ledger) -> None:
+        self.usd, self.tokens, self.price = usd, tokens, price
+        self.ledger = spent
+        self.spent_before = spent.to_dict(price)
+        self.reason: str | None = None
+        self._check()
+
+    @property
+    def active(self) -> bool:
+        return self.usd is not None or self.tokens is not None
+
+    def add(self, record: Any) -> None:
+        self.ledger.add_record(record)
+        self._check()
+
+    def _check(self) -> None:
+        if self.reason is not None:
+            return
+        led = self.ledger
+        if self.tokens is not None and led.total_tokens >= self.tokens:
+            self.reason = (f"--max-tokens-total {self.tokens:,} reached: "
+                           f"{led.total_tokens:,} tokens spent")
+        spent = led.dollars(self.price)
+        if self.usd is not None and spent is not None and spent >= self.usd:
+            self.reason = f"--budget-usd {self.usd:g} reached: ${spent:.4f} spent"
+
+    def describe(self, spent: Ledger | None = None) -> dict[str, Any]:
+        """The manifest's ``budget``: the limits, what the run has spent (all invocations;
+        ``spent``, as read back from the records, else as counted while running), what it
+        had spent before this invocation, and what stopped it."""
+        return {"budget_usd": self.usd, "max_tokens_total": self.tokens,
+                "spent": (spent or self.ledger).to_dict(self.price),
+                "spent_before": self.spent_before, "stopped": self.reason}
+
+
+def make_budget(run_dir: str | Path, model: str, usd: float | None, tokens: int | None,
+                prices_file: str | None, read_spent: bool = True) -> Budget:
+    """The run's budget, its spend so far read from the folder (``read_spent``). A dollar
+    budget needs a price for the model: a ConfigError before the first request otherwise;
+    a malformed prices file is an InputError naming the file, the model and the field."""
+    prices = load_prices(prices_file) if prices_file else None
+    price = price_for(model, prices) if prices is not None else None
+    if usd is not None and price is None:
+        where = (f"{prices_file} has no price for {model!r}" if prices_file
+                 else "give --prices FILE with the model's price")
+        raise ConfigError(f"--budget-usd {usd:g} needs the model's price: {where}")
+    return Budget(usd, tokens, price, read_ledger(run_dir) if read_spent else Ledger())

@@ -1,0 +1,185 @@
+"""The token and cost ledger and the budgets (issue 16 item 4, design 0034): the ledger is
+the records' sums; ``--max-tokens-total`` and ``--budget-usd`` stop a run cleanly (nothing
+more sent, what was in flight recorded, exit 4), cover every invocation of the run (a rerun
+reads the spend back), and a rerun with a higher budget resumes; cached prompt tokens have
+their own price; the report shows the spend per system."""
+
+from __future__ import annotations
+
+import json
+from itertools import accumulate
+from pathlib import Path
+from typing import Any
+
+import pytest
+from stub_server import StubServer
+from typer.testing import CliRunner
+
+from memgauge.cli import app
+from memgauge.errors import ConfigError, InputError
+from memgauge.ledger import Ledger, Price, load_prices
+from memgauge.runner import RunConfig, Runner, load_manifest, read_records
+
+N = 10
+PRICES = {"openai:stub": {"input": 1.0, "output": 10.0, "cached_input": 0.1}}
+
+
+def _data(tmp_path: Path, n: int = N) -> Path:
+    path = tmp_path / "longmemeval.json"
+    path.write_text(json.dumps([{
+        "question_id": f"q{i}", "question_type": "single-session-user",
+        "question": f"Question {i}? " + "padding " * i, "answer": "x",
+        "question_date": "2023/05/30 (Tue) 10:00",
+        "haystack_session_ids": ["s1"], "haystack_dates": ["2023/05/30 (Tue) 09:00"],
+        "haystack_sessions": [[{"role": "user", "content": "hello"}]],
+        "answer_session_ids": ["s1"]} for i in range(n)]), encoding="utf-8")
+    return path
+
+
+def _config(tmp_path: Path, base_url: str, out: str = "run", **kw: Any) -> RunConfig:
+    return RunConfig(bench="longmemeval", data=str(_data(tmp_path)), out=str(tmp_path / out),
+                     model="openai:stub", base_url=base_url, cache=False, progress=False,
+                     concurrency=1, **kw)
+
+
+def _run(config: RunConfig):  # type: ignore[no-untyped-def]
+    return Runner(config).run_sync()
+
+
+def _tokens_in_order(run_dir: Path) -> list[int]:
+    recs = read_records(run_dir)
+    return [recs[f"q{i}"].response.usage.input_tokens + recs[f"q{i}"].response.usage.output_tokens
+            for i in range(N)]
+
+
+def _reference(tmp_path: Path, base_url: str) -> list[int]:
+    """What each question costs, from a run without a budget."""
+    _run(_config(tmp_path, base_url, out="reference"))
+    return _tokens_in_order(tmp_path / "reference")
+
+
+def test_the_ledger_is_the_sum_of_the_records(tmp_path):
+    with StubServer() as stub:
+        _run(_config(tmp_path, stub.base_url))
+    records = list(read_records(tmp_path / "run").values())
+    ledger = load_manifest(tmp_path / "run")["ledger"]
+    assert ledger["records"] == N and ledger["unknown"] == 0
+    assert ledger["input_tokens"] == sum(r.response.usage.input_tokens for r in records)
+    assert ledger["output_tokens"] == sum(r.response.usage.output_tokens for r in records) == 3 * N
+    assert ledger["total_tokens"] == ledger["input_tokens"] + ledger["output_tokens"]
+    assert "usd" not in ledger  # no --prices: no dollars
+
+
+def test_max_tokens_total_stops_the_run_where_the_spend_crosses_it(tmp_path):
+    with StubServer() as stub:
+        costs = _reference(tmp_path, stub.base_url)
+        limit = list(accumulate(costs))[2] + 1  # crossed by the fourth answer
+        sent_before = len(stub.requests)
+        result = _run(_config(tmp_path, stub.base_url, max_tokens_total=limit))
+        assert len(stub.requests) - sent_before == 4  # nothing sent once it was reached
+    assert result.budget_stop and "--max-tokens-total" in result.budget_stop
+    assert sorted(read_records(tmp_path / "run")) == ["q0", "q1", "q2", "q3"]
+    budget = load_manifest(tmp_path / "run")["budget"]
+    assert budget["stopped"] == result.budget_stop
+    assert budget["spent"]["total_tokens"] == sum(costs[:4])
+    assert budget["spent_before"]["total_tokens"] == 0
+
+
+def test_the_budget_covers_every_invocation_and_a_higher_one_resumes(tmp_path):
+    with StubServer() as stub:
+        costs = _reference(tmp_path, stub.base_url)
+        limit = list(accumulate(costs))[2] + 1
+        _run(_config(tmp_path, stub.base_url, max_tokens_total=limit))
+        sent = len(stub.requests)
+        again = _run(_config(tmp_path, stub.base_url, max_tokens_total=limit))
+        assert len(stub.requests) == sent  # already spent: the same budget sends nothing
+        assert again.budget_stop and again.done == 0
+        more = _run(_config(tmp_path, stub.base_url, max_tokens_total=10 * sum(costs)))
+        assert more.budget_stop is None and more.done == N - 4 and more.skipped == 4
+    assert len(read_records(tmp_path / "run")) == N
+    budget = load_manifest(tmp_path / "run")["budget"]
+    assert budget["spent_before"]["total_tokens"] == sum(costs[:4])
+    assert budget["spent"]["total_tokens"] == sum(costs)
+
+
+def test_a_dollar_budget_prices_cached_tokens_at_their_own_rate(tmp_path):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps(PRICES))
+    price = load_prices(prices)["openai:stub"]
+    assert price == Price(1.0, 10.0, 0.1)
+    # 1M prompt tokens of which 600k cached, 100k out: 0.4 + 0.06 + 1.0
+    assert price.dollars(1_000_000, 100_000, 600_000) == pytest.approx(1.46)
+    assert Price(1.0, 10.0).dollars(1_000_000, 100_000, 600_000) == pytest.approx(2.0)
+    with StubServer() as stub:
+        costs = _reference(tmp_path, stub.base_url)
+        recs = read_records(tmp_path / "reference")
+        usd = [(recs[f"q{i}"].response.usage.input_tokens * 1.0 + 3 * 10.0) / 1e6
+               for i in range(N)]
+        assert costs  # the stub reports usage
+        budget = list(accumulate(usd))[1] * 1.0001  # crossed by the third answer
+        result = _run(_config(tmp_path, stub.base_url, prices=str(prices), budget_usd=budget))
+    assert result.budget_stop and "--budget-usd" in result.budget_stop
+    assert len(read_records(tmp_path / "run")) == 3
+    manifest = load_manifest(tmp_path / "run")
+    assert manifest["ledger"]["usd"] == pytest.approx(sum(usd[:3]), abs=1e-6)
+
+
+def test_a_ledger_counts_cached_tokens_ingest_shares_and_not_replays():
+    led = Ledger()
+    led.add({"input_tokens": 100, "output_tokens": 5, "cached_tokens": 80},
+            {"ingest_prompt_tokens": 7, "ingest_completion_tokens": 2})
+    led.add({"input_tokens": 100, "output_tokens": 5}, None, replayed=True)  # not paid here
+    led.add({"input_tokens": None, "output_tokens": None}, None)  # answered, no usage
+    led.add({"input_tokens": None, "output_tokens": None}, None, answered=False)  # an error
+    assert (led.input_tokens, led.cached_input_tokens, led.output_tokens) == (107, 80, 7)
+    assert (led.records, led.unknown) == (1, 1)
+
+
+def test_a_dollar_budget_needs_a_price_before_anything_is_sent(tmp_path):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"other-model": {"input": 1, "output": 1}}))
+    with StubServer() as stub:
+        for kw, match in [({"budget_usd": 1.0}, "give --prices"),
+                          ({"budget_usd": 1.0, "prices": str(prices)}, "no price for 'openai:stub'"),
+                          ({"budget_usd": 0.0}, "more than 0")]:
+            with pytest.raises(ConfigError, match=match):
+                _run(_config(tmp_path, stub.base_url, **kw))
+        assert stub.requests == []
+
+
+@pytest.mark.parametrize(("entry", "field"), [
+    ({"input": 1, "output": 1, "cached_input": -1}, "cached_input"),
+    ({"input": 1, "output": 1, "cached_input": "cheap"}, "cached_input"),
+    ({"input": 1}, "output"),
+])
+def test_a_bad_price_names_the_file_the_model_and_the_field(tmp_path, entry, field):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"openai:stub": entry}))
+    with pytest.raises(InputError) as exc:
+        load_prices(prices)
+    assert (exc.value.file, exc.value.item, exc.value.field) == (str(prices), "openai:stub", field)
+    cli = CliRunner().invoke(app, ["run", "--bench", "longmemeval", "--data", "x", "--out",
+                                   str(tmp_path / "r"), "--model", "openai:stub", "--base-url",
+                                   "http://127.0.0.1:9/v1", "--prices", str(prices)])
+    assert cli.exit_code == 2 and "prices.json" in cli.output and field in cli.output
+
+
+def test_cli_exits_4_saying_the_budget_stopped_it_and_the_report_shows_the_spend(tmp_path):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps(PRICES))
+    run_dir = tmp_path / "cli"
+    with StubServer() as stub:
+        args = ["run", "--bench", "longmemeval", "--data", str(_data(tmp_path)), "--out",
+                str(run_dir), "--model", "openai:stub", "--base-url", stub.base_url,
+                "--no-cache", "--concurrency", "1", "--max-tokens-total", "1"]
+        out = CliRunner().invoke(app, args)
+        assert len(stub.requests) == 1
+    assert out.exit_code == 4, out.output
+    assert "stopped by the budget" in out.output and "--max-tokens-total 1" in out.output
+    spent = load_manifest(run_dir)["ledger"]["total_tokens"]
+    md = CliRunner().invoke(app, ["report", str(run_dir), "--prices", str(prices)])
+    assert md.exit_code == 0, md.output
+    assert "Spent (tokens, $)" in md.stdout and f"{spent:,}, $" in md.stdout
+    js = CliRunner().invoke(app, ["report", str(run_dir), "--format", "json"])
+    [row] = [c for c in json.loads(js.stdout)["tables"]["cost"] if c["tier"] != "all tiers"]
+    assert row["spent_tokens"] == spent and row["spent_usd"] is None
