@@ -137,3 +137,25 @@ def test_cli_accepts_the_new_families_and_names_an_unknown_one(tmp_path):
                               "--questions", "3", "--families", "ku_code,ku_colour"])
     assert bad.exit_code == 2
     assert "ku_colour" in bad.output and "Traceback" not in bad.output
+
+
+def test_timeline_asks_the_new_chains_at_each_update_with_the_state_shown_then(tmp_path):
+    root = tmp_path / "t"
+    generate(SynthConfig(out=str(root), seed=5, tiers=["16k"], questions=3, layout="timeline",
+                         families=list(Y3_NEW)))
+    (ep,) = lookup("benchmark", "synth")(BenchmarkOptions(data=str(root), tier="16k")).episodes()
+    at_steps = 0
+    for q in ep.questions:
+        family = q.meta["family"]
+        if family not in Y3_NEW:
+            continue
+        states = [_state(family, im) for im in _evidence_images(ep, q)]
+        assert q.answer == states[-1] and q.old_answers == states[:-1]
+        if "-at" in q.question_id:  # asked right after the k-th update: the state shown then
+            at_steps += 1
+            k = int(q.question_id.rsplit("-at", 1)[1])
+            assert len(states) == k + 1
+            last = max(ep.sessions.index(s) for s in ep.sessions
+                       if s.session_id in {p.session_id for p in q.evidence})
+            assert q.asked_after == last
+    assert at_steps >= 3

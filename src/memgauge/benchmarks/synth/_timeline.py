@@ -124,7 +124,7 @@ def place(gen: Generator, qid: str, plan: QuestionPlan, qdate: date) -> Placed:
         return Placed(qid, plan, qdate, sessions, asks)
     evidence.sort(key=lambda x: x[0])
     asks.append((evidence[-1][0] + ASK_DELAY, gen._question(qid, plan, qdate, evidence)))
-    if plan.family == "ku_update":
+    if plan.labels.y == "Y3":  # every update chain (ku_update and the 0036 chains)
         for k in range(1, len(evidence) - 1):  # the last update is the plan's own question
             asks.append((evidence[k][0] + ASK_DELAY,
                          _ask_at_update(gen, f"{qid}-at{k}", plan, qdate, evidence[:k + 1], k)))
