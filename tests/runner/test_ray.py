@@ -4,7 +4,8 @@ Covered, with one local in-process Ray for the module: the same records (field b
 timings aside), status and benchmark counts as the local runner, and what the manifest says
 about the execution (also through the CLI's flags); a task whose worker process is killed midway (retried by Ray: every
 question once, nothing lost); a task that dies for good (the run raises, what it wrote is
-kept, a rerun asks only the rest); the response cache from the tasks (a rerun is all hits);
+kept, a rerun asks only the rest); a task that raises (its own error, the other part kept);
+``--limit`` in one task; the response cache from the tasks (a rerun is all hits);
 and, without Ray, the errors before anything runs: the missing extra (one line naming
 ``pip install "memgauge[ray]"``, exit 2), a malformed ``--ray-address``, a local: model.
 """
@@ -20,12 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from datasets import colour_answer, write_memlens
+from datasets import colour_answer, memlens_items, write_memlens
 from stub_server import StubServer, question_of
 from typer.testing import CliRunner
 
 from memgauge.cli import app
-from memgauge.errors import ConfigError
+from memgauge.errors import ConfigError, InputError, MemgaugeError
 from memgauge.runner import RunConfig, Runner, load_manifest, read_records
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -196,6 +197,39 @@ def test_a_task_that_dies_for_good_keeps_what_it_wrote_and_a_rerun_completes(
     assert len(asked) == n - len(kept)  # only the questions left to do were sent
     ids = [x["question_id"] for x in _lines(run_dir)]
     assert sorted(ids) == sorted(f"q{i:03d}" for i in range(n))
+
+
+def test_a_task_that_raises_reports_its_error_and_the_others_keep_their_records(
+        tmp_path, ray_local):
+    n, bad = 12, 7
+    items = memlens_items(tmp_path, n)
+    del items[bad]["question"]
+    data = tmp_path / "dataset.json"
+    data.write_text(json.dumps(items), encoding="utf-8")
+    with StubServer(answer=colour_answer) as stub:
+        with pytest.raises(InputError) as local:
+            Runner(_config(tmp_path, data, stub.base_url, "local")).run_sync()
+        with pytest.raises(MemgaugeError) as ray_run:
+            Runner(_config(tmp_path, data, stub.base_url, "ray", executor="ray",
+                           workers=2)).run_sync()
+    assert str(ray_run.value) == str(local.value)  # the task's own error, not Ray's wrapper
+    ids = [x["question_id"] for x in _lines(tmp_path / "ray")]
+    assert len(ids) == len(set(ids)) and f"q{bad:03d}" not in ids
+    assert {f"q{i:03d}" for i in range(0, n, 2)} <= set(ids)  # the other part: all of it
+    assert load_manifest(tmp_path / "ray")["status"]["records"] == len(ids)
+    assert not list((tmp_path / "ray").glob(".ray-task-*"))
+
+
+def test_a_limited_run_answers_in_one_task_with_a_note(tmp_path, ray_local):
+    data = write_memlens(tmp_path, 6)
+    with StubServer(answer=colour_answer) as stub:
+        res = Runner(_config(tmp_path, data, stub.base_url, "run", executor="ray", workers=2,
+                             limit=4)).run_sync()
+        assert len(stub.requests) == 4
+    assert res.ok == 4 and res.workers == 1
+    assert res.notes == [("--workers 2 ignored: --limit counts questions in file order, so a "
+                         "limited run answers in one Ray task")]
+    assert sorted(read_records(tmp_path / "run")) == [f"q{i:03d}" for i in range(4)]
 
 
 # -- the response cache -----------------------------------------------------------------------
