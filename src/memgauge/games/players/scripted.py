@@ -334,20 +334,7 @@ class _Grid:
 
     def first_step_towards(self, targets: list[tuple[int, int]]) -> tuple[int, int] | None:
         """The first move of a shortest walk (within the view) to a cell next to a target."""
-        goals = {(t[0] + d[0], t[1] + d[1]) for t in targets for d in MOVES}
-        start = self.center
-        first: dict[tuple[int, int], tuple[int, int] | None] = {start: None}
-        queue = deque([start])
-        while queue:
-            cell = queue.popleft()
-            if cell in goals and cell != start:
-                return first[cell]
-            for d in MOVES:
-                nxt = (cell[0] + d[0], cell[1] + d[1])
-                if nxt not in first and self.walkable(nxt):
-                    first[nxt] = first[cell] or d
-                    queue.append(nxt)
-        return None
+        return self.first_step_to({(t[0] + d[0], t[1] + d[1]) for t in targets for d in MOVES})
 
 
 # The scripted player of each game, by env name; a game adds its own line.
