@@ -240,6 +240,19 @@ def test_an_image_path_escaping_the_data_root_is_refused(tmp_path, written):
     assert "escapes the data root" in str(err)
 
 
+def test_image_dir_elsewhere_is_the_image_root_and_the_data_root(tmp_path):
+    dialog = tmp_path / "files" / "dialog"
+    shutil.copytree(FIXTURE / "dialog", dialog)
+    images = tmp_path / "pictures"
+    shutil.copytree(FIXTURE / "image", images)  # <image-dir>/<Task>/..., as image_root
+    eps = load(dialog, image_dir=str(images))
+    ref = eps["Demo_Task"].sessions[0].turns[0].images[0]  # written image/Demo_Task/...
+    assert Path(ref.path) == images.resolve() / "Demo_Task" / "mug_white.png"
+    edit(tmp_path / "files", "Demo_Task.json", lambda d: d["multi_session_dialogues"][0]
+         ["dialogues"][0].update(input_image=["../../../outside.png"]))
+    assert "escapes the data root" in str(refused(dialog, image_dir=str(images)))
+
+
 def test_a_link_out_of_the_root_is_refused(tmp_path):
     root = copy_fixture(tmp_path)
     (tmp_path / "outside.png").write_bytes((FIXTURE / "image/Demo_Task/plant.png").read_bytes())

@@ -133,7 +133,7 @@ def _str(obj: dict[str, Any], key: str, where: _Where, field: str, *,
             raise where.error("missing required field" if key not in obj else
                               "must not be null", field)
         return None
-    if type(value) in (int, float) and type(value) is not bool:
+    if type(value) in (int, float):
         return str(value)
     if type(value) is not str:
         raise where.error(f"expected str, got {type_name(value)}", field)
@@ -153,11 +153,15 @@ def _str_list(obj: dict[str, Any], key: str, where: _Where, field: str) -> list[
 
 
 class ImageCandidates:
-    """Image paths resolved the way the reference tries them, never outside the data root."""
+    """Image paths resolved the way the reference tries them, never outside the data root.
 
-    def __init__(self, root: Path, dialog_dir: Path, resolver: ImageResolver) -> None:
-        self.root, self.dialog_dir, self.resolver = root, dialog_dir.resolve(), resolver
-        self.image_root = root / "image"
+    ``image_root`` is the reference's image root: ``<root>/image`` in the release layout, or
+    the ``--image-dir`` itself (then also the root)."""
+
+    def __init__(self, root: Path, image_root: Path, dialog_dir: Path,
+                 resolver: ImageResolver) -> None:
+        self.root, self.image_root = root, image_root
+        self.dialog_dir, self.resolver = dialog_dir.resolve(), resolver
 
     def _inside(self, path: str) -> bool:
         root = str(self.root)
@@ -167,16 +171,19 @@ class ImageCandidates:
         p = written.removeprefix("file://")
         if not p:
             raise where.error("empty image path", field)
-        first = os.path.normpath(self.dialog_dir / p)
-        if os.path.isabs(p) or not self._inside(first):
-            raise where.error(f"image path {written!r} escapes the data root {self.root}",
-                              field)
+        # The release writes paths from the dialog folder, at most one level up
+        # (``../image/...``); a path that climbs further, or an absolute one, points out.
+        ups = Path(os.path.normpath(p)).parts[:2].count("..")
         bare = _IMAGE_PREFIX.sub("", p)
-        candidates = [first, os.path.normpath(self.dialog_dir.parent / p),
+        candidates = [os.path.normpath(self.dialog_dir / p),
+                      os.path.normpath(self.dialog_dir.parent / p),
                       os.path.normpath(self.image_root / bare),
                       os.path.normpath(self.image_root / os.path.basename(p)),
                       os.path.normpath(self.dialog_dir.parent / "image" / bare)]
         inside = list(dict.fromkeys(c for c in candidates if self._inside(c)))
+        if os.path.isabs(p) or ups > 1 or not inside:
+            raise where.error(f"image path {written!r} escapes the data root {self.root}",
+                              field)
         found = next((c for c in inside if os.path.isfile(c)), None)
         if found is None:
             tried = ", ".join(os.path.relpath(c, self.root) for c in inside)
@@ -212,7 +219,8 @@ class MemEyeBenchmark:
         if not self.tasks:
             raise InputError(f"no {want} dialog file for this task", file=str(data))
         self.root = data_root(self.dialog_dir, opts.image_dir)
-        self.images = ImageCandidates(self.root, self.dialog_dir,
+        image_root = self.root if opts.image_dir is not None else self.root / "image"
+        self.images = ImageCandidates(self.root, image_root, self.dialog_dir,
                                       ImageResolver(self.root,
                                                     allow_missing=opts.allow_missing_images))
         self.keep: set[str] | None = read_id_list(opts.question_ids) if opts.question_ids else None
