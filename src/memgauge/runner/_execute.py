@@ -276,9 +276,10 @@ class RunConfig:
         if self.budget_usd is not None and not self.budget_usd > 0:
             raise ConfigError(f"--budget-usd {self.budget_usd:g}: must be more than 0")
         limited = self.budget_usd is not None or self.max_tokens_total is not None
-        if limited and self.workers > 1:
-            raise ConfigError("--budget-usd and --max-tokens-total need --workers 1 (each "
-                              "worker process would keep a budget of its own)")
+        if limited and (self.workers > 1 or self.executor != "local"):
+            raise ConfigError("--budget-usd and --max-tokens-total need --workers 1 and "
+                              "--executor local (each worker process or Ray task would keep "
+                              "a budget of its own)")
         if self.prices is not None or self.budget_usd is not None:
             make_budget(self.out, self.model, self.budget_usd, self.max_tokens_total,
                         self.prices, read_spent=False)
