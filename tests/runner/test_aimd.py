@@ -232,12 +232,13 @@ def _data(tmp_path: Path, n: int) -> Path:
 def test_the_manifest_gives_each_endpoint_s_level_and_the_switch_turns_it_off(tmp_path, adaptive):
     with StubServer() as stub:
         stub.plan = [429, 429]
-        run(RunConfig(bench="longmemeval", data=str(_data(tmp_path, 6)),
+        result = run(RunConfig(bench="longmemeval", data=str(_data(tmp_path, 6)),
                       out=str(tmp_path / "run"), model="openai:stub", base_url=stub.base_url,
                       cache=False, progress=False, retry_base_s=0.001, concurrency=4,
                       adaptive_concurrency=adaptive, min_concurrency=2))
     [endpoint] = load_manifest(tmp_path / "run")["endpoints"]
     c = endpoint["concurrency"]
+    assert result.levels == [c["final"]]  # what the progress line shows
     assert (c["adaptive"], c["floor"], c["ceiling"]) == (adaptive, 2, 4)
     if adaptive:
         assert c["decreases"]["429"] >= 1 and c["min"] == 2

@@ -182,6 +182,12 @@ def test_cli_exits_4_saying_the_budget_stopped_it_and_the_report_shows_the_spend
     md = CliRunner().invoke(app, ["report", str(run_dir), "--prices", str(prices)])
     assert md.exit_code == 0, md.output
     assert "Spent (tokens, $)" in md.stdout and f"{spent:,}, $" in md.stdout
+    page = tmp_path / "report.html"
+    html = CliRunner().invoke(app, ["report", str(run_dir), "--prices", str(prices),
+                                    "--format", "html", "--out", str(page)])
+    assert html.exit_code == 0, html.output
+    assert "Spent (tokens, $)" in page.read_text(encoding="utf-8")
+    assert f"{spent:,}, $" in page.read_text(encoding="utf-8")
     js = CliRunner().invoke(app, ["report", str(run_dir), "--format", "json"])
     [row] = [c for c in json.loads(js.stdout)["tables"]["cost"] if c["tier"] != "all tiers"]
     assert row["spent_tokens"] == spent and row["spent_usd"] is None
