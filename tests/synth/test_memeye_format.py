@@ -227,3 +227,15 @@ def test_our_memeye_loader_reads_the_export(bench):
     assert len(images) == sum(len(r.get("input_image", [])) for s in doc["multi_session_dialogues"]
                               for r in s["dialogues"])
     assert all(not im.missing for im in images)
+
+
+def test_values_the_clue_text_names_come_first_among_the_distractors():
+    from memgauge.benchmarks.synth import _world as W
+    from memgauge.benchmarks.synth._memeye_export import distractors
+
+    gold, others = W.ORIGINS[0], list(W.ORIGINS[1:3])
+    clue = f"Acme is based in {gold}; Brio is based in {others[0]}; Cora is based in {others[1]}"
+    q = _question("q-maker", gold, "free_text")
+    picked = distractors(q, seed=0, named=clue)
+    assert set(others) <= set(picked)  # the clue's other cities: the text alone cannot tell
+    assert gold not in picked and len(picked) == 3

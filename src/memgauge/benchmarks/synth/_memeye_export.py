@@ -81,7 +81,10 @@ def write_task(episode: Episode, own_ids: set[str], bench_root: Path, out: Path,
             continue
         qa = _qa(q, rounds, session_of)
         open_qas.append(qa)
-        mcq_qas.append({**qa, "options": rotations(q.answers[0], distractors(q, seed))})
+        clue_text = " ".join(t.text for s in episode.sessions for t in s.turns
+                             if (s.session_id, t.turn_id) in evidence_turns(q))
+        mcq_qas.append({**qa, "options": rotations(q.answers[0],
+                                                   distractors(q, seed, named=clue_text))})
     name = task_name(tier)
     for suffix, qas in (("", mcq_qas), ("_Open", open_qas)):
         doc = {"task_name": name, "character_profile": PROFILE,
@@ -147,13 +150,22 @@ def rotations(gold: str, wrong: list[str]) -> list[dict[str, str]]:
     return out
 
 
-def distractors(q: Question, seed: int, k: int = 3) -> list[str]:
-    """``k`` wrong options: stale states first, then values of the gold's own kind."""
+def evidence_turns(q: Question) -> set[tuple[str, str | None]]:
+    return {(p.session_id, p.turn_id) for p in q.evidence}
+
+
+def distractors(q: Question, seed: int, k: int = 3, named: str = "") -> list[str]:
+    """``k`` wrong options: stale states first, then values of the gold's own kind that the
+    clue text ``named`` names too (a clue that names three cities with their makers must not
+    leave only the right city among the options: the text alone would answer without the
+    image), then the rest of the gold's kind."""
     gold = q.answers[0]
     rng = random.Random(f"{seed}:{q.question_id}:options")
     picked: list[str] = []
     seen = {gold.casefold()}
-    for value in [*reversed(q.old_answers), *_alternatives(gold, q.answer_type, rng)]:
+    kind = _alternatives(gold, q.answer_type, rng)
+    in_clues = [v for v in kind if named and re.search(rf"\b{re.escape(v)}\b", named)]
+    for value in [*reversed(q.old_answers), *in_clues, *kind]:
         if value.casefold() not in seen:
             seen.add(value.casefold())
             picked.append(value)
