@@ -35,7 +35,9 @@ from memgauge.runner import RunConfig, Runner, load_manifest, read_records
 @pytest.fixture(scope="module")
 def ray_local():
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # address="local": always a fresh in-process Ray, never a cluster some other process
+    # left registered on the machine (or one RAY_ADDRESS names)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield ray
     ray.shutdown()
 
