@@ -182,6 +182,7 @@ def measure(data: Path, out: Path, base_url: str, args: argparse.Namespace) -> d
                        tier=args.timeline, out=str(out), system="full-context",
                        model="openai:smollm2", base_url=base_url, context_mode="text",
                        max_tokens=args.max_tokens, concurrency=args.concurrency, cache=False,
+                       protocol=args.protocol,
                        progress=False, timeout_s=600.0)
     result = Runner(config).run_sync()
     records = list(read_records(out).values())
@@ -212,6 +213,8 @@ def main() -> int:
                     help="a synth timeline tier (e.g. 6k) instead of LoCoMo")
     ap.add_argument("--timelines", type=int, default=2, help="with --timeline: how many")
     ap.add_argument("--plans", type=int, default=3, help="with --timeline: plans in each")
+    ap.add_argument("--protocol", default="online", choices=("online", "offline"),
+                    help="offline: every question sees the whole history (one shared prefix)")
     args = ap.parse_args()
     work = args.work / time.strftime("%Y%m%d-%H%M%S")
     if args.timeline:
