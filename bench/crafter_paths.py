@@ -3,8 +3,8 @@
 the material was known by then, reachable over known walkable cells, already reached, and
 how many shortest paths tie.
 
-    memgauge play crafter --player random --seed 1 --steps 300 --out /tmp/crafter-r1
-    python3 bench/crafter_paths.py /tmp/crafter-r1 [--every 3]
+    memgauge play crafter --player random --seed 1 --steps 300 --out crafter-r1
+    python3 bench/crafter_paths.py crafter-r1 [--every 3]
 """
 
 from __future__ import annotations
