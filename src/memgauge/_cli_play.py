@@ -67,11 +67,9 @@ def play_command(
     max_tokens: Annotated[int, typer.Option(
         help="Self-experience: the longest answer (and memory write), in tokens")] = 512,
 ) -> None:
-    """Play one episode of a game and log every step's action and true state to --out.
-
-    With --system (self-experience), the play is then turned into questions with the fixed
-    template recipe and the system answers them online: it remembers the steps in the order
-    they were played and answers each question right after the last step it asks about."""
+    """Play one episode of a game and log every step's action and true state to --out."""
+    # With --system (self-experience) the play is then turned into questions with the fixed
+    # template recipe and the system answers them online (design 0032, "Self-experience").
     from .cli import _fail, _options
     from .errors import MemgaugeError
 
