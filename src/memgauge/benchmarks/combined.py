@@ -26,6 +26,7 @@ each combined episode's members and history size (sessions, turns, images): what
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import random
 from collections.abc import Iterator, Sequence
@@ -177,8 +178,7 @@ class CombinedBenchmark:
 
     def manifest(self) -> dict[str, Any]:
         if not self._episodes:  # the history sizes, even for a run that asked nothing new
-            for _ in self.episodes():
-                pass
+            collections.deque(self.episodes(), maxlen=0)  # reading them records the sizes
         return {"name": self.name, "version": self.version, "of": self.inner.manifest(),
                 "group": self.group, "seed": self.seed, "episodes": dict(self._episodes)}
 
