@@ -155,7 +155,9 @@ def run(
     tier: Annotated[str | None, typer.Option(help="Tier label (e.g. 32k)")] = None,
     bench_option: Annotated[list[str] | None, typer.Option(
         help="key=value for the benchmark loader (repeatable), e.g. locomo's "
-             "asked_after=evidence (ask each question after its latest evidence session)")] = None,
+             "asked_after=evidence (ask each question after its latest evidence session); "
+             "combined's of=memeye group=release joins MemEye's concat_* groupings, "
+             "overlapping ones one run each (group=release:<stem>)")] = None,
     context_mode: Annotated[str, typer.Option(help="image | text | caption | no-context")] = "image",
     captioner: Annotated[str | None, typer.Option(
         help="Text for images, shown in caption mode and to text systems: gold | ocr | "

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from memgauge.analysis._cross_topic import history_points
 from memgauge.benchmarks import BenchmarkOptions
 from memgauge.benchmarks.combined import combine, partition
 from memgauge.cli import app
-from memgauge.errors import ConfigError
+from memgauge.errors import ConfigError, InputError
 from memgauge.registry import lookup
 from memgauge.schema import (
     Ability,
@@ -148,3 +149,75 @@ def test_history_points_hand_computed() -> None:
     assert (s.group, s.sessions, s.turns, s.accuracy) == ("single", 3.0, 6.0, 0.75)
     assert (j.group, j.sessions, j.accuracy) == ("all", 6.0, 0.25)
     assert j.delta_vs_single == pytest.approx(-0.5) and j.n_paired == 2
+
+
+# -- MemEye's own groupings: group=release reads concat_* membership from the data ---------
+
+def _combined(data: Path, group: str) -> dict[str, Episode]:
+    bench = lookup("benchmark", "combined")(BenchmarkOptions(
+        data=str(data), extra={"of": "memeye", "group": group}))
+    return {ep.episode_id: ep for ep in bench.episodes()}
+
+
+def _release_copy(tmp_path: Path) -> Path:
+    root = tmp_path / "release"
+    shutil.copytree(FIXTURE, root, ignore=shutil.ignore_patterns("*.py"))
+    return root
+
+
+def test_release_grouping_derives_its_tasks_and_joins_them_as_a_fixed_group() -> None:
+    release = _combined(FIXTURE, "release")
+    assert list(release) == ["Demo_Task+Card_Task"]  # from concat_demo_card's content
+    fixed = _combined(FIXTURE, "Demo_Task+Card_Task")
+    for got, want in ((release, fixed), (_combined(FIXTURE, "release:concat_demo_card"), fixed),
+                      (_combined(FIXTURE, "release:demo_card"), fixed)):
+        [ep] = got.values()
+        [ref] = want.values()
+        assert [q.model_dump() for q in ep.questions] == [q.model_dump() for q in ref.questions]
+        assert [s.model_dump() for s in ep.sessions] == [s.model_dump() for s in ref.sessions]
+        assert ep.meta["members"] == ["Demo_Task", "Card_Task"]
+
+
+def test_overlapping_release_groupings_are_refused_and_run_one_at_a_time(tmp_path: Path) -> None:
+    root = _release_copy(tmp_path)
+    demo = json.loads((root / "dialog" / "Demo_Task.json").read_text(encoding="utf-8"))
+    (root / "dialog" / "concat_demo_only.json").write_text(json.dumps(
+        {"task_name": "concat_demo_only", "multi_session_dialogues":
+         demo["multi_session_dialogues"], "qas": demo["human-annotated QAs"]}), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"concat_demo_card and concat_demo_only both hold "
+                                          r"task 'Demo_Task'.*one grouping per run"):
+        _combined(root, "release")
+    assert list(_combined(root, "release:concat_demo_only")) == ["Demo_Task"]
+    assert list(_combined(root, "release:concat_demo_card")) == ["Demo_Task+Card_Task"]
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    (lambda d: d["qas"][3].update(question="Which circle colour did I draw last?"),
+     "matches no task file's question"),
+    (lambda d: d["multi_session_dialogues"][4].update(date="2026-05-01"),
+     "matches no task file's question"),  # card_q1 names S1 and S2: S2's date differs
+    (lambda d: d["multi_session_dialogues"].pop(2), "lacks session 'D3' of its member task"),
+])
+def test_a_concat_file_that_does_not_match_the_task_files_is_named(tmp_path: Path, change,
+                                                                   says: str) -> None:
+    root = _release_copy(tmp_path)
+    path = root / "dialog" / "concat_demo_card.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    change(doc)
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(InputError, match=says) as err:
+        _combined(root, "release")
+    assert "concat_demo_card.json" in str(err.value)
+
+
+def test_release_grouping_mistakes_fail_before_loading(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such concat file"):
+        _combined(FIXTURE, "release:concat_nothing")
+    with pytest.raises(ConfigError, match="release:<stem>"):
+        _combined(FIXTURE, "release:a+")
+    with pytest.raises(ConfigError, match="not from episode ids"):
+        partition(IDS, "release", 0)
+    root = _release_copy(tmp_path)
+    (root / "dialog" / "concat_demo_card.json").unlink()
+    with pytest.raises(ConfigError, match=r"no concat_\*\.json"):
+        _combined(root, "release")

@@ -131,7 +131,8 @@ def test_a_single_file_loads_its_task_with_its_twin_and_format_picks_one(tmp_pat
     mcq = load(FIXTURE / "dialog", extra={"format": "mcq"})  # the dialog folder itself
     assert all(q.answer_type is AnswerType.MCQ for ep in mcq.values() for q in ep.questions)
     concat = load(FIXTURE / "dialog" / "concat_demo_card.json")  # given alone, it loads
-    assert list(concat) == ["concat_demo_card"] and len(concat["concat_demo_card"].questions) == 4
+    # both tasks' MCQ QAs: Demo's 4 + 1 (legacy dict) + 4 rotations, Card's 4
+    assert list(concat) == ["concat_demo_card"] and len(concat["concat_demo_card"].questions) == 13
 
 
 def test_asked_after_evidence_is_the_latest_clue_session():

@@ -14,7 +14,12 @@ options. ``group``:
   last group takes what is left);
 - ``all``: one episode holding every history;
 - ``random:N``: a random partition into groups of N, drawn with ``seed`` (default 0);
-- ``A+B/C+D``: fixed groups by episode id (e.g. MemEye's concatenated groupings).
+- ``A+B/C+D``: fixed groups by episode id;
+- ``release`` / ``release:<stem>[+<stem>…]`` (``of=memeye``): MemEye's own groupings, the
+  release's ``dialog/concat_*.json`` (all, or the named ones), each one's member tasks
+  derived from its content (``_memeye_groups.py``) and joined as ``A+B`` would. Groupings
+  that share a task cannot go in one run (its questions would be asked twice under one id):
+  run one per run, ``group=release:<stem>``. Tasks in no picked grouping are left out.
 
 A combined episode's sessions are ordered by date when every session carries an ISO date
 (a stable merge: each task keeps its own order), else task after task. Session ids become
@@ -36,6 +41,8 @@ from ..errors import ConfigError
 from ..registry import benchmark, lookup
 from ..schema import BenchmarkInfo, Episode, EvidenceRef, Question, Session
 from ._base import BenchmarkOptions
+from ._memeye_groups import parse_release, release_groups
+from .memeye import MemEyeBenchmark
 
 LOADER_VERSION = "1"
 KEYS = ("of", "group", "seed")
@@ -46,6 +53,8 @@ def _parse_group(text: str) -> tuple[str, int | None, list[list[str]] | None]:
     """(kind, group size, fixed groups) of ``group=...``."""
     if text in ("single", "all"):
         return text, None, None
+    if parse_release(text) is not None:
+        return "release", None, None
     if text == "pairs":
         return "size", 2, None
     for kind in ("size", "random"):
@@ -62,12 +71,16 @@ def _parse_group(text: str) -> tuple[str, int | None, list[list[str]] | None]:
                               "A+B/C+D)")
         return "fixed", None, groups
     raise ConfigError(f"--bench-option group={text!r}: use single, pairs, size:N, all, "
-                      "random:N or fixed groups A+B/C+D")
+                      "random:N, fixed groups A+B/C+D, or release[:<stem>+…] (MemEye's "
+                      "concat_* groupings)")
 
 
 def partition(ids: Sequence[str], group: str, seed: int) -> list[list[str]]:
     """The episode ids in groups, as ``group`` says (see the module docstring)."""
     kind, size, fixed = _parse_group(group)
+    if kind == "release":
+        raise ConfigError(f"--bench-option group={group!r} is read from a MemEye release "
+                          "(of=memeye), not from episode ids")
     ordered = sorted(ids)
     if kind == "single":
         return [[i] for i in ordered]
@@ -164,6 +177,13 @@ class CombinedBenchmark:
             tier=opts.tier, extra=inner_extra, protocol=opts.protocol))
         if inner_extra and not getattr(self.inner, "options", None):
             raise ConfigError(f"--bench-option of.*: {self.of} takes no benchmark options")
+        self.release: list[list[str]] | None = None
+        stems = parse_release(self.group)
+        if stems is not None:
+            if not isinstance(self.inner, MemEyeBenchmark):
+                raise ConfigError(f"--bench-option group={self.group}: MemEye's concat_* "
+                                  f"groupings need of=memeye, not of={self.of}")
+            self.release = release_groups(self.inner, stems)
         self.info = BenchmarkInfo(name=self.name, tier=opts.tier, split=self.group)
         self._episodes: dict[str, dict[str, Any]] = {}
 
@@ -171,7 +191,8 @@ class CombinedBenchmark:
         # Grouping needs every episode's id first: the joined benchmark is read whole.
         members = {ep.episode_id: ep for ep in self.inner.episodes()}
         self._episodes = {}
-        for group in partition(list(members), self.group, self.seed):
+        groups = self.release or partition(list(members), self.group, self.seed)
+        for group in groups:
             ep = combine([members[i] for i in group], self.info, self.group)
             self._episodes[ep.episode_id] = ep.meta["combined"]
             yield ep
