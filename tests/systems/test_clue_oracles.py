@@ -99,6 +99,32 @@ def test_question_only_has_no_history_and_options_only_hides_the_question() -> N
     assert "sofa now?" not in text and "B. green" in text
 
 
+def test_question_only_shows_the_question_images_by_the_context_mode() -> None:
+    """The question-only audit runs in text mode: the question's own image (MemEye's
+    question_image) is not sent as pixels (a text-only model would refuse it), in caption
+    mode as its caption, in image mode as the image."""
+    from memgauge.models import ImagePart
+
+    ep = _episode()
+    photo = ImageRef(source="q.png", captions={"dense": "A teal armchair by a window."})
+    question = ep.questions[0].model_copy(update={"images": [photo]})
+
+    def sent(mode: str) -> tuple[int, str]:
+        model = ScriptedModel(fn=lambda messages, _: "B")
+        sys_ = lookup("system", "shortcut-question")(
+            SystemContext(model=model, context_mode=mode))()
+        asyncio.run(sys_.answer(question))
+        parts = [p for m in model.calls[-1][0] for p in m.parts]
+        text = "\n".join(p.text for p in parts if isinstance(p, TextPart))
+        return sum(isinstance(p, ImagePart) for p in parts), text
+
+    images, text = sent("text")
+    assert images == 0 and "teal armchair" not in text
+    images, text = sent("caption")
+    assert images == 0 and "teal armchair" in text
+    assert sent("image")[0] == 1
+
+
 def test_caption_mode_and_minimal_caption() -> None:
     _, text = _shown("clue-all", mode="caption")
     assert "Three cushions" in text

@@ -163,6 +163,10 @@ class ClueView:
         self.name = f"clue-{scope}" if scope in ("all", "latest", "stale") else f"shortcut-{scope}"
         no_history = scope in ("question", "options")
         self.mode = "no-context" if no_history else ctx.context_mode
+        # The question's own images (MemEye's question_image) follow --context-mode even
+        # without a history: a text audit never sends their pixels, a caption one their
+        # captions.
+        self.prompt_mode = ctx.context_mode
         self.modality = {"image": "image", "caption": "caption"}.get(self.mode, "text")
         self.sessions: list[Session] = []
 
@@ -209,7 +213,7 @@ class ClueView:
                                    question.options)
             return Response(text=text, meta={"baseline": True, "shown_turns": len(pointers)})
         c = self.ctx
-        prompt = build_prompt(visible, shown, mode=self.mode, instruction=c.instruction,
+        prompt = build_prompt(visible, shown, mode=self.prompt_mode, instruction=c.instruction,
                               label_images=c.label_images, image_size=c.image_size)
         t0 = time.perf_counter()
         try:
