@@ -595,6 +595,9 @@ def validate(
     model: Annotated[str, typer.Option(
         help="Answering model of the gates (none: = the offline baselines)")] = "none:",
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint")] = None,
+    model_option: Annotated[list[str] | None, typer.Option(
+        help="key=value for a local: answerer (repeatable), e.g. mmproj=FILE: without a "
+             "projector it sees no images (oracle screening skipped)")] = None,
     image_dir: Annotated[str | None, typer.Option(help="Image root for --bench")] = None,
     bench_option: Annotated[list[str] | None, typer.Option(
         help="key=value for the benchmark loader (repeatable)")] = None,
@@ -621,6 +624,7 @@ def validate(
         else:
             results, md = validate_from_cli(
                 bench, data or bench_dir, model=model, base_url=base_url, image_dir=image_dir,
+                model_options=_options(model_option or [], "--model-option"),
                 bench_options=_options(bench_option or [], "--bench-option"),
                 captioner=captioner, captioner_base_url=captioner_base_url, out=out,
                 progress=say)
@@ -707,7 +711,9 @@ def generate_synth(
     out_dir: Annotated[str, typer.Option("--out", help="Folder to write the benchmark to")],
     seed: Annotated[int, typer.Option(help="Random seed (same seed => same bytes)")] = 0,
     tiers: Annotated[str, typer.Option(help="Comma-separated token tiers, e.g. 8k,32k,128k")] = "8k,32k",
-    questions: Annotated[int, typer.Option(help="Questions per tier")] = 40,
+    questions: Annotated[int | None, typer.Option(
+        help="Questions per tier (default 40; with --format memeye 24, 2 per X x Y cell, the "
+             "most one timeline holds with every family)")] = None,
     text_tokens_per_image: Annotated[int, typer.Option(
         help="Haystack text tokens per image (ratio kept while filling)")] = 2000,
     families: Annotated[str | None, typer.Option(
@@ -732,8 +738,11 @@ def generate_synth(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from .benchmarks.synth import SynthConfig, generate
+    from .benchmarks.synth._memeye_cells import MEMEYE_QUESTIONS
 
     tier_list = [t.strip() for t in tiers.split(",") if t.strip()]
+    if questions is None:
+        questions = MEMEYE_QUESTIONS if fmt == "memeye" else 40
     try:
         naturalizer = None
         if naturalize:
@@ -767,8 +776,8 @@ def generate_synth(
         err.print(f"MemEye tasks in {Path(out_dir) / 'memeye'}: {', '.join(cells['tasks'])}; "
                   f"questions per cell {cells['cells']}", highlight=False, soft_wrap=True)
         if cells["missing"]:
-            err.print(f"[yellow]no questions in {', '.join(cells['missing'])}[/] (more "
-                      "--questions, larger --tiers, or --families with them)", highlight=False)
+            err.print(f"[yellow]no questions in {', '.join(cells['missing'])}[/] (--families "
+                      "has none of their families)", highlight=False)
 
 
 @app.command("list")

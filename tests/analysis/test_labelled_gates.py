@@ -212,6 +212,59 @@ def test_oracle_screening_and_caption_proof_with_a_model(tmp_path: Path) -> None
     assert "task-aware captions need --captioner openai:" in c["note"]
 
 
+def test_a_local_model_without_a_projector_is_known_blind_before_any_request() -> None:
+    def blind(model: str, **options: str) -> str | None:
+        return LabelledValidation(bench="memeye", data=".", out=Path("."), model=model,
+                                  model_options=options).blind
+
+    assert "smollm2 has no projector" in (blind("local:smollm2") or "")
+    assert "mmproj=FILE" in (blind("local:smollm2") or "")
+    assert blind("local:vlm", mmproj="proj.gguf") is None
+    assert blind("openai:m") is None  # an endpoint's vision shows only when asked
+    assert "offline baseline" in (blind("none:") or "")
+
+
+class _TextOnly(LabelledValidation):
+    """An answerer known not to see images (as a local: GGUF without mmproj), served by the
+    loopback server, so the gates run without starting a llama.cpp server."""
+
+    @property
+    def blind(self) -> str | None:
+        return "needs a model that sees images: text-only"
+
+
+def test_a_text_only_answerer_skips_the_image_arms_and_sends_no_image(tmp_path: Path) -> None:
+    root = write_set(tmp_path, "caption")
+    said: list[str] = []
+
+    def text_only(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The option naming the colour a caption names (the set leaks it there), else A."""
+        text = json.dumps(body["messages"])
+        named = re.findall(r"A (\w+) mug on a desk", text)
+        letter = re.search(rf"([A-D])\. {named[0]}\b", text) if named else None
+        return 200, completion(letter.group(1) if letter else "A")
+
+    with ScriptedServer([], after=text_only) as server:
+        results = validate_labelled(_TextOnly(
+            bench="memeye", data=str(root), out=root / "validation", model="openai:text",
+            base_url=server.base_url), said.append)
+        sent = server.requests
+    assert said[0].startswith("oracle screening and Caption-Proof's image arm skipped")
+    assert "oracle screening" not in said[1:]
+    assert not [p for body in sent for m in body["messages"]
+                if isinstance(m["content"], list) for p in m["content"]
+                if p.get("type") == "image_url"]
+    assert results["oracle_screening"] == {"skipped": "needs a model that sees images: "
+                                                      "text-only"}
+    c = results["caption_proof"]
+    assert c["arms"] == ["dense"] and c["native"] is None
+    assert c["image_arm"].startswith("skipped: needs a model that sees images")
+    for row in c["by_x"].values():  # the data's captions name the colour: always right
+        assert row["dense"] == 1.0 and not [k for k in row if k.startswith("gain_over")]
+    md = (root / "validation" / "gates.md").read_text(encoding="utf-8")
+    assert "| X1 | 12 | 100.0% |" in md and "image arm skipped" in md
+
+
 def test_cli_validate_bench_data(tmp_path: Path) -> None:
     runner = CliRunner()
     leak = write_set(tmp_path / "leak", "options")

@@ -184,15 +184,18 @@ def oracle_screening(records: Sequence[Record], primary: str | None = None) -> d
 def caption_proof_gain(arms: Mapping[str, Sequence[Record]], *, native: str = "image",
                        primary: str | None = None) -> dict[str, Any]:
     """Accuracy of each arm by X level over the questions every arm answered, and the
-    native images' gain over each other arm (``gain_over_<arm>``, points of accuracy)."""
+    native images' gain over each other arm (``gain_over_<arm>``, points of accuracy).
+    Without the native arm (an answerer that cannot see images) the caption arms' accuracy
+    is still given, with no gain (``native`` None)."""
     per_arm = {arm: {q.base_id: q for q in question_scores(recs, primary) if q.value is not None}
                for arm, recs in arms.items()}
-    if native not in per_arm or not per_arm:
-        return {"skipped": f"no {native!r} arm"}
+    if not per_arm:
+        return {"skipped": "no arm ran"}
+    reference = native if native in per_arm else next(iter(per_arm))
     common = set.intersection(*(set(m) for m in per_arm.values()))
     by_x: dict[str, dict[str, Any]] = {}
     for qid in sorted(common):
-        for level in x_levels(per_arm[native][qid]):
+        for level in x_levels(per_arm[reference][qid]):
             row = by_x.setdefault(level, {"n": 0, **{arm: 0.0 for arm in per_arm}})
             row["n"] += 1
             for arm, m in per_arm.items():
@@ -201,8 +204,9 @@ def caption_proof_gain(arms: Mapping[str, Sequence[Record]], *, native: str = "i
         for arm in per_arm:
             row[arm] /= row["n"]
         for arm in per_arm:
-            if arm != native:
+            if native in per_arm and arm != native:
                 row[f"gain_over_{arm}"] = row[native] - row[arm]
-    return {"arms": list(per_arm), "native": native, "n_questions": len(common),
+    return {"arms": list(per_arm), "native": native if native in per_arm else None,
+            "n_questions": len(common),
             "not_in_every_arm": sorted(set().union(*per_arm.values()) - common),
             "by_x": dict(sorted(by_x.items()))}

@@ -12,7 +12,10 @@ runner, its folder under ``OUT/<gate>``, so a gate's answers are records like an
   prompt) and native images; the images' gain by X level.
 
 With ``--model none:`` (the default) the audits use the offline word-overlap baseline and
-the gates that need a model that sees images are skipped, saying so.
+the gates that need a model that sees images are skipped, saying so. A ``local:`` model
+without a projector (``--model-option mmproj=FILE``) cannot see images either, which is
+known before any request: oracle screening is skipped and Caption-Proof runs its caption
+arms only (their accuracy by X level, no gain), said before the first audit.
 Results: ``OUT/gates.json`` and ``OUT/gates.md``.
 """
 
@@ -54,6 +57,7 @@ class LabelledValidation:
     out: Path
     model: str = "none:"
     base_url: str | None = None
+    model_options: dict[str, str] = field(default_factory=dict)
     image_dir: str | None = None
     bench_options: dict[str, str] = field(default_factory=dict)
     captioner: str | None = None
@@ -63,6 +67,17 @@ class LabelledValidation:
     @property
     def offline(self) -> bool:
         return self.model.startswith("none:")
+
+    @property
+    def blind(self) -> str | None:
+        """Why the answerer cannot see images, where that is known before any request (an
+        endpoint's vision shows only when asked: a refusal there stops the run at once)."""
+        if self.offline:
+            return "needs --model: a model that sees images (the offline baseline cannot)"
+        if self.model.startswith("local:") and not self.model_options.get("mmproj"):
+            return (f"needs a model that sees images: {self.model} has no projector (a "
+                    "text-only GGUF; a VLM GGUF takes --model-option mmproj=FILE)")
+        return None
 
     @property
     def prompted_captioner(self) -> bool:
@@ -99,6 +114,7 @@ def _run(v: LabelledValidation, name: str, variant: Variant, options: dict[str, 
     Runner(RunConfig(
         bench=v.bench, data=v.data, image_dir=v.image_dir, out=str(out), system=variant.system,
         system_options=dict(variant.system_options), model=v.model, base_url=v.base_url,
+        model_options=dict(v.model_options),
         context_mode=variant.context_mode, bench_options=options, captioner=captioner,
         captioner_base_url=v.captioner_base_url if captioner else None,
         captioner_prompt=variant.captioner_prompt or "dense", concurrency=v.concurrency,
@@ -118,18 +134,23 @@ def validate_labelled(v: LabelledValidation,
     results: dict[str, Any] = {"benchmark": {"name": v.bench, "data": v.data,
                                              "model": v.model},
                                "audits": {}}
+    blind = v.blind
+    if blind and not v.offline:
+        say(f"oracle screening and Caption-Proof's image arm skipped: {blind}")
     for name, variant in AUDITS.items():
         say(f"shortcut audit: {name}")
         results["audits"][name] = chance_gate(name, _run(v, name, variant, options)).to_dict()
     if v.offline:
-        why = "needs --model: a model that sees images (the offline baseline cannot)"
-        results["oracle_screening"] = {"skipped": why}
-        results["caption_proof"] = {"skipped": why}
+        results["oracle_screening"] = {"skipped": blind}
+        results["caption_proof"] = {"skipped": blind}
     else:
-        say("oracle screening")
-        oracle = _run(v, "oracle", ORACLE, options)
-        results["oracle_screening"] = oracle_screening(oracle)
-        arms = {"image": oracle}
+        arms: dict[str, list[Any]] = {}
+        if blind:
+            results["oracle_screening"] = {"skipped": blind}
+        else:
+            say("oracle screening")
+            arms["image"] = _run(v, "oracle", ORACLE, options)
+            results["oracle_screening"] = oracle_screening(arms["image"])
         for arm in ("dense", "task"):
             if arm == "task" and not v.prompted_captioner:
                 continue
@@ -139,6 +160,8 @@ def validate_labelled(v: LabelledValidation,
                 variant = Variant(variant.system, variant.context_mode)
             arms[arm] = _run(v, f"caption-{arm}", variant, options)
         results["caption_proof"] = caption_proof_gain(arms)
+        if blind:
+            results["caption_proof"]["image_arm"] = f"skipped: {blind}"
         if not v.prompted_captioner:
             dense = ("the data's captions" if v.captioner is None
                      else f"the {v.captioner} captioner's")
@@ -196,19 +219,22 @@ def render_markdown(r: dict[str, Any]) -> str:
         lines.append(f"skipped: {c['skipped']}")
     else:
         arms = c["arms"]
-        gains = [a for a in arms if a != c["native"]]
+        gains = [a for a in arms if a != c["native"]] if c["native"] else []
         head = ["X", "n", *arms, *(f"image − {a}" for a in gains)]
         lines += ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
         for level, row in c["by_x"].items():
             cells = [level, str(row["n"]), *(_pct(row[a]) for a in arms),
                      *(f"{100 * row[f'gain_over_{a}']:+.1f} pts" for a in gains)]
             lines.append("| " + " | ".join(cells) + " |")
+        if c.get("image_arm"):
+            lines += ["", f"image arm {c['image_arm']}; no gain without it"]
         if c.get("note"):
             lines += ["", c["note"]]
     return "\n".join(lines) + "\n"
 
 
 def validate_from_cli(bench: str, data: str | None, *, model: str, base_url: str | None,
+                      model_options: dict[str, str],
                       image_dir: str | None, bench_options: dict[str, str],
                       captioner: str | None, captioner_base_url: str | None, out: str | None,
                       progress: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
@@ -216,7 +242,8 @@ def validate_from_cli(bench: str, data: str | None, *, model: str, base_url: str
     if not data:
         raise ConfigError(f"validate --bench {bench} needs --data PATH")
     v = LabelledValidation(bench=bench, data=data, out=Path(out) if out else default_out(data),
-                           model=model, base_url=base_url, image_dir=image_dir,
+                           model=model, base_url=base_url, model_options=model_options,
+                           image_dir=image_dir,
                            bench_options=bench_options, captioner=captioner,
                            captioner_base_url=captioner_base_url)
     return validate_labelled(v, progress), v.out / "gates.md"
