@@ -62,7 +62,8 @@ def captioner(name: str) -> Callable[[F], F]:
 # Built-ins imported only when asked for by name (or listed): keeps start-up light.
 _LAZY = {("benchmark", "synth"): "memgauge.benchmarks.synth",
          ("model", "local"): "memgauge.models.local",
-         ("system", "mem0"): "memgauge.systems.mem0_system"}  # mem0ai only when used
+         ("system", "mem0"): "memgauge.systems.mem0_system",  # mem0ai only when used
+         ("system", "letta"): "memgauge.systems.letta_system"}  # letta-client, likewise
 
 
 def _load_lazy(kind: str, name: str | None = None) -> None:

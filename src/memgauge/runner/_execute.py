@@ -814,6 +814,7 @@ class Runner:
             missing[episode.episode_id] = missing_images(episode)
             order = next(episode_order)
             ROUTING_KEY.set(episode.episode_id)  # this task's requests: one replica (0031)
+            system: Any = None
             try:
                 if s.captions is not None:  # once per distinct image, before any system reads
                     await s.captions.apply(episode)
@@ -864,6 +865,8 @@ class Runner:
             finally:
                 missing.pop(episode.episode_id, None)
                 episodes_in_flight.release()
+                if hasattr(system, "end_episode"):  # frees what it holds on a server (letta)
+                    await system.end_episode()
 
         # Episode tasks only raise when the run must stop (RunStopped, or an interrupt);
         # their exception is kept here as they finish, so the loop stops starting episodes.
