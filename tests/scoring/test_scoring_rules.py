@@ -70,7 +70,7 @@ def test_scorers_are_registered_and_follow_the_protocol() -> None:
         made = reg[name]()
         assert isinstance(made, cls)
         assert isinstance(made, Scorer)
-        assert made.name == name and made.version == ("3" if name == "rule" else "1")
+        assert made.name == name and made.version == ("3" if name == "rule" else "2")
     assert [s.name for s in default_scorers()] == ["rule", "subem", "f1"]
 
 
@@ -310,6 +310,19 @@ def test_subem_scorer() -> None:
     refusal_q = q("Insufficient information", "refusal")
     assert SubEMScorer().score(refusal_q, "I don't know").value == 1.0
     assert SubEMScorer().score(refusal_q, "Paris").value == 0.0
+
+
+def test_subem_and_f1_leave_lettered_multiple_choice_unscored() -> None:
+    """A reply listing every option contains the gold letter: SubEM would score it 1 (a
+    MemEye run with SmolLM2 echoed the options on half its rotations)."""
+    mcq = q("B", "mcq", options=["Blue", "Green", "Black", "Red"])
+    echo = "A. Blue\nB. Green\nC. Black\nD. Red"
+    assert SubEMScorer().score(mcq, echo) is None
+    assert TokenF1Scorer().score(mcq, echo) is None
+    assert RULE.score(mcq, echo).details["label"] == "unparseable"
+    # without options (a letter-only choice) and free text, they still score
+    assert SubEMScorer().score(q("B", "mcq"), "B").value == 1.0
+    assert TokenF1Scorer().score(q("B", "mcq"), "B").value == 1.0
 
 
 def test_f1_scorer() -> None:

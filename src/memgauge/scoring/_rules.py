@@ -270,18 +270,26 @@ class TypedRuleScorer:
         return match, {"refused": False, "f1": f1}
 
 
+def _lettered(question: Question) -> bool:
+    """A multiple-choice question with options: its gold is a letter, which a reply that
+    merely lists the options contains ("A. Blue\nB. Green…" holds "B"), so a substring or
+    token overlap says nothing; the rule scorer's letter reader is the measure (version 2
+    of SubEM and F1 leave these unscored)."""
+    return question.answer_type == AnswerType.MCQ and bool(question.options)
+
+
 class SubEMScorer:
     """1 iff some gold answer occurs in the prediction on token boundaries (:func:`subem`).
 
     On refusal questions the gold text is a stand-in ("Insufficient information") that a
     correct refusal need not quote, so the score is 1 iff :func:`is_refusal` flags the
-    prediction."""
+    prediction. Multiple choice with options is not scored (:func:`_lettered`)."""
 
     name = "subem"
-    version = "1"
+    version = "2"
 
     def score(self, question: Question, prediction: str | None) -> Score | None:
-        if prediction is None:
+        if prediction is None or _lettered(question):
             return None
         if question.answer_type == AnswerType.REFUSAL:
             return _refusal_score(self, prediction)
@@ -299,13 +307,14 @@ def _refusal_score(scorer: Any, prediction: str) -> Score:
 
 class TokenF1Scorer:
     """The best SQuAD token F1 over the gold answers. On refusal questions, like
-    :class:`SubEMScorer`, 1 iff the prediction is a refusal (the gold wording is arbitrary)."""
+    :class:`SubEMScorer`, 1 iff the prediction is a refusal (the gold wording is arbitrary);
+    multiple choice with options is not scored."""
 
     name = "f1"
-    version = "1"
+    version = "2"
 
     def score(self, question: Question, prediction: str | None) -> Score | None:
-        if prediction is None:
+        if prediction is None or _lettered(question):
             return None
         if question.answer_type == AnswerType.REFUSAL:
             return _refusal_score(self, prediction)
