@@ -63,7 +63,8 @@ def captioner(name: str) -> Callable[[F], F]:
 _LAZY = {("benchmark", "synth"): "memgauge.benchmarks.synth",
          ("model", "local"): "memgauge.models.local",
          ("system", "mem0"): "memgauge.systems.mem0_system",  # mem0ai only when used
-         ("system", "letta"): "memgauge.systems.letta_system"}  # letta-client, likewise
+         ("system", "letta"): "memgauge.systems.letta_system",  # letta-client, likewise
+         ("system", "a-mem"): "memgauge.systems.amem_system"}  # a-mem (torch), likewise
 
 
 def _load_lazy(kind: str, name: str | None = None) -> None:
