@@ -711,7 +711,9 @@ def generate_synth(
     out_dir: Annotated[str, typer.Option("--out", help="Folder to write the benchmark to")],
     seed: Annotated[int, typer.Option(help="Random seed (same seed => same bytes)")] = 0,
     tiers: Annotated[str, typer.Option(help="Comma-separated token tiers, e.g. 8k,32k,128k")] = "8k,32k",
-    questions: Annotated[int, typer.Option(help="Questions per tier")] = 40,
+    questions: Annotated[int | None, typer.Option(
+        help="Questions per tier (default 40; with --format memeye 24, 2 per X x Y cell, the "
+             "most one timeline holds with every family)")] = None,
     text_tokens_per_image: Annotated[int, typer.Option(
         help="Haystack text tokens per image (ratio kept while filling)")] = 2000,
     families: Annotated[str | None, typer.Option(
@@ -736,8 +738,11 @@ def generate_synth(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from .benchmarks.synth import SynthConfig, generate
+    from .benchmarks.synth._memeye_cells import MEMEYE_QUESTIONS
 
     tier_list = [t.strip() for t in tiers.split(",") if t.strip()]
+    if questions is None:
+        questions = MEMEYE_QUESTIONS if fmt == "memeye" else 40
     try:
         naturalizer = None
         if naturalize:
@@ -771,8 +776,8 @@ def generate_synth(
         err.print(f"MemEye tasks in {Path(out_dir) / 'memeye'}: {', '.join(cells['tasks'])}; "
                   f"questions per cell {cells['cells']}", highlight=False, soft_wrap=True)
         if cells["missing"]:
-            err.print(f"[yellow]no questions in {', '.join(cells['missing'])}[/] (more "
-                      "--questions, larger --tiers, or --families with them)", highlight=False)
+            err.print(f"[yellow]no questions in {', '.join(cells['missing'])}[/] (--families "
+                      "has none of their families)", highlight=False)
 
 
 @app.command("list")

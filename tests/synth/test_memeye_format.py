@@ -6,14 +6,18 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-from itertools import product
+from collections import Counter
+from itertools import combinations, product
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from memgauge.benchmarks.synth import SynthConfig, generate
+from memgauge.benchmarks.synth._families import keys_clash
+from memgauge.benchmarks.synth._memeye_cells import cell_plans, check_questions
 from memgauge.cli import app
+from memgauge.errors import ConfigError
 
 TIER = "32k"
 CELLS = {(f"X{x}", f"Y{y}") for x, y in product(range(1, 5), range(1, 4))}
@@ -239,3 +243,52 @@ def test_values_the_clue_text_names_come_first_among_the_distractors():
     picked = distractors(q, seed=0, named=clue)
     assert set(others) <= set(picked)  # the clue's other cities: the text alone cannot tell
     assert gold not in picked and len(picked) == 3
+
+
+# -- every cell, balanced: plans allocated round-robin over the cells (0036) --------------
+
+GRID = [f"X{x}Y{y}" for x in range(1, 5) for y in range(1, 4)]
+
+
+@pytest.mark.parametrize("questions", [16, 24])
+@pytest.mark.parametrize("seed", range(5))
+def test_every_cell_gets_floor_or_ceil_of_its_share_and_no_two_plans_clash(seed, questions):
+    plans = [plan for _, plan, _, _ in cell_plans(seed, questions, None)]
+    counts = Counter(f"{p.labels.x}{p.labels.y}" for p in plans)
+    # question k goes to cell k mod 12 in grid order: the first N mod 12 cells get one more
+    extra = questions % 12
+    assert [counts[c] for c in GRID] == [questions // 12 + (k < extra) for k in range(12)]
+    for a, b in combinations(plans, 2):
+        assert not keys_clash(a.exclusive, b.exclusive), (a.family, b.family)
+    # several plans of one family name their subjects apart (vehicle, locker, app, things)
+    texts = [p.question for p in plans]
+    assert len(set(texts)) == len(texts)
+
+
+def test_a_tagged_key_is_distinct_only_from_other_tags():
+    assert keys_clash({"app_ui:parking"}, {"app_ui:parking"})
+    assert keys_clash({"app_ui:parking#van"}, {"app_ui:parking"})  # untagged claims it whole
+    assert keys_clash({"app_ui:parcel"}, {"app_ui:parcel#RailGo"})
+    assert keys_clash({"app_ui:parking#van"}, {"app_ui:parking#van"})
+    assert not keys_clash({"app_ui:parking#car"}, {"app_ui:parking#van"})
+    assert not keys_clash({"app_ui:parking"}, {"app_ui:locker"})
+
+
+def test_fewer_questions_than_cells_or_a_full_cell_is_refused_before_anything_is_written(
+        tmp_path):
+    def gen(*extra: str) -> tuple[int, str, Path]:
+        out = tmp_path / f"out{len(list(tmp_path.iterdir()))}"
+        res = CliRunner().invoke(app, ["generate", "synth", "--out", str(out), "--tiers", "8k",
+                                       "--format", "memeye", *extra])
+        return res.exit_code, res.output, out
+
+    code, output, out = gen("--questions", "11")
+    assert code == 2 and "cannot cover the 12 X x Y cells" in output and "--families" in output
+    assert not out.exists()
+    code, output, out = gen("--questions", "36")  # a third X1 round needs 18 arrangements
+    assert code == 2 and "Traceback" not in output and not out.exists()
+    assert re.search(r"cell X1Y\d cannot take a question 3", output) and "fewer --questions" in output
+    # narrowed families: fewer cells, so fewer questions are enough
+    with pytest.raises(ConfigError, match="at least 2"):
+        check_questions(["ku_code", "ie_scene"], 1)
+    check_questions(["ku_code", "ie_scene"], 2)

@@ -46,6 +46,11 @@ class When:
 
     question_date: date
     span_days: int = 240
+    # 0: the family's own wording (the default benchmark). k >= 1 (the MemEye export, 0036):
+    # its subject named in the question (the k-th vehicle, locker, the app) with exclusive
+    # keys tagged ``base#subject``, and arrangements from the larger world, so several
+    # plans of one family fit one timeline without answering each other.
+    variant: int = 0
 
     def days(self, rng: random.Random, k: int, *, ordered: bool = True) -> list[float]:
         """k distinct evidence times (days before the question), oldest first."""
@@ -54,6 +59,27 @@ class When:
 
     def day(self, days_before: float) -> date:
         return self.question_date - timedelta(days=int(days_before))
+
+
+def tagged(key: str, subject: str, when: When) -> str:
+    """``key`` claimed for ``subject`` only (variants) or whole (the default)."""
+    return f"{key}#{subject}" if when.variant else key
+
+
+def base_key(key: str) -> str:
+    """What a haystack session must not share: the key less its subject tag."""
+    return key.split("#", 1)[0]
+
+
+def keys_clash(a: set[str], b: set[str]) -> bool:
+    """Two plans' exclusive keys clash on the same key, or on one base that either claims
+    whole (untagged): a tag makes two plans of one kind distinct only against each other."""
+    return any(x == y or (base_key(x) == base_key(y) and ("#" not in x or "#" not in y))
+               for x in a for y in b)
+
+
+def _arranged(when: When) -> list[str]:
+    return W.ARRANGED + W.MORE_ARRANGED if when.variant else W.ARRANGED
 
 
 def _evidence(session: SessionPlan, days_before: float) -> SessionPlan:
@@ -123,13 +149,15 @@ def plan_ie_previnfo(rng: random.Random, when: When) -> QuestionPlan:
         fields = [["Hotel", rng.choice(W.STORES).replace("Cafe", "Inn")],
                   ["Check-in", str(when.day(rng.uniform(2, 30)))], ["Guests", str(rng.randint(1, 4))],
                   ["Reference", ref]]
-        q = "What was the reference number of my own booking, in the confirmation I shared?"
+        q = ("What was the reference number of my own booking, in the "
+             f"{app + ' ' if when.variant else ''}confirmation I shared?")
         share = line("booking")
     else:
         ref = W.code(rng, "PK")
         fields = [["Carrier", rng.choice(["SwiftPost", "ParcelOne", "BoxRoute"])],
                   ["Status", "In transit"], ["Tracking", ref], ["Items", str(rng.randint(1, 3))]]
-        q = "What was the tracking number of my own parcel, in the screenshot I shared?"
+        q = ("What was the tracking number of my own parcel, in the "
+             f"{app + ' ' if when.variant else ''}screenshot I shared?")
         share = line("parcel")
     facts = {"app": app, "title": "Confirmation" if kind == "booking" else "Your parcel",
              "fields": fields, "accent": rng.choice(W.COLOURS)}
@@ -152,7 +180,7 @@ def plan_ie_previnfo(rng: random.Random, when: When) -> QuestionPlan:
         answer_type=AnswerType.FREE_TEXT, question=q, answer=ref,
         labels=Labels(x="X4", y="Y1"),
         sessions=[_evidence(s, t1)], program={"op": "ui_field", "field": label},
-        exclusive={f"app_ui:{kind}"}, needed=[ref])
+        exclusive={tagged(f"app_ui:{kind}", app, when)}, needed=[ref])
 
 
 def solve_ie_previnfo(program, images, texts):
@@ -166,13 +194,13 @@ def solve_ie_previnfo(program, images, texts):
 # --- IE: a whole-scene detail (X1) -------------------------------------------------------
 
 def plan_ie_scene(rng: random.Random, when: When) -> QuestionPlan:
-    thing = rng.choice(W.ARRANGED)
+    thing = rng.choice(_arranged(when))
     facts = W.scene_facts(rng)
     (t1,) = when.days(rng, 1)
     s = chat_session(rng, inserts=[_needle(share_image(
         rng, "scene", facts, line=line("arranged", thing=thing)))])
     # A decoy differing only at the scene level: same objects, another table-top colour.
-    other = rng.choice([t for t in W.ARRANGED if t != thing])
+    other = rng.choice([t for t in _arranged(when) if t != thing])
     twin = {**facts, "background": rng.choice([c for c in W.COLOURS if c != facts["background"]])}
     decoy = chat_session(rng, inserts=[share_image(rng, "scene", twin,
                                                    line=line("arranged", thing=other))])
@@ -420,7 +448,12 @@ def solve_tr_date(program, images, texts):
 
 # --- KU: a value that changes four times, shown only in photos -----------------------------
 
+VEHICLES = ("car", "van", "motorbike")  # the subjects of ku_update's variants
+LOCKERS = ("gym", "office", "swimming pool")  # ku_code's
+
+
 def plan_ku_update(rng: random.Random, when: When) -> QuestionPlan:
+    vehicle = VEHICLES[(when.variant - 1) % len(VEHICLES)] if when.variant else "car"
     spots = rng.sample(W.SPOTS, 4)
     colour = rng.choice(W.COLOURS)
     sessions = []
@@ -428,15 +461,20 @@ def plan_ku_update(rng: random.Random, when: When) -> QuestionPlan:
         facts = {"app": "ParkSmart", "title": "Parked", "fields": [["Level", spot[0]],
                  ["Bay", spot], ["Since", f"{rng.randint(7, 20):02d}:{rng.randint(0, 59):02d}"]],
                  "accent": colour}
-        line_text = line("parking_first") if i == 0 else line("parking_move")
+        if when.variant:
+            line_text = line("parking_first_of" if i == 0 else "parking_move_of",
+                             vehicle=vehicle)
+        else:
+            line_text = line("parking_first") if i == 0 else line("parking_move")
         sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
             rng, "app_ui", facts, line=line_text))]), d))
     return QuestionPlan(
         family="ku_update", ability=Ability.KNOWLEDGE_UPDATE, subtype=None,
-        answer_type=AnswerType.FREE_TEXT, question="Which bay is my car parked in now?",
+        answer_type=AnswerType.FREE_TEXT, question=f"Which bay is my {vehicle} parked in now?",
         answer=spots[-1], old_answers=spots[:-1],
         labels=Labels(x="X2", y="Y3"), sessions=sessions,
-        program={"op": "latest_field", "field": "Bay"}, exclusive={"app_ui:parking"},
+        program={"op": "latest_field", "field": "Bay"},
+        exclusive={tagged("app_ui:parking", vehicle, when)},
         needed=[spots[-1]])
 
 
@@ -483,7 +521,7 @@ def solve_ie_instance(program, images, texts):
 
 def plan_msr_scenes(rng: random.Random, when: When) -> QuestionPlan:
     """X1 Y2: the scene level of several photos combined (how many table-top colours)."""
-    things = rng.sample(W.ARRANGED, 3)
+    things = rng.sample(_arranged(when), 3)
     distinct = rng.randint(1, 3)
     palette = _distinct_colours(rng, distinct)
     backgrounds = palette + [rng.choice(palette) for _ in range(3 - distinct)]
@@ -524,11 +562,11 @@ def plan_msr_parcels(rng: random.Random, when: When) -> QuestionPlan:
     return QuestionPlan(
         family="msr_parcels", ability=Ability.MULTI_SESSION_REASONING, subtype="arithmetic",
         answer_type=AnswerType.INTEGER,
-        question="Adding up the parcel screenshots I shared, how many items are on their way "
-                 "to me in total?",
+        question=f"Adding up the {app + ' ' if when.variant else ''}parcel screenshots I "
+                 "shared, how many items are on their way to me in total?",
         answer=str(sum(counts)), labels=Labels(x="X4", y="Y2"), sessions=sessions,
         program={"op": "sum_field", "field": "Items"}, needed=[str(c) for c in counts],
-        exclusive={"app_ui:parcel"})
+        exclusive={tagged("app_ui:parcel", app, when)})
 
 
 def solve_msr_parcels(program, images, texts):
@@ -542,7 +580,7 @@ def _chain_days(rng: random.Random, when: When) -> list[float]:
 
 def plan_ku_scene(rng: random.Random, when: When) -> QuestionPlan:
     """X1 Y3: the table-top under one arrangement changes from photo to photo."""
-    thing = rng.choice(W.ARRANGED)
+    thing = rng.choice(_arranged(when))
     days = _chain_days(rng, when)
     backgrounds = _distinct_colours(rng, len(days))
     sessions = [_evidence(chat_session(rng, inserts=[_needle(share_image(
@@ -605,17 +643,18 @@ def plan_ku_code(rng: random.Random, when: When) -> QuestionPlan:
     while len(codes) < len(days):
         codes.append(_respell(rng, codes[-1], set(codes)))
     locker = f"{rng.choice('ABCD')}{rng.randint(10, 99)}"
+    place = LOCKERS[(when.variant - 1) % len(LOCKERS)] if when.variant else "gym"
     sessions = [_evidence(chat_session(rng, inserts=[_needle(share_image(
         rng, "app_ui", {"app": "FitLog", "title": "Locker", "accent": "teal",
                         "fields": [["Locker", locker], ["Code", c]]},
-        line=line("locker_first" if i == 0 else "locker_change")))]), d)
+        line=line("locker_first" if i == 0 else "locker_change", place=place)))]), d)
         for i, (c, d) in enumerate(zip(codes, days, strict=True))]
     return QuestionPlan(
         family="ku_code", ability=Ability.KNOWLEDGE_UPDATE, subtype=None,
-        answer_type=AnswerType.FREE_TEXT, question="What is my gym locker code now?",
+        answer_type=AnswerType.FREE_TEXT, question=f"What is my {place} locker code now?",
         answer=codes[-1], old_answers=codes[:-1], labels=Labels(x="X4", y="Y3"),
         sessions=sessions, program={"op": "latest_field", "field": "Code"},
-        needed=[codes[-1]], exclusive={"app_ui:locker"})
+        needed=[codes[-1]], exclusive={tagged("app_ui:locker", place, when)})
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from ._families import (
     MEMEYE_FAMILIES,
     QuestionPlan,
     When,
+    base_key,
     make_refusal,
     with_image_dependency,
 )
@@ -312,6 +313,7 @@ class Generator:
         # two per session once real timestamps replace the stand-in.
         low, high = target * (1 - TOLERANCE / 3), target * (1 + TOLERANCE / 3)
         fills = 0
+        hay_keys = {base_key(k) for k in plan.exclusive}
         while total < low:
             want_image = text_tokens >= self.config.text_tokens_per_image * (n_images + 1)
             entry = None
@@ -320,7 +322,7 @@ class Generator:
                     break
                 cand = self.pool.get(want_image, order[want_image][pos[want_image]])
                 pos[want_image] += 1
-                if not (cand.keys & plan.exclusive) and total + cand.tokens <= high:
+                if not (cand.keys & hay_keys) and total + cand.tokens <= high:
                     entry = cand
                     break
             if entry is None:  # nothing fits the remaining room: a text-only top-up session
@@ -441,10 +443,16 @@ def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = 
         raise ConfigError(f"--layout {config.layout!r}: use one of {', '.join(LAYOUTS)}")
     if config.format not in FORMATS:
         raise ConfigError(f"--format {config.format!r}: use one of {', '.join(FORMATS)}")
+    memeye_plans = None
     if config.format == "memeye":
+        from ._memeye_cells import cell_plans
         from ._memeye_export import check_config
 
-        check_config(config.families, config.layout)
+        check_config(config.families, config.layout, config.questions)
+        # Every cell filled, or the full one named, before --out is touched (unknown
+        # families are named by the generator below).
+        if all(f in KNOWN_FAMILIES for f in config.families or []):
+            memeye_plans = list(cell_plans(config.seed, config.questions, config.families))
     _clear_or_refuse(Path(config.out), config.overwrite)
     gen = Generator(config)  # (it makes the image folder)
     root = gen.root
@@ -452,7 +460,7 @@ def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = 
     if config.layout == "timeline":
         from ._timeline import timeline_plans, use_timeline_pool
 
-        plans = list(timeline_plans(gen))
+        plans = memeye_plans if memeye_plans is not None else list(timeline_plans(gen))
         use_timeline_pool(gen, [plan for _, plan, _, _ in plans])
     else:
         plans = list(gen.plans())
@@ -469,9 +477,11 @@ def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = 
     files: list[Path] = []
     placed = None
     if config.layout == "timeline":
-        from ._timeline import place
+        from ._timeline import evidence_tokens, place
 
         placed = [place(gen, qid, plan, qdate) for qid, plan, qdate, _ in plans]
+        for tier in config.tiers:
+            evidence_tokens(gen, placed, tier)
     for tier in config.tiers:
         tdir = root / "tiers" / tier
         tdir.mkdir(parents=True, exist_ok=True)

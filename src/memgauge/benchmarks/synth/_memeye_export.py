@@ -26,7 +26,8 @@ from typing import Any
 from ...errors import ConfigError
 from ...schema import AnswerType, Episode, Question, Session, Turn
 from . import _world as W
-from ._families import AR_FAMILY, TWO_WAY_FAMILIES, QuestionPlan
+from ._families import AR_FAMILY, FAMILIES, TWO_WAY_FAMILIES, QuestionPlan
+from ._memeye_cells import check_questions
 
 IMAGE_DIR = "image/Synth"
 LETTERS = "ABCD"
@@ -35,7 +36,7 @@ _VOCABULARIES = (W.COLOURS, W.ORIGINS, W.SPOTS, W.PATTERNS)
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
-def check_config(families: list[str] | None, layout: str) -> None:
+def check_config(families: list[str] | None, layout: str, questions: int) -> None:
     """Mistakes in a MemEye-format request, caught before anything is written."""
     if layout != "timeline":
         raise ConfigError(f"--format memeye needs --layout timeline (one history per task), "
@@ -47,11 +48,14 @@ def check_config(families: list[str] | None, layout: str) -> None:
         if family in TWO_WAY_FAMILIES:
             raise ConfigError(f"--format memeye: family {family!r} has a two-way answer, which "
                               "a 4-option multiple choice cannot hold; leave it out of --families")
+    if families is not None and any(f not in FAMILIES for f in families):
+        return  # the generator names unknown families
+    check_questions(families, questions)
 
 
 def coverage(plans: list[QuestionPlan], tiers: list[str]) -> dict[str, Any]:
-    """The tasks written and the questions per X x Y cell; ``missing`` names the empty cells
-    (a timeline skips plans whose keys clash, so few questions can leave a cell out)."""
+    """The tasks written and the questions per X x Y cell; ``missing`` names the cells with
+    none (only cells the chosen --families do not cover: the others are filled, 0036)."""
     cells = Counter(f"{p.labels.x}{p.labels.y}" for p in plans)
     grid = [f"X{x}Y{y}" for x in range(1, 5) for y in range(1, 4)]
     return {"tasks": [task_name(t) for t in tiers], "cells": {c: cells[c] for c in grid},

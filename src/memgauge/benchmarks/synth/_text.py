@@ -232,6 +232,8 @@ LINES: dict[str, str] = {
     "parcel": "My parcel is on its way, screenshot from the app <image>",
     "parking_first": "Parked the car, saving the spot <image>",
     "parking_move": "Had to move the car again, new spot <image>",
+    "parking_first_of": "Parked the {vehicle}, saving the spot <image>",
+    "parking_move_of": "Had to move the {vehicle} again, new spot <image>",
     "collection": "Another photo for my {kind} collection <image>",
     "visitor": "{owner} came over today and brought their {kind} along <image>",
     "named": "This is {name}, the {kind} from down the street <image>",
@@ -243,8 +245,8 @@ LINES: dict[str, str] = {
     "someone_else": "Screenshot of {owner}'s {what} from the same app <image>",
     "desk_first": "This is the {kind} that sits on my desk these days <image>",
     "desk_swap": "Swapped the {kind} on my desk for another one <image>",
-    "locker_first": "Got a locker at the gym, here's the app screen <image>",
-    "locker_change": "The gym reset my locker code again <image>",
+    "locker_first": "Got a locker at the {place}, here's the app screen <image>",
+    "locker_change": "The {place} reset my locker code again <image>",
 }
 class Phrase(str):
     """Text with the phrases an optional LLM naturaliser must keep verbatim."""

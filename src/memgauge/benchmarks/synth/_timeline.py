@@ -16,7 +16,8 @@ plans' own questions the timeline asks
 - the refusal plans (``ar``), whose evidence never appears, at their question date.
 
 Plans whose exclusive keys clash with an earlier plan's are skipped (two parking chains, two
-counts of the same collection would answer each other) and further plans drawn instead.
+counts of the same collection would answer each other) and further plans drawn instead; the
+MemEye export draws its plans per X x Y cell instead (``_memeye_cells.py``).
 The haystack comes from its own pool, drawn from the larger world without the plans' keys:
 many plans hold most of the base world's stores, kinds and events, and a haystack that
 skipped those sessions would be left with plain chat (0029).
@@ -34,7 +35,15 @@ from typing import TYPE_CHECKING
 
 from ...errors import ConfigError
 from ...schema import Ability, AnswerType, BenchmarkInfo, Episode, Question, Session
-from ._families import AR_FAMILY, FAMILIES, REFUSAL, QuestionPlan, evidence_facts
+from ._families import (
+    AR_FAMILY,
+    FAMILIES,
+    REFUSAL,
+    QuestionPlan,
+    base_key,
+    evidence_facts,
+    keys_clash,
+)
 from ._haystack import STYLE_WEIGHTS
 from ._world import LARGE_WORLD
 
@@ -65,7 +74,7 @@ def timeline_plans(gen: Generator) -> Iterator[tuple[str, QuestionPlan, date, ra
     kept = 0
     for n, item in enumerate(gen.plans(limit=wanted * MAX_DRAWS)):
         _, plan, _, _ = item
-        if plan.exclusive & taken:
+        if keys_clash(plan.exclusive, taken):
             continue
         taken |= plan.exclusive
         kept += 1
@@ -91,7 +100,10 @@ def evidence_styles(plan: QuestionPlan) -> Counter[str]:
 _FAMILY_STYLES = {"ie_entity": ("label_morning", "article"), "ie_scene": ("arranged",),
                   "msr_arithmetic": ("receipt",), "msr_counting": ("collection",),
                   "msr_entity": ("visitor", "named"), "tr_duration": ("clock_pair",),
-                  "tr_order": ("ticket",), "tr_date": ("calendar",), "ku_update": ("parking",)}
+                  "tr_order": ("ticket",), "tr_date": ("calendar",), "ku_update": ("parking",),
+                  # the MemEye grid's families (0036) worded in a haystack style
+                  "ie_instance": ("named",), "msr_scenes": ("arranged",),
+                  "msr_parcels": ("parcel",), "ku_scene": ("arranged",)}
 
 
 def use_timeline_pool(gen: Generator, plans: list[QuestionPlan]) -> None:
@@ -101,7 +113,7 @@ def use_timeline_pool(gen: Generator, plans: list[QuestionPlan]) -> None:
     of families is not the per-question cycle the default weights mirror)."""
     from ._generate import HaystackPool
 
-    taken = set().union(*(plan.exclusive for plan in plans))
+    taken = {base_key(k) for plan in plans for k in plan.exclusive}
     counts = sum((evidence_styles(plan) for plan in plans), Counter())
     weights = {style: max(1, counts[style]) for style in STYLE_WEIGHTS}
     pool = HaystackPool(gen.config.seed, gen.store, gen._session_tokens, gen.pool.size,
@@ -187,26 +199,40 @@ def per_question_view(episode: Episode) -> list[Episode]:
     return views
 
 
+def evidence_tokens(gen: Generator, placed: list[Placed], tier: str) -> int:
+    """The prompt tokens of every plan's sessions and the longest question, checked against
+    ``tier`` (before any tier is written: a too-small later tier must not leave the earlier
+    ones behind)."""
+    from ...systems._context import build_prompt
+    from ._generate import TOLERANCE
+
+    target = gen.targets[tier]
+    probe = max((q for p in placed for _, q in p.asks), key=lambda q: len(q.text))
+    base = build_prompt([], probe, counter=gen.counter,
+                        image_size=lambda p: (p.image.width, p.image.height)).tokens or 0
+    total = base + sum(gen._session_tokens(s) for p in placed for _, s in p.sessions)
+    if total > target * (1 + TOLERANCE):
+        raise ConfigError(f"tier {tier} ({target} tokens) is smaller than the evidence of "
+                          f"{len(placed)} questions on one timeline ({total} tokens); use "
+                          "larger tiers or fewer --questions")
+    return total
+
+
 def timeline_episode(gen: Generator, placed: list[Placed], tier: str) -> Episode:
     """Every plan's sessions plus haystack up to the tier, sorted by time, and every
     question with its ``asked_after`` and a question date at its ask time."""
     from ...systems._context import build_prompt
-    from ._generate import TOLERANCE, _stamp
+    from ._generate import _stamp
 
     target = gen.targets[tier]
     fixed = sorted((ws for p in placed for ws in p.sessions), key=lambda x: x[0])
     asks = sorted((a for p in placed for a in p.asks), key=lambda x: (x[0], x[1].question_id))
     start = fixed[0][0] if fixed else min(w for w, _ in asks) - timedelta(days=240)
     end = max([w for w, _ in asks] + [w for w, _ in fixed])
-    exclusive = set().union(*(p.plan.exclusive for p in placed))
+    exclusive = {base_key(k) for p in placed for k in p.plan.exclusive}
     probe = max((q for _, q in asks), key=lambda q: len(q.text))
     size_of = (lambda p: (p.image.width, p.image.height))
-    base = build_prompt([], probe, counter=gen.counter, image_size=size_of).tokens or 0
-    total = base + sum(gen._session_tokens(s) for _, s in fixed)
-    if total > target * (1 + TOLERANCE):
-        raise ConfigError(f"tier {tier} ({target} tokens) is smaller than the evidence of "
-                          f"{len(placed)} questions on one timeline ({total} tokens); use "
-                          "larger tiers or fewer --questions")
+    total = evidence_tokens(gen, placed, tier)
     stamps = list(fixed)
     stamps += _haystack(gen, tier, total, fixed, exclusive, start, end)
     stamps.sort(key=lambda x: x[0])
