@@ -64,6 +64,7 @@ _LAZY = {("benchmark", "synth"): "memgauge.benchmarks.synth",
          ("model", "local"): "memgauge.models.local",
          ("system", "mem0"): "memgauge.systems.mem0_system",  # mem0ai only when used
          ("system", "letta"): "memgauge.systems.letta_system",  # letta-client, likewise
+         ("system", "langmem"): "memgauge.systems.langmem_system",  # langmem, likewise
          ("system", "a-mem"): "memgauge.systems.amem_system"}  # a-mem (torch), likewise
 
 
