@@ -964,6 +964,17 @@ def score(
         help="First wait between polls of a batch, seconds (it grows by half each poll)")] = 30.0,
     batch_window: Annotated[str, typer.Option(
         help="The batch's completion_window")] = "24h",
+    prices: Annotated[str | None, typer.Option(
+        "--prices", help="JSON or TOML file: model -> {input, output, cached_input} in $ "
+                         "per 1M tokens; the judge is priced under its --judge spec or "
+                         "name")] = None,
+    budget_usd: Annotated[float | None, typer.Option(
+        help="Stop judging once the run folder (answers and judges, every invocation) has "
+             "spent this many dollars (needs --prices); rerun with a higher one to "
+             "resume")] = None,
+    max_tokens_total: Annotated[int | None, typer.Option(
+        help="Stop judging once the run folder (answers and judges, every invocation) has "
+             "spent this many tokens")] = None,
     config_file: Annotated[str | None, typer.Option(
         "--config", help=_CONFIG_HELP, is_eager=True, callback=_config_file)] = None,
 ) -> None:
@@ -984,8 +995,9 @@ def score(
 
                 return await batch_judge_run(run_dir, model, options=options,
                                              poll_s=batch_poll_s, window=batch_window,
-                                             say=_say)
-            return await judge_run(run_dir, model, concurrency=concurrency, options=options)
+                                             say=_say, budget=budget)
+            return await judge_run(run_dir, model, concurrency=concurrency, options=options,
+                                   spec=judge, budget=budget)
         finally:
             await model.aclose()
 
@@ -1021,9 +1033,11 @@ def score(
 
             # the folder first (a mistake there is named before any request), then the
             # judge's endpoint, before the first verdict, as run's are
-            load_manifest(run_dir)
+            budget = _score_budget(run_dir, load_manifest(run_dir), judge, prices,
+                                   budget_usd, max_tokens_total)
             read_records(run_dir)
-            preflight([(model, Role("judge", "--judge-base-url", "--api-key-env"))], {})
+            if not budget.reason:  # spent already: nothing is sent, not even a probe
+                preflight([(model, Role("judge", "--judge-base-url", "--api-key-env"))], {})
             counts = asyncio.run(_go(model))
         finally:
             cache.close()
@@ -1039,6 +1053,28 @@ def score(
         if why:
             _say("judge failures (recorded apart, never scored as 0; rerun to retry): "
                  + "; ".join(why), style="yellow")
+    if budget.reason:
+        _say(f"stopped by the budget: {budget.reason} (this run folder, answers and judges, "
+             "every invocation counted). Nothing more was sent; what was in flight is "
+             "recorded. Rerun with a higher budget to judge the rest.", style="yellow")
+        raise typer.Exit(EXIT_BUDGET)
+
+
+def _score_budget(run_dir: str, manifest: dict | None, judge: str, prices: str | None,
+                  usd: float | None, tokens: int | None):  # type: ignore[no-untyped-def]
+    """score's budget over the run folder's spend (design 0034), checked before any
+    request: the judge needs a price for --budget-usd, and so does the run's model when
+    its answers spent tokens."""
+    from .errors import ConfigError
+    from .runner._budget import make_budget
+
+    if usd is not None and not usd > 0:
+        raise ConfigError(f"--budget-usd {usd:g}: must be more than 0")
+    if tokens is not None and tokens < 1:
+        raise ConfigError(f"--max-tokens-total {tokens}: must be at least 1")
+    identity = ((manifest or {}).get("config") or {}).get("identity") or {}
+    return make_budget(run_dir, str(identity.get("model") or ""), usd, tokens, prices,
+                       judges=[judge], answering=False)
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ import json
 import math
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,8 @@ from memgauge.errors import InputError
 if TYPE_CHECKING:
     from memgauge.schema import Record
 
-__all__ = ["Ledger", "Price", "ledger_of", "load_prices", "price_for"]
+__all__ = ["JudgeSpend", "Ledger", "Price", "judge_usage_of", "ledger_of", "load_prices",
+           "price_for"]
 
 PRICE_FIELDS = ("input", "output")
 OPTIONAL_PRICE_FIELDS = ("cached_input",)
@@ -98,6 +99,48 @@ def price_for(model: str, prices: Mapping[str, Price]) -> Price | None:
 
 
 @dataclass
+class JudgeSpend:
+    """What one judge model's calls spent, as its replies reported it. A reply replayed
+    from the response cache was not paid for: not counted; one without usage: ``unknown``."""
+
+    calls: int = 0  # calls whose usage is known
+    unknown: int = 0
+    input_tokens: int = 0  # cached included
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def add(self, other: Mapping[str, Any]) -> None:
+        """One ``meta.judge_usage`` entry (or another spend as its dict)."""
+        self.calls += _whole(other, "calls") or 0
+        self.unknown += _whole(other, "unknown") or 0
+        self.input_tokens += _whole(other, "input_tokens") or 0
+        self.cached_input_tokens += _whole(other, "cached_input_tokens") or 0
+        self.output_tokens += _whole(other, "output_tokens") or 0
+
+    def dollars(self, price: Price) -> float:
+        return price.dollars(self.input_tokens, self.output_tokens, self.cached_input_tokens)
+
+    def to_dict(self) -> dict[str, int]:
+        return {"calls": self.calls, "unknown": self.unknown,
+                "input_tokens": self.input_tokens,
+                "cached_input_tokens": self.cached_input_tokens,
+                "output_tokens": self.output_tokens}
+
+
+def judge_usage_of(meta: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """A record's ``meta.judge_usage``: judge model spec -> its spend on this record (what
+    every judging of the record spent, summed: a re-judged record paid twice)."""
+    raw = meta.get("judge_usage")
+    if not isinstance(raw, Mapping):
+        return {}
+    return {str(k): v for k, v in raw.items() if isinstance(v, Mapping)}
+
+
+@dataclass
 class Ledger:
     """Tokens spent according to records, and their dollars at a price. A record's tokens
     are its answer's server counts (input, of them cached, output) plus its ingest share
@@ -109,10 +152,24 @@ class Ledger:
     input_tokens: int = 0  # answer prompts (cached included) and ingest prompts
     cached_input_tokens: int = 0  # of the answer prompts, served from the server's cache
     output_tokens: int = 0  # answers and ingest completions
+    # the judges' calls, per judge model spec (meta.judge_usage), apart from the answers
+    judges: dict[str, JudgeSpend] = field(default_factory=dict)
 
     @property
     def total_tokens(self) -> int:
+        """The answers' tokens (and ingest): the system's spend, without the judges."""
         return self.input_tokens + self.output_tokens
+
+    @property
+    def judge_tokens(self) -> int:
+        return sum(j.total_tokens for j in self.judges.values())
+
+    def add_judge(self, model: str, spend: Mapping[str, Any]) -> None:
+        self.judges.setdefault(model, JudgeSpend()).add(spend)
+
+    def add_judges(self, meta: Mapping[str, Any]) -> None:
+        for model, spend in judge_usage_of(meta).items():
+            self.add_judge(model, spend)
 
     def add(self, usage: Mapping[str, Any] | None, cost: Mapping[str, Any] | None,
             replayed: bool = False, answered: bool = True) -> None:
@@ -130,6 +187,9 @@ class Ledger:
 
     def add_raw(self, obj: Mapping[str, Any]) -> None:
         """One line of records.jsonl."""
+        meta = obj.get("meta")
+        if isinstance(meta, Mapping):
+            self.add_judges(meta)
         response = obj.get("response")
         if not isinstance(response, Mapping):
             return
@@ -139,6 +199,7 @@ class Ledger:
                  obj.get("status") == "ok")
 
     def add_record(self, record: Record) -> None:
+        self.add_judges(record.meta)
         r = record.response
         self.add(r.usage.model_dump() if r.usage else None,
                  record.cost.model_dump() if record.cost is not None else None, r.cached,
@@ -149,7 +210,27 @@ class Ledger:
             return None
         return price.dollars(self.input_tokens, self.output_tokens, self.cached_input_tokens)
 
-    def to_dict(self, price: Price | None = None) -> dict[str, Any]:
+    def judge_dollars(self, prices: Mapping[str, Price] | None) -> float | None:
+        """The judges' dollars; None without prices or when a judge that spent tokens has
+        no price."""
+        if prices is None:
+            return None
+        total = 0.0
+        for model, spend in self.judges.items():
+            price = price_for(model, prices)
+            if price is None:
+                if spend.total_tokens:
+                    return None
+                continue
+            total += spend.dollars(price)
+        return total
+
+    def unpriced_judges(self, prices: Mapping[str, Price]) -> list[str]:
+        return sorted(m for m, j in self.judges.items()
+                      if j.total_tokens and price_for(m, prices) is None)
+
+    def to_dict(self, price: Price | None = None,
+                prices: Mapping[str, Price] | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"records": self.records, "unknown": self.unknown,
                                "input_tokens": self.input_tokens,
                                "cached_input_tokens": self.cached_input_tokens,
@@ -158,6 +239,15 @@ class Ledger:
         spent = self.dollars(price)
         if spent is not None:
             out["usd"] = round(spent, 6)
+        if self.judges:
+            judges: dict[str, Any] = {}
+            for model, spend in sorted(self.judges.items()):
+                judges[model] = entry = spend.to_dict()
+                judge_price = price_for(model, prices) if prices is not None else None
+                if judge_price is not None:
+                    entry["usd"] = round(spend.dollars(judge_price), 6)
+            out["judges"] = judges
+            out["judge_tokens"] = self.judge_tokens
         return out
 
 

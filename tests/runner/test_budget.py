@@ -191,3 +191,176 @@ def test_cli_exits_4_saying_the_budget_stopped_it_and_the_report_shows_the_spend
     js = CliRunner().invoke(app, ["report", str(run_dir), "--format", "json"])
     [row] = [c for c in json.loads(js.stdout)["tables"]["cost"] if c["tier"] != "all tiers"]
     assert row["spent_tokens"] == spent and row["spent_usd"] is None
+
+
+# -- the judge's tokens: in the ledger, apart, and under score's budget -------------------------
+
+
+def test_a_ledger_keeps_each_judge_s_spend_apart_and_prices_it_under_the_judge_s_name():
+    from memgauge.ledger import JudgeSpend
+
+    led = Ledger()
+    led.add_raw({"question_id": "q1", "status": "ok",
+                 "response": {"usage": {"input_tokens": 10, "output_tokens": 2}},
+                 "meta": {"judge_usage": {"openai:j": {"calls": 2, "input_tokens": 300,
+                                                        "cached_input_tokens": 100,
+                                                        "output_tokens": 20}}}})
+    led.add_raw({"question_id": "q2", "status": "ok", "response": {"usage": None},
+                 "meta": {"judge_usage": {"openai:j": {"calls": 1, "input_tokens": 50,
+                                                        "output_tokens": 5},
+                                          "bad": "not a spend"}}})
+    assert led.total_tokens == 12  # the answers alone
+    assert led.judge_tokens == 375 and set(led.judges) == {"openai:j"}
+    assert led.judges["openai:j"] == JudgeSpend(calls=3, input_tokens=350,
+                                                cached_input_tokens=100, output_tokens=25)
+    prices = {"j": Price(1.0, 10.0, 0.1)}  # the name without the provider finds it too
+    assert led.judge_dollars(prices) == pytest.approx((250 + 100 * 0.1 + 25 * 10) / 1e6)
+    assert led.judge_dollars({}) is None  # a judge that spent tokens has no price
+    d = led.to_dict(None, prices)
+    assert d["judge_tokens"] == 375 and d["judges"]["openai:j"]["usd"] > 0
+    assert d["total_tokens"] == 12
+
+
+def _judge_reply(body: dict[str, Any]) -> str:
+    from datasets import colour_answer
+    from stub_server import last_text
+
+    return '{"score": 1, "reason": "ok"}' if '"score"' in last_text(body) else colour_answer(body)
+
+
+def _verdicts(stub: StubServer) -> int:
+    from stub_server import last_text
+
+    return sum('"score"' in last_text(b) for b in stub.requests if "messages" in b)
+
+
+def _answered(tmp_path: Path, stub: StubServer, out: str, n: int) -> Path:
+    from datasets import write_memlens
+
+    data = write_memlens(tmp_path, n)
+    run_dir = tmp_path / out
+    res = CliRunner().invoke(app, [
+        "run", "--bench", "memlens", "--data", str(data), "--image-dir", str(tmp_path),
+        "--model", "openai:m", "--base-url", stub.base_url, "--context-mode", "text",
+        "--no-cache", "--out", str(run_dir)])
+    assert res.exit_code == 0, res.output
+    return run_dir
+
+
+def _score(run_dir: Path, stub: StubServer, *extra: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(app, ["score", str(run_dir), "--judge", "openai:j",
+                                    "--judge-base-url", stub.base_url, "--concurrency", "1",
+                                    *extra])
+
+
+def test_score_stops_at_the_budget_with_the_judge_s_tokens_and_a_higher_one_finishes(
+        tmp_path, monkeypatch):
+    import shutil
+
+    n = 6
+    with StubServer(answer=_judge_reply) as stub:
+        run_dir = _answered(tmp_path, stub, "run", n)
+        answers = load_manifest(run_dir)["ledger"]["total_tokens"]
+        # what judging each record costs, from a copy judged without a budget (own cache)
+        shutil.copytree(run_dir, tmp_path / "reference")
+        monkeypatch.setenv("MEMGAUGE_CACHE_DIR", str(tmp_path / "reference-cache"))
+        assert _score(tmp_path / "reference", stub).exit_code == 0
+        monkeypatch.setenv("MEMGAUGE_CACHE_DIR", str(tmp_path / "cache"))
+        ref = read_records(tmp_path / "reference")
+        order = list(read_records(run_dir))  # --concurrency 1 judges in the folder's order
+        cost = [sum(v for k, v in ref[q].meta["judge_usage"]["openai:j"].items()
+                    if k in ("input_tokens", "output_tokens")) for q in order]
+        assert all(c > 0 for c in cost)
+        limit = answers + list(accumulate(cost))[1] + 1  # crossed by the third verdict
+
+        before = _verdicts(stub)
+        first = _score(run_dir, stub, "--max-tokens-total", str(limit))
+        assert first.exit_code == 4, first.output
+        assert "stopped by the budget" in first.output and "by the judge" in first.output
+        assert _verdicts(stub) - before == 3  # nothing sent once it was reached
+        recs = read_records(run_dir)
+        assert [q for q in order if "judge" in recs[q].scores] == order[:3]
+        assert "left 3" in first.output
+        manifest = load_manifest(run_dir)
+        assert manifest["score_budget"]["stopped"]
+        assert manifest["ledger"]["judge_tokens"] == sum(cost[:3])
+        assert manifest["ledger"]["total_tokens"] == answers  # the answers, apart
+
+        again = _score(run_dir, stub, "--max-tokens-total", str(limit))
+        assert again.exit_code == 4 and _verdicts(stub) - before == 3  # spent: sends nothing
+
+        more = _score(run_dir, stub, "--max-tokens-total", str(answers + 10 * sum(cost)))
+        assert more.exit_code == 0, more.output
+        assert _verdicts(stub) - before == n  # each record judged once: nothing twice
+    recs = read_records(run_dir)
+    assert all("judge" in r.scores for r in recs.values()) and len(recs) == n  # none lost
+    assert [recs[q].meta["judge_usage"] for q in order] == [ref[q].meta["judge_usage"]
+                                                             for q in order]
+    assert load_manifest(run_dir)["ledger"]["judge_tokens"] == sum(cost)
+
+
+def test_score_s_dollar_budget_needs_the_judge_s_price_before_anything_is_sent(tmp_path):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"openai:m": {"input": 1, "output": 1}}))
+    with StubServer(answer=_judge_reply) as stub:
+        run_dir = _answered(tmp_path, stub, "run", 3)
+        sent = len(stub.requests)
+        for extra, match in [(["--budget-usd", "1"], "give --prices"),
+                             (["--budget-usd", "1", "--prices", str(prices)],
+                              "no price for 'openai:j'"),
+                             (["--budget-usd", "0", "--prices", str(prices)], "more than 0"),
+                             (["--max-tokens-total", "0"], "at least 1")]:
+            res = _score(run_dir, stub, *extra)
+            assert res.exit_code == 2 and match in res.output, res.output
+        assert len(stub.requests) == sent
+
+
+def test_the_report_shows_answer_and_judge_spend_apart_each_at_its_price(tmp_path):
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"openai:m": {"input": 1, "output": 1},
+                                  "j": {"input": 100, "output": 100}}))
+    with StubServer(answer=_judge_reply) as stub:
+        run_dir = _answered(tmp_path, stub, "run", 3)
+        res = _score(run_dir, stub, "--prices", str(prices), "--budget-usd", "100")
+        assert res.exit_code == 0, res.output
+    led = load_manifest(run_dir)["ledger"]
+    answers, judge = led["total_tokens"], led["judge_tokens"]
+    assert led["judges"]["openai:j"]["usd"] == pytest.approx(judge * 100 / 1e6, abs=1e-6)
+    md = CliRunner().invoke(app, ["report", str(run_dir), "--prices", str(prices)])
+    assert md.exit_code == 0, md.output
+    assert (f"{answers:,}, ${answers / 1e6:,.4f}; judge: {judge:,}, ${judge * 100 / 1e6:,.4f}"
+            in md.stdout)
+    js = CliRunner().invoke(app, ["report", str(run_dir), "--format", "json"])
+    [row] = [c for c in json.loads(js.stdout)["tables"]["cost"] if c["tier"] != "all tiers"]
+    assert (row["spent_tokens"], row["judge_spent_tokens"]) == (answers, judge)
+
+
+def test_a_run_s_own_judge_counts_toward_its_budget_and_needs_a_price(tmp_path):
+    from datasets import write_memlens
+
+    data = write_memlens(tmp_path, 4)
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"openai:m": {"input": 1, "output": 1}}))
+    with StubServer(answer=_judge_reply) as stub:
+        def run_(out: str, *extra: str):  # type: ignore[no-untyped-def]
+            return CliRunner().invoke(app, [
+                "run", "--bench", "memlens", "--data", str(data), "--image-dir", str(tmp_path),
+                "--model", "openai:m", "--base-url", stub.base_url, "--context-mode", "text",
+                "--judge", "openai:j", "--judge-base-url", stub.base_url, "--no-cache",
+                "--concurrency", "1", "--out", str(tmp_path / out), *extra])
+
+        sent = len(stub.requests)
+        refused = run_("priced", "--prices", str(prices), "--budget-usd", "1")
+        assert refused.exit_code == 2 and "no price for 'openai:j'" in refused.output
+        assert len(stub.requests) == sent
+        assert run_("reference").exit_code == 0
+        ref = read_records(tmp_path / "reference")
+        first = next(iter(ref.values()))
+        answer = first.response.usage.input_tokens + first.response.usage.output_tokens
+        assert first.meta["judge_usage"]["openai:j"]["calls"] == 1
+        # the first answer alone stays under the limit; with its verdict it is over
+        stopped = run_("limited", "--max-tokens-total", str(answer + 1))
+        assert stopped.exit_code == 4, stopped.output
+    assert list(read_records(tmp_path / "limited")) == [first.question_id]
+    led = load_manifest(tmp_path / "reference")["ledger"]
+    assert led["judge_tokens"] > 0 and led["judges"]["openai:j"]["calls"] == 4

@@ -93,6 +93,10 @@ class CostRow:
     # the same sums as the run's ledger and budget (runner/_budget.py, design 0034)
     spent_tokens: int = 0
     spent_usd: float | None = None
+    # the judges' calls on these records (meta.judge_usage), apart from the answers; their
+    # dollars at each judge model's own price
+    judge_spent_tokens: int = 0
+    judge_spent_usd: float | None = None
 
 
 def _tokens(r: Record) -> tuple[int, int, int, int] | None:
@@ -158,4 +162,6 @@ def cost_row(system: str, tier: str, kind: str, model: str, records: Sequence[Re
                                 if r.cost.memory_bytes is not None]),
         dollars_per_question=dollars_q, dollars_per_correct=dollars_c, price_note=note,
         spent_tokens=spent.total_tokens, spent_usd=spent.dollars(price),
+        judge_spent_tokens=spent.judge_tokens,
+        judge_spent_usd=spent.judge_dollars(prices) if spent.judge_tokens else None,
     )

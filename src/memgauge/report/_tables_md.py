@@ -207,9 +207,16 @@ def cost_cells(r: CostRow) -> list[str]:
 
 
 def _spent(r: CostRow) -> str:
-    """What the records say was spent (the run's ledger, design 0034)."""
-    tokens = f"{r.spent_tokens:,}"
-    return tokens if r.spent_usd is None else f"{tokens}, ${r.spent_usd:,.4f}"
+    """What the records say was spent (the run's ledger, design 0034): the answers, then
+    the judges' calls apart when there were any."""
+    answers = _tokens_usd(r.spent_tokens, r.spent_usd)
+    if not r.judge_spent_tokens:
+        return answers
+    return f"{answers}; judge: {_tokens_usd(r.judge_spent_tokens, r.judge_spent_usd)}"
+
+
+def _tokens_usd(tokens: int, usd: float | None) -> str:
+    return f"{tokens:,}" if usd is None else f"{tokens:,}, ${usd:,.4f}"
 
 
 def cost_notes(t: ReportTables) -> list[str]:

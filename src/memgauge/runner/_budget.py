@@ -6,13 +6,15 @@ ingest tokens (``record.cost``, design 0027). On a rerun the records already in 
 are summed first, so ``--budget-usd`` and ``--max-tokens-total`` cover the whole run, not
 each invocation. A record whose answer has no usage is counted as *unknown*, not as 0.
 
-Judge calls are not in the ledger and do not count toward a budget: they are the
-evaluation's cost, not the system's (0027), and records do not keep their usage.
+The judge's calls are in the ledger too, apart from the answers: each judged record keeps
+what judging it spent per judge model (``meta.judge_usage``), priced under the judge's own
+name. A budget counts both, whichever command spends them: ``run`` (its ``--judge``) or
+``score``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +49,10 @@ class Budget:
     once either is reached; the runner then sends nothing more."""
 
     def __init__(self, usd: float | None, tokens: int | None, price: Price | None,
-                 spent: Ledger) -> None:
-        self.usd, self.tokens, self.price = usd, tokens, price
+                 spent: Ledger, prices: Mapping[str, Price] | None = None) -> None:
+        self.usd, self.tokens, self.price, self.prices = usd, tokens, price, prices
         self.ledger = spent
-        self.spent_before = spent.to_dict(price)
+        self.spent_before = spent.to_dict(price, prices)
         self.reason: str | None = None
         self._check()
 
@@ -62,14 +64,32 @@ class Budget:
         self.ledger.add_record(record)
         self._check()
 
+    def add_judge(self, model: str, spend: Any) -> None:
+        """What judging one record spent (a :class:`~memgauge.ledger.JudgeSpend`)."""
+        self.ledger.add_judge(model, spend.to_dict())
+        self._check()
+
+    @property
+    def spent_usd(self) -> float | None:
+        """Answers at the model's price plus judges at theirs; None when a part that spent
+        tokens has no price."""
+        led = self.ledger
+        answers = led.dollars(self.price)
+        if answers is None and not led.total_tokens:
+            answers = 0.0  # score on a run whose model spent nothing priced (local, replayed)
+        judges = led.judge_dollars(self.prices) if led.judge_tokens else 0.0
+        return None if answers is None or judges is None else answers + judges
+
     def _check(self) -> None:
         if self.reason is not None:
             return
         led = self.ledger
-        if self.tokens is not None and led.total_tokens >= self.tokens:
+        used = led.total_tokens + led.judge_tokens
+        if self.tokens is not None and used >= self.tokens:
+            judged = f" ({led.judge_tokens:,} by the judge)" if led.judge_tokens else ""
             self.reason = (f"--max-tokens-total {self.tokens:,} reached: "
-                           f"{led.total_tokens:,} tokens spent")
-        spent = led.dollars(self.price)
+                           f"{used:,} tokens spent{judged}")
+        spent = self.spent_usd
         if self.usd is not None and spent is not None and spent >= self.usd:
             self.reason = f"--budget-usd {self.usd:g} reached: ${spent:.4f} spent"
 
@@ -78,19 +98,30 @@ class Budget:
         ``spent``, as read back from the records, else as counted while running), what it
         had spent before this invocation, and what stopped it."""
         return {"budget_usd": self.usd, "max_tokens_total": self.tokens,
-                "spent": (spent or self.ledger).to_dict(self.price),
+                "spent": (spent or self.ledger).to_dict(self.price, self.prices),
                 "spent_before": self.spent_before, "stopped": self.reason}
 
 
 def make_budget(run_dir: str | Path, model: str, usd: float | None, tokens: int | None,
-                prices_file: str | None, read_spent: bool = True) -> Budget:
+                prices_file: str | None, read_spent: bool = True,
+                judges: Sequence[str] = (), answering: bool = True) -> Budget:
     """The run's budget, its spend so far read from the folder (``read_spent``). A dollar
-    budget needs a price for the model: a ConfigError before the first request otherwise;
-    a malformed prices file is an InputError naming the file, the model and the field."""
+    budget needs a price for each model that spends: the answering ``model`` (when
+    ``answering``, or when its answers in the folder spent tokens), every judge in
+    ``judges`` and every judge the folder's records name. Otherwise a ConfigError before
+    the first request; a malformed prices file is an InputError naming the file, the model
+    and the field."""
     prices = load_prices(prices_file) if prices_file else None
     price = price_for(model, prices) if prices is not None else None
-    if usd is not None and price is None:
-        where = (f"{prices_file} has no price for {model!r}" if prices_file
-                 else "give --prices FILE with the model's price")
-        raise ConfigError(f"--budget-usd {usd:g} needs the model's price: {where}")
-    return Budget(usd, tokens, price, read_ledger(run_dir) if read_spent else Ledger())
+    spent = read_ledger(run_dir) if read_spent else Ledger()
+    if usd is not None:
+        need = [model] if price is None and (answering or spent.total_tokens) else []
+        judged = set(judges) | {m for m, j in spent.judges.items() if j.total_tokens}
+        need += sorted(j for j in judged if prices is None or price_for(j, prices) is None)
+        if need:
+            names = ", ".join(map(repr, need))
+            where = (f"{prices_file} has no price for {names}" if prices_file
+                     else f"give --prices FILE with a price for {names}")
+            raise ConfigError(f"--budget-usd {usd:g} needs the price of every model that "
+                              f"spends: {where}")
+    return Budget(usd, tokens, price, spent, prices)

@@ -282,7 +282,8 @@ class RunConfig:
                               "a budget of its own)")
         if self.prices is not None or self.budget_usd is not None:
             make_budget(self.out, self.model, self.budget_usd, self.max_tokens_total,
-                        self.prices, read_spent=False)
+                        self.prices, read_spent=False,
+                        judges=[self.judge] if self.judge else [])
 
     def check_captioner_options(self) -> None:
         """--captioner-model-option: a local: captioner's server options, checked (keys,
@@ -761,7 +762,10 @@ class Runner:
         episodes_in_flight = asyncio.Semaphore(slots if prefix else max(2, c.concurrency * 2))
         tasks: set[asyncio.Task[None]] = set()
         budget = self.budget = make_budget(self.run_dir, c.model, c.budget_usd,
-                                           c.max_tokens_total, c.prices)
+                                           c.max_tokens_total, c.prices,
+                                           judges=[c.judge] if c.judge else [])
+        if judging is not None:  # the judge's tokens count toward the budget too (0034)
+            judging.on_spend = budget.add_judge
         levels = getattr(model, "concurrency_levels", None)
 
         async def answer_one(system: Any, episode: Episode, q: Question, share: Share,
@@ -956,7 +960,8 @@ class Runner:
         manifest["cache_hits"] = hits.to_dict()
         manifest["prefix_cache"] = reuse.to_dict()
         ledger = read_ledger(self.run_dir)  # tokens over every invocation (design 0034)
-        manifest["ledger"] = ledger.to_dict(self.budget.price if self.budget else None)
+        manifest["ledger"] = ledger.to_dict(self.budget.price if self.budget else None,
+                                            self.budget.prices if self.budget else None)
         if self.budget is not None and self.budget.active:
             manifest["budget"] = self.budget.describe(ledger)
         manifest["benchmark"] = bench_manifest or manifest.get("benchmark")
@@ -981,7 +986,7 @@ class Runner:
                                  cache=None if cache is None else cache.for_kind("judge"),
                                  model_options=dict(c.judge_model_options),
                                  options_flag="--judge-model-option")
-        return JudgePipeline(create_model(c.judge, settings), c.judge_options)
+        return JudgePipeline(create_model(c.judge, settings), c.judge_options, c.judge)
 
     async def _judge_earlier(self, judging: JudgePipeline, manifest: dict[str, Any],
                              earlier: frozenset[str]) -> None:

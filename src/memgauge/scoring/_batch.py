@@ -41,7 +41,7 @@ from ..models import ModelError
 from ..models._http import HttpClient, HttpError
 from ..models.openai_compat import OpenAICompatModel, _to_output, classify_error, redact_urls
 from ..schema import Record
-from ._judge_run import JudgeOptions, JudgePipeline, record_judging
+from ._judge_run import JudgeOptions, JudgePipeline, note_spend, record_judging
 
 CHAT_ROUTE = "/v1/chat/completions"
 STATE_DIR = "batch-judge"
@@ -432,16 +432,20 @@ async def submit(api: BatchApi, state: BatchState, model: BatchJudgeModel,
 async def batch_judge_run(run_dir: str | os.PathLike[str], model: BatchJudgeModel, *,
                           options: JudgeOptions | None = None, poll_s: float = 30.0,
                           window: str = "24h", say: Callable[[str], None] | None = None,
-                          ) -> dict[str, int]:
+                          budget: Any = None) -> dict[str, int]:
     """``judge_run`` through batches: the same records, verdicts and counts (plus
-    ``batches`` and ``batch_requests``)."""
+    ``batches`` and ``batch_requests``). A ``budget`` is checked between batches: once
+    reached, no further batch is submitted and the records still open stay to judge
+    (``left``); the overshoot is at most one batch."""
     from ..runner._store import load_manifest, read_records, rewrite_records, write_json_atomic
 
     options = options or JudgeOptions()
     check_batch_options(f"openai:{model.name}", poll_s, window, options.name)
     say = say or (lambda line: None)
     run = Path(run_dir)
-    pipeline = JudgePipeline(model, options)
+    pipeline = JudgePipeline(model, options, f"openai:{model.name}")
+    if budget is not None:
+        pipeline.on_spend = budget.add_judge
     manifest = load_manifest(run)
     if manifest is None:
         raise ConfigError(f"{run} is not a run folder (no manifest.json)")
@@ -474,6 +478,10 @@ async def batch_judge_run(run_dir: str | os.PathLike[str], model: BatchJudgeMode
                 state.save(collected=True)
             if not model.pending:
                 break
+            if budget is not None and budget.reason:
+                totals["left"] = len(open_)
+                model.pending = {}
+                break
             await submit(api, state, model, window)
             n = len(state.data["custom_ids"])
             say(f"batch {state.data['batch_id']}: {n} judge request{'s' * (n != 1)} "
@@ -485,11 +493,12 @@ async def batch_judge_run(run_dir: str | os.PathLike[str], model: BatchJudgeMode
     record_judging(manifest, pipeline, records)
     manifest["judges"][pipeline.options.name]["batches"] = list(
         dict.fromkeys([*before, *batch_ids]))
+    note_spend(manifest, records, budget)
     write_json_atomic(run / "manifest.json", manifest)
     counts = {"judged": totals["judged"], "skipped": len(records) - todo,
               "failures": totals["failures"], "auto_zero": totals["auto_zero"],
               "batches": len(batch_ids), "batch_requests": totals["batch_requests"]}
-    for extra in ("extracted", "extract_failures", "labelled", "label_failures"):
+    for extra in ("extracted", "extract_failures", "labelled", "label_failures", "left"):
         if totals[extra]:
             counts[extra] = totals[extra]
     return counts

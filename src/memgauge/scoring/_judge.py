@@ -22,13 +22,17 @@ A judge that fails (transport error, or no parseable reply after ``max_attempts`
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..ledger import JudgeSpend
 from ..models import ChatModel, GenerateConfig, Message, ModelError, TextPart
+from ..models._base import ModelOutput
 from ..schema import Ability, AnswerType, Score
 
 MODES = ("default", "memlens-compat")
@@ -175,6 +179,36 @@ class JudgeFailure:
     message: str
 
 
+# What the judge calls made inside one metered_judging() block spent (one record's judging;
+# a context variable, as the response cache's counts, since records are judged concurrently).
+_SPEND: ContextVar[JudgeSpend | None] = ContextVar("memgauge_judge_spend", default=None)
+
+
+@contextlib.contextmanager
+def metered_judging() -> Iterator[JudgeSpend]:
+    """Sum the usage of the judge replies received inside (design 0034)."""
+    spend = JudgeSpend()
+    token = _SPEND.set(spend)
+    try:
+        yield spend
+    finally:
+        _SPEND.reset(token)
+
+
+def _meter(out: ModelOutput) -> None:
+    spend = _SPEND.get()
+    if spend is None or out.cached:  # a reply from the response cache was not paid for now
+        return
+    u = out.usage
+    if u.input_tokens is None or u.output_tokens is None:
+        spend.unknown += 1
+        return
+    spend.calls += 1
+    spend.input_tokens += u.input_tokens
+    spend.cached_input_tokens += min(u.cached_tokens or 0, u.input_tokens)
+    spend.output_tokens += u.output_tokens
+
+
 async def ask_json(model: ChatModel, prompt: str, read: Callable[[str], Any], *,
                    max_attempts: int, max_tokens: int) -> tuple[Any, str, int] | JudgeFailure:
     """Send ``prompt`` until ``read(reply)`` is not None: (value, reply, attempt), or a
@@ -191,6 +225,7 @@ async def ask_json(model: ChatModel, prompt: str, read: Callable[[str], Any], *,
                                        GenerateConfig(max_tokens=max_tokens, temperature=0.0))
         except ModelError as exc:  # the model client has already retried transport errors
             return JudgeFailure(exc.kind, exc.message)
+        _meter(out)
         reply = out.text or ""
         value = read(reply)
         if value is not None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,11 @@ from typing import Any
 from .._cache_hits import use_entry
 from ..cache import counting_cache_use
 from ..errors import InputError
+from ..ledger import JudgeSpend, judge_usage_of
 from ..models import ChatModel
 from ..schema import Question, Record
 from ._extract import ExtractMatchScorer
-from ._judge import MODES, RUBRICS, JudgeCase, JudgeFailure, JudgeScorer
+from ._judge import MODES, RUBRICS, JudgeCase, JudgeFailure, JudgeScorer, metered_judging
 from ._judge_labels import label_wrong_answer
 from ._rubric_file import PromptFileRubric
 
@@ -80,11 +82,16 @@ def question_of(rec: Record) -> Question:
 class JudgePipeline:
     """Judges records in place; see the module docstring."""
 
-    def __init__(self, model: ChatModel, options: JudgeOptions | None = None) -> None:
+    def __init__(self, model: ChatModel, options: JudgeOptions | None = None,
+                 spec: str | None = None) -> None:
         self.options = options or JudgeOptions()
         self.options.check()
         o = self.options
         self.model = model
+        # the judge's model spec: what its spend is kept and priced under (--prices)
+        self.spec = spec or str(getattr(model, "name", type(model).__name__))
+        # told what judging each record spent (a budget, design 0034)
+        self.on_spend: Callable[[str, JudgeSpend], None] | None = None
         self.scorers = {name: JudgeScorer(model, rubric=name, mode=o.mode, name=o.name,
                                           max_attempts=o.max_attempts) for name in RUBRICS}
         self.prompt_file = PromptFileRubric(o.prompt_file) if o.prompt_file else None
@@ -140,9 +147,13 @@ class JudgePipeline:
     async def apply(self, rec: Record) -> Counter[str]:
         """Judge one record in place; returns what happened (judged, failures, ...). The
         record keeps how many of the judge's calls the response cache served
-        (``meta.judge_cache[name]``: a new verdict starts the count again)."""
-        with counting_cache_use() as use:
+        (``meta.judge_cache[name]``: a new verdict starts the count again), and what the
+        judge's calls spent (``meta.judge_usage[spec]``, summed over every judging: a
+        re-judged record was paid for twice)."""
+        with counting_cache_use() as use, metered_judging() as spend:
             done = await self._apply(rec)
+        if spend.calls or spend.unknown:
+            self._keep_spend(rec, spend)
         if done:
             entries = rec.meta.setdefault("judge_cache", {})
             prior = {} if done["judged"] or done["failures"] else entries.get(self.options.name)
@@ -150,6 +161,15 @@ class JudgePipeline:
             entries[self.options.name] = use_entry(prior.get("hits", 0) + use.hits,
                                                    prior.get("misses", 0) + use.misses)
         return done
+
+    def _keep_spend(self, rec: Record, spend: JudgeSpend) -> None:
+        usage = judge_usage_of(rec.meta)
+        total = JudgeSpend()
+        total.add(usage.get(self.spec, {}))
+        total.add(spend.to_dict())
+        rec.meta["judge_usage"] = {**usage, self.spec: total.to_dict()}
+        if self.on_spend is not None:
+            self.on_spend(self.spec, spend)
 
     async def _apply(self, rec: Record) -> Counter[str]:
         done: Counter[str] = Counter()
@@ -220,18 +240,36 @@ class JudgePipeline:
 
 
 async def judge_records(records: list[Record], pipeline: JudgePipeline, *,
-                        concurrency: int = 8) -> Counter[str]:
-    """Apply ``pipeline`` to the records that need it, ``concurrency`` at a time."""
+                        concurrency: int = 8, budget: Any = None) -> Counter[str]:
+    """Apply ``pipeline`` to the records that need it, ``concurrency`` at a time. Once
+    ``budget`` (a :class:`~memgauge.runner._budget.Budget`) is reached no record starts
+    (``left``): those in flight finish, the rest stay to judge on a rerun."""
     sem = asyncio.Semaphore(max(1, concurrency))
     totals: Counter[str] = Counter()
 
     async def one(rec: Record) -> Counter[str]:
         async with sem:
+            if budget is not None and budget.reason:
+                return Counter(left=1)
             return await pipeline.apply(rec)
 
     for done in await asyncio.gather(*(one(r) for r in records if pipeline.needs(r))):
         totals.update(done)
     return totals
+
+
+def note_spend(manifest: dict[str, Any], records: list[Record], budget: Any = None) -> None:
+    """The manifest's ``ledger`` again, the judges' spend now in it, and, under a budget,
+    ``score_budget``: its limits, the spend and what stopped it (design 0034)."""
+    from ..ledger import ledger_of
+
+    ledger = ledger_of(records)
+    if budget is not None:
+        manifest["ledger"] = ledger.to_dict(budget.price, budget.prices)
+        if budget.active:
+            manifest["score_budget"] = budget.describe(ledger)
+    elif "ledger" in manifest or ledger.judges:  # the answers' dollars, if any, stay
+        manifest["ledger"] = {**manifest.get("ledger", {}), **ledger.to_dict()}
 
 
 def record_judging(manifest: dict[str, Any], pipeline: JudgePipeline,
@@ -246,28 +284,36 @@ def record_judging(manifest: dict[str, Any], pipeline: JudgePipeline,
 
 async def judge_run(run_dir: str | os.PathLike[str], model: ChatModel, *,
                     mode: str = "default", concurrency: int = 8, max_attempts: int = 3,
-                    options: JudgeOptions | None = None) -> dict[str, int]:
+                    options: JudgeOptions | None = None, spec: str | None = None,
+                    budget: Any = None) -> dict[str, int]:
     """Judge the records of ``run_dir`` in place; returns counts (judged, skipped, failures,
-    auto_zero, and extracted / labelled when those are on)."""
+    auto_zero, and extracted / labelled when those are on; ``left`` when ``budget`` stopped
+    it, see :func:`judge_records`)."""
     # imported here: the runner imports this package (scoring) at load time
     from ..runner._store import load_manifest, read_records, rewrite_records, write_json_atomic
 
     if options is None:
         options = JudgeOptions(mode=mode, max_attempts=max_attempts)
-    pipeline = JudgePipeline(model, options)
+    pipeline = JudgePipeline(model, options, spec)
+    if budget is not None:
+        pipeline.on_spend = budget.add_judge
     manifest = load_manifest(run_dir)
     if manifest is None:
         raise InputError(f"{run_dir} is not a run folder (no manifest.json)")
     records = list(read_records(run_dir).values())
     todo = sum(pipeline.needs(r) for r in records)
-    totals = await judge_records(records, pipeline, concurrency=concurrency)
-    if todo:
-        rewrite_records(run_dir, records)
+    try:
+        totals = await judge_records(records, pipeline, concurrency=concurrency,
+                                     budget=budget)
+    finally:  # an interrupted score keeps what it judged (and paid for)
+        if todo:
+            rewrite_records(run_dir, records)
     record_judging(manifest, pipeline, records)
+    note_spend(manifest, records, budget)
     write_json_atomic(Path(run_dir) / "manifest.json", manifest)
     counts = {"judged": totals["judged"], "skipped": len(records) - todo,
               "failures": totals["failures"], "auto_zero": totals["auto_zero"]}
-    for extra in ("extracted", "extract_failures", "labelled", "label_failures"):
+    for extra in ("extracted", "extract_failures", "labelled", "label_failures", "left"):
         if totals[extra]:
             counts[extra] = totals[extra]
     return counts
