@@ -38,6 +38,9 @@ class Capacity:
 def serve(state: Capacity) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out in two writes; with Nagle on, the body waits for the
+        # client's delayed ACK (~40 ms), which no real server adds (they set TCP_NODELAY).
+        disable_nagle_algorithm = True
 
         def log_message(self, *args: Any) -> None:
             pass

@@ -1,11 +1,13 @@
 """Adaptive concurrency for one endpoint: AIMD between a floor and ``--concurrency``
 (docs/design/0034).
 
-The level starts at the ceiling (a healthy endpoint runs as it did before) and is halved
-on overload (an HTTP 429, a timeout, or latency well above its running baseline). It grows
-by one after a window of successes (as many as the level). Only a request sent since the
-last decrease can decrease it again: a burst of 429s from requests that were all in flight
-together counts once, not once per request.
+The level starts at the ceiling (a healthy endpoint runs as it did before). A 429 cuts it
+to ``backoff`` (0.8) of itself, at least by one, and the level it came from is remembered:
+below that level each success adds one (slow start back), at or above it a window of
+successes (as many as the level) adds one. A timeout, or latency well above its running
+baseline, halves it, and it grows back by windows only: the server is struggling, not just
+full. Only a request sent since the last decrease can decrease it again: a burst of 429s
+from requests that were all in flight together counts once, not once per request.
 
 Waiters get a freed place lowest priority key first, as the runner's
 :class:`~memgauge.runner._prefix.PriorityGate` does. The runner puts its gate key in
@@ -36,7 +38,8 @@ REASONS = ("429", "timeout", "latency")
 class AimdSettings:
     """``floor`` ≤ level ≤ ``ceiling``. Latency counts as overload when the fast average
     (weight ``fast``) exceeds ``latency_factor`` times the slow one (weight ``slow``, the
-    baseline), once ``min_samples`` successes have been seen."""
+    baseline), once ``min_samples`` successes have been seen. A 429 multiplies the level by
+    ``backoff``, a timeout or latency by ``struggle_backoff``."""
 
     ceiling: int
     floor: int = 1
@@ -45,6 +48,8 @@ class AimdSettings:
     min_samples: int = 20
     fast: float = 0.3
     slow: float = 0.05
+    backoff: float = 0.8
+    struggle_backoff: float = 0.5
 
 
 class AdaptiveLimit:
@@ -54,6 +59,9 @@ class AdaptiveLimit:
         s = settings
         if not 1 <= s.floor <= s.ceiling:
             raise ValueError(f"need 1 <= floor ({s.floor}) <= ceiling ({s.ceiling})")
+        if not (0 < s.backoff < 1 and 0 < s.struggle_backoff < 1):
+            raise ValueError(f"need 0 < backoff ({s.backoff}), struggle_backoff "
+                             f"({s.struggle_backoff}) < 1")
         self.settings = s
         self.level = s.ceiling
         self.min_level = self.max_level = s.ceiling
@@ -61,6 +69,7 @@ class AdaptiveLimit:
         self.decreases: Counter[str] = Counter()
         self.increases = 0
         self._epoch = 0  # bumped by each decrease
+        self._refused_at: int | None = None  # the level the last 429 came from
         self._successes = 0  # since the level last changed
         self._fast: float | None = None
         self._slow: float | None = None
@@ -128,7 +137,10 @@ class AdaptiveLimit:
         if latency_s > s.latency_factor * self._slow:
             return  # slow: not a success that earns more in flight
         self._successes += 1
-        if self._successes >= self.level and self.level < s.ceiling:
+        # slow start back to where the server last refused, then probing by windows
+        below = self._refused_at is not None and self.level < self._refused_at
+        window = 1 if below else self.level
+        if self._successes >= window and self.level < s.ceiling:
             self.level += 1
             self.increases += 1
             self._successes = 0
@@ -141,8 +153,15 @@ class AdaptiveLimit:
             return  # sent before the last decrease: that decrease already answered it
         self._epoch += 1
         self._successes = 0
-        if self.level > self.settings.floor:
-            self.level = max(self.settings.floor, self.level // 2)
+        s = self.settings
+        refused = reason == "429"
+        # A 429 says "one too many" (it was cheap to send); a timeout or a slow reply says
+        # the server is struggling, so cut deeper and do not rush back.
+        self._refused_at = self.level if refused else None
+        if self.level > s.floor:
+            factor = s.backoff if refused else s.struggle_backoff
+            cut = min(self.level - 1, int(self.level * factor))
+            self.level = max(s.floor, cut)
             self.min_level = min(self.min_level, self.level)
         self.decreases[reason] += 1
 
