@@ -146,6 +146,20 @@ def test_a_missing_mmproj_file_is_an_error_naming_it(tmp_path, servers):
     assert servers.started == []
 
 
+def test_a_local_captioner_without_a_projector_is_refused_before_any_server(
+        tmp_path, servers):
+    """A text-only GGUF (SmolLM2) as the captioner: one error naming the captioner's flag,
+    before its server starts, not a no_vision failure per image."""
+    vlm = _gguf(tmp_path / "smollm2.gguf", b"language model")
+    with StubServer(answer=_answer) as stub:
+        servers.stub = stub
+        with pytest.raises(ConfigError) as caught:
+            run(_config(tmp_path, stub.base_url, captioner=f"local:{vlm}"))
+        assert stub.requests == []
+    assert "--captioner-model-option mmproj=FILE" in str(caught.value)
+    assert servers.started == []
+
+
 def test_options_are_for_a_local_captioner_only(tmp_path, servers):
     with pytest.raises(ConfigError, match="local: captioner only.*openai:vlm"):
         run(_config(tmp_path, "http://127.0.0.1:9/v1", captioner="openai:vlm",
@@ -171,9 +185,7 @@ def test_the_projector_and_chat_template_are_part_of_the_caption_cache_key(tmp_p
     same_as_a = _gguf(tmp_path / "c" / "copy.gguf", b"projector a")
     with StubServer(answer=_answer) as stub:
         servers.stub = stub
-        plain = _version(tmp_path, {})
-        with_a = _version(tmp_path, {"mmproj": str(a)})
-        assert with_a != plain
+        with_a = _version(tmp_path, {"mmproj": str(a)})  # without one: refused (above)
         assert _version(tmp_path, {"mmproj": str(b)}) != with_a  # another projector
         assert _version(tmp_path, {"mmproj": str(same_as_a)}) == with_a  # by content
         # speed and room leave the captions, and so the cache, as they were

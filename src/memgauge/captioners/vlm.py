@@ -11,6 +11,7 @@ import hashlib
 import json
 from typing import Any
 
+from ..errors import ConfigError
 from ..media import ImageEncoder
 from ..models import GenerateConfig, ImagePart, Message, ModelError, ModelSettings, TextPart
 from ..models import create_model as _create_model
@@ -105,4 +106,11 @@ def make_openai(arg: str | None, settings: CaptionerSettings) -> VlmCaptioner:
 
 @captioner("local")
 def make_local(arg: str | None, settings: CaptionerSettings) -> VlmCaptioner:
-    return VlmCaptioner("local:" + argument("local", arg, "gguf"), settings)
+    gguf = argument("local", arg, "gguf")
+    if not settings.model_options.get("mmproj"):
+        # llama.cpp sees images only through a projector: without one every image would
+        # fail in turn, after the server started, with a fix that names the wrong flag.
+        raise ConfigError(f"--captioner local:{gguf} cannot see images without its "
+                          "projector: give --captioner-model-option mmproj=FILE (a VLM "
+                          "GGUF's mmproj), or use --context-mode text / the data's captions")
+    return VlmCaptioner("local:" + gguf, settings)
