@@ -285,3 +285,60 @@ def test_the_other_agentic_memory_package_is_named_as_the_mistake(monkeypatch):
             lookup("system", "a-mem")(SystemContext(model=scripted()))
     finally:
         amem_system._amem.cache_clear()
+
+
+# -- a whole run: `memgauge run --system a-mem` against a loopback endpoint -------------------
+
+def _records(out: Any) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+
+
+@AMEM
+def test_a_rerun_against_an_endpoint_takes_every_a_mem_call_from_the_response_cache(tmp_path,
+                                                                                    stub):
+    """Over HTTP (the loopback stub answers A-MEM's prompts with JSON), twice with one cache:
+    the second run sends nothing at ingest, and retrieves the same evidence."""
+    from typer.testing import CliRunner
+
+    from memgauge.cli import app
+
+    def answer(body: dict[str, Any]) -> str:
+        user = body["messages"][-1]["content"]
+        user = user if isinstance(user, str) else user[-1]["text"]
+        if ANALYSIS in user:
+            return analysis_reply(user)
+        if EVOLUTION in user:
+            first = NEIGHBOURS.findall(user)[-1]
+            return json.dumps({"should_evolve": True, "actions": ["strengthen"],
+                               "suggested_connections": [first], "tags_to_update": ["t"],
+                               "new_context_neighborhood": [], "new_tags_neighborhood": []})
+        return "Insufficient information"
+
+    stub.answer = answer
+    bench = tmp_path / "bench"
+    made = CliRunner().invoke(app, ["generate", "synth", "--out", str(bench), "--questions", "1",
+                                    "--tiers", "1k"])
+    assert made.exit_code == 0, made.output
+    runs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        done = CliRunner().invoke(app, [
+            "run", "--bench", "synth", "--data", str(bench), "--tier", "1k", "--system", "a-mem",
+            "--system-option", "top_k=3", "--model", "openai:stub", "--base-url", stub.base_url,
+            "--out", str(out)])
+        assert done.exit_code == 0, done.output
+        runs.append(_records(out))
+    first, second = runs
+    assert first and all(r["status"] == "ok" for r in first)
+    for record in first:
+        cost = record["cost"]
+        # Two calls per note but the first (analysis, then evolution against its neighbours).
+        assert cost["ingest_calls"] == 2 * cost["memory_items"] - 1 > 2
+        # A repeated turn text gives the same analysis prompt, a hit even in the first run.
+        assert cost["ingest_cached"] < cost["ingest_calls"] / 2
+    for record in second:
+        assert record["cost"]["ingest_cached"] == record["cost"]["ingest_calls"] > 2
+    assert [r["response"]["retrieved"] for r in first] == [
+        r["response"]["retrieved"] for r in second]
+    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    assert manifest["system"]["name"] == "a-mem" and manifest["system"]["top_k"] == 3

@@ -223,7 +223,10 @@ class AMemSystem:
                 text = note_text(turn)
                 if not text:
                     continue
-                note_id = await asyncio.to_thread(self.memory.add_note, text, time=date)
+                # A-MEM's ids are uuid4s and its evolution prompt names them: ours are the
+                # note's place in the episode, so a rerun sends the same prompts (cache hits).
+                note_id = await asyncio.to_thread(self.memory.add_note, text, time=date,
+                                                  id=f"note-{self.tally.notes + 1}")
                 self.sources[note_id] = EvidenceRef(session_id=session.session_id,
                                                     turn_id=turn.turn_id)
                 self.tally.notes += 1
