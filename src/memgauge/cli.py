@@ -598,6 +598,9 @@ def validate(
     model_option: Annotated[list[str] | None, typer.Option(
         help="key=value for a local: answerer (repeatable), e.g. mmproj=FILE: without a "
              "projector it sees no images (oracle screening skipped)")] = None,
+    max_tokens: Annotated[int | None, typer.Option(
+        help="Answer tokens per question for --model (default: as memgauge run); the "
+             "audits ask for one letter", min=1)] = None,
     image_dir: Annotated[str | None, typer.Option(help="Image root for --bench")] = None,
     bench_option: Annotated[list[str] | None, typer.Option(
         help="key=value for the benchmark loader (repeatable)")] = None,
@@ -625,6 +628,7 @@ def validate(
             results, md = validate_from_cli(
                 bench, data or bench_dir, model=model, base_url=base_url, image_dir=image_dir,
                 model_options=_options(model_option or [], "--model-option"),
+                max_tokens=max_tokens,
                 bench_options=_options(bench_option or [], "--bench-option"),
                 captioner=captioner, captioner_base_url=captioner_base_url, out=out,
                 progress=say)

@@ -265,6 +265,15 @@ def test_a_text_only_answerer_skips_the_image_arms_and_sends_no_image(tmp_path: 
     assert "| X1 | 12 | 100.0% |" in md and "image arm skipped" in md
 
 
+def test_max_tokens_reaches_every_gates_answer(tmp_path: Path) -> None:
+    """A small local model asked for one letter need not be given 512 tokens to ramble."""
+    root = write_set(tmp_path, None)
+    with ScriptedServer([], after=_pixel_model) as server:
+        _validate(root, model="openai:pixel", base_url=server.base_url, max_tokens=8)
+        sent = {body["max_tokens"] for body in server.requests}
+    assert sent == {8}
+
+
 def test_cli_validate_bench_data(tmp_path: Path) -> None:
     runner = CliRunner()
     leak = write_set(tmp_path / "leak", "options")

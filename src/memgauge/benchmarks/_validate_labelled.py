@@ -63,6 +63,7 @@ class LabelledValidation:
     captioner: str | None = None
     captioner_base_url: str | None = None
     concurrency: int = 8
+    max_tokens: int | None = None  # per answer; None: the run's default
 
     @property
     def offline(self) -> bool:
@@ -118,6 +119,7 @@ def _run(v: LabelledValidation, name: str, variant: Variant, options: dict[str, 
         context_mode=variant.context_mode, bench_options=options, captioner=captioner,
         captioner_base_url=v.captioner_base_url if captioner else None,
         captioner_prompt=variant.captioner_prompt or "dense", concurrency=v.concurrency,
+        **({"max_tokens": v.max_tokens} if v.max_tokens is not None else {}),
         cache=not v.offline, progress=False)).run_sync()
     return list(read_records(out).values())
 
@@ -234,7 +236,7 @@ def render_markdown(r: dict[str, Any]) -> str:
 
 
 def validate_from_cli(bench: str, data: str | None, *, model: str, base_url: str | None,
-                      model_options: dict[str, str],
+                      model_options: dict[str, str], max_tokens: int | None = None,
                       image_dir: str | None, bench_options: dict[str, str],
                       captioner: str | None, captioner_base_url: str | None, out: str | None,
                       progress: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
@@ -243,7 +245,7 @@ def validate_from_cli(bench: str, data: str | None, *, model: str, base_url: str
         raise ConfigError(f"validate --bench {bench} needs --data PATH")
     v = LabelledValidation(bench=bench, data=data, out=Path(out) if out else default_out(data),
                            model=model, base_url=base_url, model_options=model_options,
-                           image_dir=image_dir,
+                           max_tokens=max_tokens, image_dir=image_dir,
                            bench_options=bench_options, captioner=captioner,
                            captioner_base_url=captioner_base_url)
     return validate_labelled(v, progress), v.out / "gates.md"
