@@ -10,7 +10,8 @@ number of query words they share (ties by insertion order), as a stand-in for em
 ``plan`` maps a route name (``health``, ``create_agent``, ``delete_agent``, ``insert``,
 ``search``) to steps consumed one per request: an HTTP status (answered with Letta's
 ``{"detail": …}`` body and ``retry-after-ms: 1`` so the client's retries are quick) or
-``"garbage"`` (a 200 whose body is not JSON) or ``"bad_shape"`` (200 JSON missing a field).
+``"garbage"`` (a 200 whose body is not JSON), ``"bad_shape"`` (200 JSON missing a field) or
+``"hang"`` (no reply for ``hang_s`` seconds, then a normal one).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
@@ -52,6 +54,7 @@ class LettaStandIn:
         self.deleted_by: list[str] = []  # the User-Agent of each delete (which client sent it)
         self.searches: list[dict[str, list[str]]] = []
         self.plan: dict[str, list[int | str]] = {}
+        self.hang_s = 2.0
         self.calls: list[str] = []  # route names, in order
         self._lock = threading.Lock()
         self._next = 0
@@ -88,6 +91,8 @@ class LettaStandIn:
                 if isinstance(step, int):
                     return self._send(step, {"detail": f"stand-in failure {step}"},
                                       {"retry-after-ms": "1"})
+                if step == "hang":
+                    time.sleep(standin.hang_s)
                 if step == "garbage":
                     return self._send_raw(200, b"<html>proxy error</html>")
                 body = json.loads(raw) if raw else {}

@@ -203,6 +203,16 @@ def test_a_search_that_keeps_failing_is_a_system_error_with_the_servers_message(
     assert letta.deleted[-1] == list(letta.agents)[-1]  # the agent still goes
 
 
+def test_a_search_that_times_out_is_retried_then_a_system_error(letta):
+    make = build(letta, max_attempts="2", timeout="0.2")
+    letta.hang_s = 1.0
+    letta.plan["search"] = ["hang", "hang"]
+    response, _ = episode_of(make)
+    assert response.error.kind == "system_error" and response.error.attempts == 2
+    assert "archival-memory/search: no reply in time" in response.error.message
+    assert letta.calls.count("search") == 2
+
+
 def test_a_client_error_is_not_retried(letta):
     make = build(letta)
     letta.plan["search"] = [422]

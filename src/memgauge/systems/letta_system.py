@@ -132,20 +132,22 @@ class LettaServerError(MemgaugeError):
         self.retryable, self.attempts = retryable, attempts
 
 
-def _server_error(route: str, exc: Exception, max_attempts: int) -> LettaServerError:
-    """letta-client's exception as our error: the route, the status, the server's message,
-    and how many attempts the client made (it retries only what it may retry)."""
+def _said(exc: Exception) -> tuple[str, bool]:
+    """What went wrong, in the server's words where it gave any, and whether letta-client
+    retried it (5xx, 408, 409, 429, timeouts and lost connections)."""
     lc = _letta().client
     if isinstance(exc, lc.APIStatusError):
         said = exc.body.get("detail", exc.body) if isinstance(exc.body, dict) else exc.body
-        said = str(said or exc.message)[:500]
         status = exc.status_code
-        retryable = status in (408, 409, 429) or status >= 500
-        msg = f"HTTP {status}: {said}"
-    elif isinstance(exc, lc.APITimeoutError):
-        retryable, msg = True, "no reply in time"
-    else:  # APIConnectionError and the rest of APIError
-        retryable, msg = True, f"{type(exc).__name__}: {exc}"
+        return (f"HTTP {status}: {str(said or exc.message)[:500]}",
+                status in (408, 409, 429) or status >= 500)
+    if isinstance(exc, lc.APITimeoutError):
+        return "no reply in time", True
+    return f"{type(exc).__name__}: {exc}", True  # APIConnectionError and the rest
+
+
+def _server_error(route: str, exc: Exception, max_attempts: int) -> LettaServerError:
+    msg, retryable = _said(exc)
     attempts = max_attempts if retryable else 1
     return LettaServerError(f"{route}: {msg} (after {attempts} attempt"
                             f"{'s' if attempts > 1 else ''})", retryable=retryable,
@@ -381,11 +383,10 @@ def preflight(opts: LettaOptions) -> str:
                               "LETTA_BASE_URL) at it") from None
         except (lc.AuthenticationError, lc.PermissionDeniedError) as exc:
             raise ConfigError(f"--system letta: the server at {shown} refused {token}: "
-                              f"{_server_error('', exc, 1).args[0].lstrip(': ')}") from None
+                              f"{_said(exc)[0]}") from None
         except lc.APIStatusError as exc:
-            said = _server_error("", exc, 1).args[0].lstrip(": ")
             raise ConfigError(f"--system letta: the server at {shown} could not create an "
-                              f"agent ({said}); check --system-option agent_model and "
+                              f"agent ({_said(exc)[0]}); check --system-option agent_model and "
                               "embedding against the handles it lists (GET /v1/models/, "
                               "/v1/models/embedding)") from None
         except (AttributeError, TypeError, ValueError) as exc:  # a reply of the wrong shape
