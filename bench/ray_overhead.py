@@ -15,14 +15,25 @@ cluster joins the cluster: Ray's own start-up is not the harness's. One ``ray-co
 the end starts a Ray of its own (no address), to show that cost. Medians over the repeats.
 Target: a Ray mode's wall time at most 10 % over its local counterpart's.
 
+Each ray run writes its phase stamps (``MEMGAUGE_RAY_PHASES``, runner/_ray.py): the result
+has the median time of every step, from the process start to its exit (``phases_s``).
+
+``--cpu-bound``: the stub answers at once (latency 0), so the harness's own CPU per item, not
+the stub's offered rate, bounds the run; this is where 1 -> 2 processes (local ``--workers``,
+Ray tasks) can show scaling.
+
     python3 bench/ray_overhead.py                      # 2,000 items, c=64, 200 ms, 3 repeats
     python3 bench/ray_overhead.py --repeats 5 --wait-quiet 10
+    python3 bench/ray_overhead.py --cpu-bound --repeats 3 --wait-quiet 10
+    python3 bench/ray_overhead.py --modes local,ray-t1 --repeats 1   # a quick look
     python3 bench/ray_overhead.py --transport-only bench/out/runs/ray_overhead_ray-t1_r0/records.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -40,6 +51,20 @@ MODES = {
     "ray-t2": ["--executor", "ray", "--workers", "2", "--ray-address", "auto"],
 }
 COLD = ("ray-cold", ["--executor", "ray", "--workers", "2"])
+# the steps of a ray run, from consecutive stamps: (name, from, to); "start" is the process
+# start, "exit" its end, "first send"/"answered" the earliest/latest over the tasks
+STEPS = [("python, imports, config check", "start", "run_with_ray"),
+         ("prepare the folder", "run_with_ray", "prepared"),
+         ("ray.init (and the import's rest)", "prepared", "ray.init"),
+         ("setup and pre-flight", "ray.init", "setup"),
+         ("warm-up tasks done", "setup", "warm"),
+         ("submit", "warm", "submitted"),
+         ("to the first request", "submitted", "first send"),
+         ("answering", "first send", "answered"),
+         ("results to the driver", "answered", "tasks returned"),
+         ("final manifest", "tasks returned", "finished"),
+         ("ray.shutdown", "finished", "ray.shutdown"),
+         ("interpreter exit", "ray.shutdown", "exit")]
 
 
 def _ray_cli() -> str:
@@ -53,11 +78,13 @@ def _one(work: Path, wl: C.Workload, a: argparse.Namespace, mode: str, flags: li
          rep: int) -> dict:
     tag = f"{a.name}_{mode}_r{rep}"
     out = C.fresh_dir(work / "runs" / tag)
+    stamps = work / "runs" / f"{tag}.phases.json"
+    stamps.unlink(missing_ok=True)
     with C.stub(work, a.latency_ms, tag) as s:
         cmd = [*C.memgauge_cmd(), *C.run_args(wl, s.base_url, out, a.concurrency, extra=flags)]
         if a.wait_quiet > 0:
             C.wait_quiet(a.wait_quiet)
-        m = C.measure(cmd)
+        m = C.measure(cmd, env=dict(os.environ, MEMGAUGE_RAY_PHASES=str(stamps)))
     st = s.final or {}
     rec = C.count_records(out)
     window = st.get("active_window_s")
@@ -68,10 +95,24 @@ def _one(work: Path, wl: C.Workload, a: argparse.Namespace, mode: str, flags: li
            "outside_window_s": round(m.wall_s - window, 2) if window else None,
            **C.run_columns(m, st, rec["ok"]),
            "command": C.shell_quote(cmd)}
+    if stamps.is_file():
+        row["phases_s"] = _steps(json.loads(stamps.read_bytes()), m.t_start, m.t_start + m.wall_s)
     C.note_failure(row, m)
     print(f"{mode} r{rep + 1}: {row['wall_s']} s, {row['ok']} ok, window {window} s",
           flush=True)
     return row
+
+
+def _steps(stamps: dict, t_start: float, t_end: float) -> dict[str, float | None]:
+    """Seconds per step of STEPS from one run's stamps (driver's and tasks' wall clocks)."""
+    at = {name: t for name, t in stamps["driver"]}
+    tasks = [dict(marks) for marks in stamps["tasks"].values()]
+    sends = [t["task first send"] for t in tasks if "task first send" in t]
+    answered = [t["task answered"] for t in tasks if "task answered" in t]
+    at |= {"start": t_start, "exit": t_end, "first send": min(sends, default=None),
+           "answered": max(answered, default=None)}
+    return {name: (round(at[b] - at[a], 3) if at.get(a) and at.get(b) else None)
+            for name, a, b in STEPS}
 
 
 def _transport(records: Path, repeats: int) -> dict:
@@ -131,6 +172,15 @@ def _append_lines(folder: str, lines: list[bytes]) -> None:
         os.close(fd)
 
 
+def _median_steps(rows: list[dict]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for name, _, _ in STEPS:
+        values = [r["phases_s"][name] for r in rows
+                  if r.get("phases_s") and r["phases_s"].get(name) is not None]
+        out[name] = round(statistics.median(values), 3) if values else None
+    return out
+
+
 def _median(rows: list[dict], mode: str, key: str) -> float | None:
     values = [r[key] for r in rows if r["mode"] == mode and r.get(key) is not None]
     return round(statistics.median(values), 2) if values else None
@@ -142,46 +192,78 @@ def main() -> None:
     C.add_common_args(p, "ray_overhead", repeats=3)
     p.add_argument("--items", type=int, default=2000)
     p.add_argument("--concurrency", type=int, default=64)
+    p.add_argument("--cpu-bound", action="store_true",
+                   help="stub latency 0: the harness's CPU bounds the run (1 -> 2 scaling)")
+    p.add_argument("--modes", default=",".join([*MODES, COLD[0]]),
+                   help="comma-separated subset of: " + ", ".join([*MODES, COLD[0]]))
     p.add_argument("--transport-only", type=Path, default=None, metavar="RECORDS",
                    help="only time the two ways records reach the folder, with these lines")
     a = p.parse_args()
     if a.transport_only:
         print(_transport(a.transport_only, 5))
         return
+    modes = [m.strip() for m in a.modes.split(",") if m.strip()]
+    unknown = sorted(set(modes) - {*MODES, COLD[0]})
+    if unknown:
+        sys.exit(f"bench: unknown --modes {', '.join(unknown)}")
+    if a.cpu_bound:
+        a.latency_ms = 0.0
+        if a.name == "ray_overhead":
+            a.name = "ray_overhead_cpu"
     C.require_tools()
     ray = _ray_cli()
     work = a.work.resolve()
     wl = C.workload_tiny(work, a.items)
     rows: list[dict] = []
+    joined = [m for m in MODES if m in modes]
     subprocess.run([ray, "start", "--head", "--num-cpus", "2", "--include-dashboard=false",
                     "--disable-usage-stats"], check=True, capture_output=True)
     try:
         for rep in range(a.repeats):
-            for mode, flags in MODES.items():
-                rows.append(_one(work, wl, a, mode, flags, rep))
+            for mode in joined:
+                rows.append(_one(work, wl, a, mode, MODES[mode], rep))
     finally:
         subprocess.run([ray, "stop"], check=False, capture_output=True)
-    rows.append(_one(work, wl, a, *COLD, 0))
-    transport = _transport(work / "runs" / f"{a.name}_ray-t1_r0" / "records.jsonl", 5)
+    if COLD[0] in modes:
+        rows.append(_one(work, wl, a, *COLD, 0))
+    t1_records = work / "runs" / f"{a.name}_ray-t1_r0" / "records.jsonl"
+    transport = _transport(t1_records, 5) if t1_records.is_file() else None
 
     summary = {mode: {"wall_s": _median(rows, mode, "wall_s"),
                       "window_s": _median(rows, mode, "active_window_s"),
                       "outside_window_s": _median(rows, mode, "outside_window_s"),
                       "cpu_ms_per_item": _median(rows, mode, "harness_cpu_ms_per_item")}
-               for mode in [*MODES, COLD[0]]}
+               for mode in modes}
+    phases = {mode: _median_steps([r for r in rows if r["mode"] == mode])
+              for mode in modes if mode.startswith("ray")}
 
     def over(ray_mode: str, local_mode: str, key: str) -> float | None:
+        if ray_mode not in summary or local_mode not in summary:
+            return None
         r, loc = summary[ray_mode][key], summary[local_mode][key]
         return round(100 * (r - loc) / loc, 1) if r and loc else None
+
+    def scaling(one: str, two: str, key: str) -> float | None:
+        if one not in summary or two not in summary:
+            return None
+        a1, a2 = summary[one][key], summary[two][key]
+        return round(a1 / a2, 2) if a1 and a2 else None
 
     overhead = {"ray-t1 vs local": {k: over("ray-t1", "local", k) for k in ("wall_s", "window_s")},
                 "ray-t2 vs local-w2": {k: over("ray-t2", "local-w2", k)
                                        for k in ("wall_s", "window_s")}}
+    speedup = {"local 1 -> 2 workers": {k: scaling("local", "local-w2", k)
+                                        for k in ("wall_s", "window_s")},
+               "ray 1 -> 2 tasks": {k: scaling("ray-t1", "ray-t2", k)
+                                    for k in ("wall_s", "window_s")}}
     result = {"bench": "ray_overhead", "machine": C.machine(),
               "workload": {"data": C.rel(wl.data), **wl.info}, "items": a.items,
               "concurrency": a.concurrency, "latency_ms": a.latency_ms,
-              "offered_items_per_s": a.concurrency / (a.latency_ms / 1000),
-              "summary": summary, "overhead_pct": overhead,
+              "offered_items_per_s": (a.concurrency / (a.latency_ms / 1000)
+                                      if a.latency_ms > 0 else None),
+              "cpu_bound": a.cpu_bound, "summary": summary, "overhead_pct": overhead,
+              "speedup_1_to_2": speedup, "phases_s": phases,
+              "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
               "target_overhead_pct": TARGET_OVERHEAD_PCT, "record_transport": transport,
               "runs": rows,
               "command_line": C.shell_quote([sys.executable, *sys.argv])}
@@ -194,13 +276,22 @@ def main() -> None:
     med = [{"mode": m, **v} for m, v in summary.items()]
     med_cols = [("mode", "mode"), ("wall_s", "median wall s"), ("window_s", "median window s"),
                 ("outside_window_s", "median outside s"), ("cpu_ms_per_item", "CPU ms/item")]
+    step_rows = [{"step": name, **{m: phases[m].get(name) for m in phases}}
+                 for name, _, _ in STEPS]
+    step_cols = [("step", "step (median s)"), *((m, m) for m in phases)]
     lines = [f"### {a.name}", "", C.md_table(rows, cols), "", C.md_table(med, med_cols), "",
              (f"Overhead (median, % over the local counterpart): {overhead}; "
               f"target <= {TARGET_OVERHEAD_PCT:g} %."), "",
-             (f"Records to the folder ({transport['records']} lines, {transport['bytes']:,} "
-             f"bytes; median of {transport['repeats']}): the task appends them "
-             f"{transport['task_writes_s']} s; returned to the driver, which appends them "
-             f"{transport['driver_writes_s']} s.")]
+             f"Speed-up 1 -> 2 processes (median 1 / median 2): {speedup}.", ""]
+    if phases:
+        lines += ["Where a ray run's time goes (median s per step, process start to exit):", "",
+                  C.md_table(step_rows, step_cols), ""]
+    if transport:
+        lines.append(
+            f"Records to the folder ({transport['records']} lines, {transport['bytes']:,} "
+            f"bytes; median of {transport['repeats']}): the task appends them "
+            f"{transport['task_writes_s']} s; returned to the driver, which appends them "
+            f"{transport['driver_writes_s']} s.")
     print(C.write_markdown(work, a.name, lines, path))
 
 

@@ -242,14 +242,96 @@ def test_the_response_cache_works_from_the_tasks(tmp_path, ray_local):
     data = write_memlens(tmp_path, n)
     cache = str(tmp_path / "cache.sqlite")
     with StubServer(answer=colour_answer) as stub:
+        sent = []
         for out in ("cold", "warm"):
             res = Runner(_config(tmp_path, data, stub.base_url, out, cache=True,
                                  cache_path=cache, executor="ray", workers=2)).run_sync()
             assert res.ok == n
-        assert len(stub.requests) == n  # the warm run asked nothing
+            sent.append(len(stub.requests))
+    # the warm run asked nothing. (The cold run's count is not the claim: a worker Ray
+    # restarts under memory pressure resends what was in flight, and the test once failed
+    # on a loaded machine counting n + 1 there.)
+    assert sent[0] >= n and sent[1] == sent[0]
     assert load_manifest(tmp_path / "warm")["cache"] == {
         "enabled": True, "hits_this_invocation": n, "misses_this_invocation": 0}
     assert all(r.response.cached for r in read_records(tmp_path / "warm").values())
+
+
+# -- the start-up: phase stamps, warm-up tasks, failures before the tasks ---------------------
+
+
+def test_the_phase_stamps_show_every_step_with_the_parts_started_after_the_warm_up(
+        tmp_path, ray_local, monkeypatch):
+    stamps_file = tmp_path / "phases.json"
+    monkeypatch.setenv("MEMGAUGE_RAY_PHASES", str(stamps_file))
+    data = write_memlens(tmp_path, 6)
+    with StubServer(answer=colour_answer) as stub:
+        res = Runner(_config(tmp_path, data, stub.base_url, "run", concurrency=2,
+                             executor="ray", workers=2)).run_sync()
+    assert res.ok == 6
+    stamps = json.loads(stamps_file.read_text())
+    driver = dict(stamps["driver"])
+    order = ["run_with_ray", "prepared", "ray.init", "setup", "warm", "submitted",
+             "tasks returned", "finished", "ray.shutdown"]
+    assert [name for name, _ in stamps["driver"] if name != "ray imported"] == order
+    assert driver["run_with_ray"] <= driver["ray imported"] <= driver["ray.init"]
+    assert [driver[k] for k in order] == sorted(driver[k] for k in order)
+    assert sorted(stamps["tasks"]) == ["0", "1"]
+    for marks in stamps["tasks"].values():
+        task = dict(marks)
+        # each part began once its warm-up was done, and answered after its own setup
+        assert driver["warm"] <= task["task start"] <= task["task setup"]
+        assert task["task setup"] <= task["task first send"] <= task["task answered"]
+        assert task["task answered"] <= driver["tasks returned"]
+
+
+def test_without_the_variable_no_stamps_are_written(tmp_path, ray_local, monkeypatch):
+    monkeypatch.delenv("MEMGAUGE_RAY_PHASES", raising=False)
+    monkeypatch.chdir(tmp_path)
+    data = write_memlens(tmp_path, 2)
+    with StubServer(answer=colour_answer) as stub:
+        Runner(_config(tmp_path, data, stub.base_url, "run", executor="ray")).run_sync()
+    assert not list(tmp_path.rglob("*phases*"))
+
+
+def test_an_endpoint_failure_before_the_tasks_is_the_local_error_and_leaves_nothing_running(
+        tmp_path, ray_local):
+    data = write_memlens(tmp_path, 2)
+    closed = "http://127.0.0.1:9/v1"  # nothing listens: the pre-flight fails
+    with pytest.raises(MemgaugeError) as local:
+        Runner(_config(tmp_path, data, closed, "local")).run_sync()
+    with pytest.raises(MemgaugeError) as ray_run:
+        Runner(_config(tmp_path, data, closed, "ray", executor="ray", workers=2)).run_sync()
+    assert type(ray_run.value) is type(local.value)
+    assert str(ray_run.value) == str(local.value).replace(str(tmp_path / "local"),
+                                                          str(tmp_path / "ray"))
+    assert not [t for t in threading.enumerate() if t.name == "ray-import" and t.is_alive()]
+    assert not (tmp_path / "ray" / "records.jsonl").exists()
+    with StubServer(answer=colour_answer) as stub:  # the folder was left unlocked
+        res = Runner(_config(tmp_path, data, stub.base_url, "ray", executor="ray")).run_sync()
+    assert res.ok == 2
+
+
+def test_a_configuration_error_does_not_import_ray(tmp_path):
+    pytest.importorskip("ray")
+    data = write_memlens(tmp_path, 1)
+    # in a fresh interpreter: this test process may have imported Ray already
+    code = ("import sys\n"
+            "from memgauge.errors import ConfigError\n"
+            "from memgauge.runner import RunConfig\n"
+            "try:\n"
+            f"    RunConfig(bench='memlens', data={str(data)!r}, out={str(tmp_path / 'r')!r},\n"
+            "              model='openai:m', base_url='http://127.0.0.1:9/v1', executor='ray',\n"
+            "              ray_address='10.0.0.1:6379').check()\n"
+            "except ConfigError as exc:\n"
+            "    print('refused:', exc)\n"
+            "print('ray imported:', 'ray' in sys.modules)\n")
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert "refused: --ray-address '10.0.0.1:6379'" in out
+    assert "ray imported: False" in out  # `import ray` (~0.5 s) waits for a run that starts
 
 
 # -- errors before anything runs (no Ray needed) ----------------------------------------------

@@ -31,15 +31,39 @@ if TYPE_CHECKING:
 INSTALL_HINT = 'pip install "memgauge[ray]"'
 TASK_RETRIES = 2  # Ray re-runs a task whose worker process died this many times
 _POLL_S = 0.2
+PHASES_ENV = "MEMGAUGE_RAY_PHASES"  # a file: the driver writes its and the tasks' stamps there
+
+
+class Phases:
+    """Wall-clock stamps (time.time(): tasks on other nodes have other monotonic clocks) of
+    the steps of a Ray run, to see where its fixed cost goes (bench/ray_overhead.py)."""
+
+    def __init__(self) -> None:
+        self.marks: list[tuple[str, float]] = []
+
+    def mark(self, name: str) -> None:
+        self.marks.append((name, time.time()))
+
+    def report(self, tasks: dict[int, list[tuple[str, float]]]) -> None:
+        """Written as JSON to the file MEMGAUGE_RAY_PHASES names, when it is set."""
+        path = os.environ.get(PHASES_ENV)
+        if not path:
+            return
+        import orjson
+
+        stamps = {"driver": self.marks, "tasks": {str(k): v for k, v in sorted(tasks.items())}}
+        with contextlib.suppress(OSError):  # a diagnostic: never the run's failure
+            Path(path).write_bytes(orjson.dumps(stamps))
 
 
 def require_ray() -> None:
-    """A ConfigError naming the extra when Ray is not installed (before anything runs)."""
-    try:
-        import ray  # noqa: F401
-    except ImportError:
+    """A ConfigError naming the extra when Ray is not installed (before anything runs).
+    Found, not imported: ``import ray`` (about 0.5 s) happens on RayStart's thread."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
         raise ConfigError(f"--executor ray needs Ray, which is not installed: "
-                          f"{INSTALL_HINT}") from None
+                          f"{INSTALL_HINT}")
 
 
 def check_ray_config(config: RunConfig) -> None:
@@ -66,18 +90,92 @@ def task_path(run_dir: Path, k: int) -> Path:
 
 
 def run_with_ray(runner: Runner) -> RunResult:
-    import ray
-
-    started_here = not ray.is_initialized()
-    if started_here:
-        # address None: Ray's own default (RAY_ADDRESS, else a local instance)
-        ray.init(address=runner.config.ray_address, include_dashboard=False,
-                 log_to_driver=True)
+    phases = Phases()
+    phases.mark("run_with_ray")
+    start = RayStart(runner.config, _task_count(runner.config)[0], phases)
     try:
-        return _drive(runner)
+        return _drive(runner, start, phases)
     finally:
-        if started_here:
+        start.stop()
+        phases.mark("ray.shutdown")
+        phases.report(start.task_phases)
+
+
+class RayStart:
+    """``import ray`` on a thread started before the driver prepares the run (it takes about
+    0.5 s, and the driver's checks of the folder and the endpoints wait on files and
+    sockets meanwhile); then, on the driver's thread (where Ray sets its SIGTERM handler),
+    ``ray.init`` and one warm-up task per part (design 0033)."""
+
+    WARM_WAIT_S = 30.0  # a warm-up still queued then (a full cluster): submit anyway
+
+    def __init__(self, config: RunConfig, tasks: int, phases: Phases) -> None:
+        self.config, self.tasks, self.phases = config, tasks, phases
+        self.started_here = False
+        self.connected = False
+        self.error: BaseException | None = None
+        self.warm: list[Any] = []
+        self.task_phases: dict[int, list[tuple[str, float]]] = {}
+        self._thread = threading.Thread(target=self._import, name="ray-import", daemon=True)
+        self._thread.start()
+
+    def _import(self) -> None:
+        try:
+            import ray  # noqa: F401
+
+            self.phases.mark("ray imported")
+        except BaseException as exc:  # noqa: BLE001 - raised in the driver by connect()
+            self.error = exc
+
+    def connect(self) -> Any:
+        """Ray, initialised, with the warm-up tasks submitted (once)."""
+        import ray
+
+        if self.connected:
+            return ray
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+        if not ray.is_initialized():
+            # address None: Ray's own default (RAY_ADDRESS, else a local instance)
+            ray.init(address=self.config.ray_address, include_dashboard=False,
+                     log_to_driver=True)
+            self.started_here = True
+        self.phases.mark("ray.init")
+        self.connected = True
+        warm = ray.remote(num_cpus=1, max_retries=0)(warm_up)
+        self.warm = [warm.remote(self.config) for _ in range(self.tasks)]
+        return ray
+
+    def ready(self) -> Any:
+        """Ray, once the warm-up tasks are done (their workers idle: the parts land there)."""
+        ray = self.connect()
+        if self.warm:
+            ray.wait(self.warm, num_returns=len(self.warm), timeout=self.WARM_WAIT_S)
+            self.warm = []  # no reference may outlive ray.shutdown()
+        self.phases.mark("warm")
+        return ray
+
+    def stop(self) -> None:
+        """Leave no Ray behind that this run started, also when the driver failed first."""
+        self._thread.join()
+        if self.started_here:
+            import ray
+
             ray.shutdown()
+
+
+def warm_up(config: RunConfig) -> int:
+    """A warm-up task: import what a part's task will use (memgauge, the benchmark's,
+    system's and model's modules), in the worker process the part will then run in."""
+    from ..registry import lookup
+    from ._execute import Runner
+
+    Runner(config)
+    for kind, name in (("benchmark", config.bench), ("system", config.system),
+                       ("model", config.model.partition(":")[0])):
+        lookup(kind, name)
+    return os.getpid()
 
 
 def _task_count(config: RunConfig) -> tuple[int, str | None]:
@@ -92,9 +190,7 @@ def _task_count(config: RunConfig) -> tuple[int, str | None]:
     return asked, None
 
 
-def _drive(runner: Runner) -> RunResult:
-    import ray
-
+def _drive(runner: Runner, start: RayStart, phases: Phases) -> RunResult:
     from ..models.openai_compat import redact_urls
     from ._execute import RunResult
     from ._workers import _bench_manifest, _judge_earlier, _merge_bench, _merge_cache
@@ -102,7 +198,10 @@ def _drive(runner: Runner) -> RunResult:
     config = runner.config
     n, why = _task_count(config)
     prep = runner.prepare()
+    phases.mark("prepared")
+    start.connect()  # the warm-up tasks' workers start while the driver sets up
     s = runner.setup(with_cache=False)  # describes the run (and checks the endpoints)
+    phases.mark("setup")
     manifest = runner.initial_manifest(s, prep)
     manifest["execution"] = {"executor": "ray", "tasks": n,
                              "ray_address": redact_urls(config.ray_address)}
@@ -111,16 +210,18 @@ def _drive(runner: Runner) -> RunResult:
         task_path(run_dir, k).unlink(missing_ok=True)
     hashed: dict[str, Any] = {}
     hasher = threading.Thread(target=_bench_manifest, args=(s, hashed), daemon=True)
-    hasher.start()
     result = RunResult(run_dir=run_dir, skipped=len(prep.done_ok), workers=n,
                        total=runner.expected_todo(s.bench, prep))
     if why:
         result.notes.append(why)
     tail = _RecordTail(run_dir)
+    ray = start.ready()
     remote = ray.remote(num_cpus=1, max_retries=TASK_RETRIES,
                         retry_exceptions=False)(answer_part)
     # --concurrency is the run's total: each task keeps its share in flight
     refs = [remote.remote(_task_config(config, k, n), prep.done_ok, k, n) for k in range(n)]
+    phases.mark("submitted")
+    hasher.start()  # only now: reading and hashing the inputs slowed the workers' start
     reports: dict[int, dict[str, Any]] = {}
     lost: list[str] = []
     interrupted: BaseException | None = None
@@ -142,6 +243,8 @@ def _drive(runner: Runner) -> RunResult:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref, force=True)
             break
+    phases.mark("tasks returned")
+    start.task_phases = {k: r.get("phases", []) for k, r in reports.items()}
     tail.progress(runner, result)
     for k in range(n):
         task_path(run_dir, k).unlink(missing_ok=True)
@@ -161,6 +264,7 @@ def _drive(runner: Runner) -> RunResult:
     if s.judging is not None and complete:
         asyncio.run(_judge_earlier(runner, s, manifest, prep.done_ok))
     runner.finish(manifest, bench_manifest, cache=_merge_cache(ordered))
+    phases.mark("finished")
     result.wall_s = time.perf_counter() - prep.t_start
     if interrupted is not None:
         raise interrupted
@@ -183,6 +287,8 @@ def _task_config(config: RunConfig, k: int, n: int) -> RunConfig:
 
 def answer_part(config: RunConfig, done_ok: frozenset[str], k: int, n: int) -> dict[str, Any]:
     """One Ray task: answer part k of n (the body of the remote function)."""
+    phases = Phases()
+    phases.mark("task start")
     import traceback
 
     from ..benchmarks._base import set_background_hashing
@@ -196,7 +302,9 @@ def answer_part(config: RunConfig, done_ok: frozenset[str], k: int, n: int) -> d
             done_ok = done_ok | done_on_disk(runner.run_dir)
         _write_task_file(path, {"pid": os.getpid(), "node": _node_id()})
         set_background_hashing(False)  # the driver hashes the inputs
+        phases.mark("task imported")
         setup = runner.setup()
+        phases.mark("task setup")
         result = RunResult(run_dir=runner.run_dir)
 
         async def main() -> float | None:
@@ -207,8 +315,12 @@ def answer_part(config: RunConfig, done_ok: frozenset[str], k: int, n: int) -> d
             return first
 
         first = asyncio.run(main())
+        phases.mark("task answered")
         first_wall = None if first is None else time.time() - (time.monotonic() - first)
+        if first_wall is not None:
+            phases.marks.append(("task first send", first_wall))
         return {"first_send_wall": first_wall, "cache": setup.cache_summary(),
+                "phases": sorted(phases.marks, key=lambda m: m[1]),
                 "stats": _stats(setup), "node": _node_id(),
                 "counts": [result.done, result.ok, result.errors]}
     except Exception as exc:  # noqa: BLE001 - reported to the driver, which raises it
