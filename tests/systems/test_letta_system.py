@@ -269,10 +269,16 @@ def _run(tmp_path: Any, bench: Any, base_url: str, name: str,
 
 
 def test_a_run_stores_every_session_answers_every_question_and_deletes_every_agent(
-        tmp_path, letta, stub):
-    bench = _synth(tmp_path)
-    done, out = _run(tmp_path, bench, letta.base_url, "ok", stub.base_url)
+        tmp_path, stub, monkeypatch):
+    monkeypatch.setenv("LETTA_API_KEY", "s3cret-letta-token")  # the default token_env
+    with LettaStandIn(token="s3cret-letta-token") as letta:
+        bench = _synth(tmp_path)
+        done, out = _run(tmp_path, bench, letta.base_url, "ok", stub.base_url)
     assert done.exit_code == 0, done.output
+    for written in out.rglob("*"):  # the token is sent, never recorded
+        assert not written.is_file() or b"s3cret-letta-token" not in written.read_bytes()
+    described = json.loads((out / "manifest.json").read_text())["system"]
+    assert described["name"] == "letta" and described["server"]["version"] == "0.16.8"
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     assert len(records) == 2 and all(r["status"] == "ok" for r in records)
     assert all(r["response"]["retrieved"] for r in records)
