@@ -121,6 +121,30 @@ def test_rotations_are_one_question_debiased_and_all_rotations() -> None:
     assert lo < gate.accuracy < hi
 
 
+def test_a_question_missing_rotations_is_incomplete_not_debiased() -> None:
+    """A run cut short (or under --limit) asked 3 of a question's 4 rotations: the mean over
+    them is not its debiased EM (gold at D was never asked), so it is left out and counted."""
+    from memgauge.analysis._xy import rotation_summary
+
+    def rotation(base: str, k: int, value: float) -> Record:
+        rec = _record(f"{base}:r{k}", value)
+        rec.meta.update({"base_question_id": base, "rotation": k, "rotations": 4})
+        return rec
+
+    recs = ([rotation("t:q1", k, 1.0) for k in range(1, 5)]
+            + [rotation("t:q2", k, 1.0) for k in range(1, 4)])
+    scores = {q.base_id: q for q in question_scores(recs)}
+    assert scores["t:q1"].value == 1.0 and scores["t:q2"].value is None
+    assert chance_gate("g", recs).n_incomplete == 1
+    summary = rotation_summary(recs, "rule")
+    assert summary["n_questions"] == 1 and summary["incomplete_questions"] == 1
+    assert summary["debiased_em"] == 1.0
+    # records written before the count was kept: every rotation present is all there is
+    for rec in recs:
+        del rec.meta["rotations"]
+    assert rotation_summary(recs, "rule")["incomplete_questions"] == 0
+
+
 def test_all_errors_fail_and_no_options_is_not_applicable() -> None:
     assert chance_gate("g", [_record("q:r1", None)]).verdict == "FAIL"
     open_q = _record("q", 1.0).model_copy(update={"meta": {}})

@@ -342,6 +342,23 @@ def test_run_end_to_end_with_a_replay_model(tmp_path, episodes):
     assert tables["xy"]["run · MCQ (debiased EM)"]["X4"]["Y3"]["accuracy"] == 0.75
 
 
+def test_a_limit_through_a_questions_rotations_leaves_it_incomplete(tmp_path, episodes):
+    """--limit 6 asks Card_Task's four rotations and its open twin, then Demo_Task's first
+    rotation only: that question is incomplete, not valued at one rotation's letter."""
+    preds = {q.question_id: q.answer for ep in episodes.values() for q in ep.questions}
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["run", "--bench", "memeye", "--data", str(FIXTURE),
+                                 "--model", f"replay:{write_preds(tmp_path, preds)}",
+                                 "--limit", "6", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    records = [Record.model_validate_json(x) for x in
+               (out / "records.jsonl").read_text().splitlines()]
+    assert {r.meta.get("rotations") for r in records if "rotation" in r.meta} == {4}
+    rep = runner.invoke(app, ["report", str(out), "--format", "json"])
+    rot = json.loads(rep.output)["tables"]["rotations"]["run"]
+    assert rot["n_questions"] == 1 and rot["incomplete_questions"] == 1
+
+
 def test_judge_rubric_auto_picks_the_memeye_five_levels_for_open_questions(tmp_path,
                                                                             episodes):
     from memgauge.scoring._judge_run import JudgeOptions, JudgePipeline

@@ -28,7 +28,7 @@ from typing import Any
 
 from memgauge.analysis._clues import record_cells
 from memgauge.analysis._gates import FAIL, NOT_APPLICABLE, PASS, Verdict
-from memgauge.analysis._xy import LETTER_SCORER
+from memgauge.analysis._xy import LETTER_SCORER, rotations_missing
 from memgauge.schema import Record
 
 __all__ = [
@@ -88,7 +88,8 @@ def question_scores(records: Iterable[Record], primary: str | None = None
     out = []
     for qid, recs in groups.items():
         scored = [_score_of(r, primary) for r in recs]
-        values = [v for v in scored if v is not None] if None not in scored else []
+        complete = None not in scored and not rotations_missing(recs)
+        values = [v for v in scored if v is not None] if complete else []
         n_options = [len(r.meta["options"]) for r in recs
                      if isinstance(r.meta.get("options"), list) and r.meta["options"]]
         out.append(QuestionScore(

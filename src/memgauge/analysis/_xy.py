@@ -71,6 +71,15 @@ def is_rotation(r: Record) -> bool:
     return isinstance(r.meta.get("rotation"), int) and bool(r.meta.get("base_question_id"))
 
 
+def rotations_missing(rotations: Sequence[Record]) -> bool:
+    """Fewer rotations than the question has (``meta.rotations``, written since issue 17):
+    a run cut short or under ``--limit`` asked only some, and a mean over those is not the
+    debiased EM (the gold sits at the missing positions)."""
+    expected = rotations[0].meta.get("rotations") if rotations else None
+    asked = {r.meta.get("rotation") for r in rotations}
+    return isinstance(expected, int) and len(asked) < expected
+
+
 def rotation_groups(records: Iterable[Record]) -> dict[str, list[Record]]:
     groups: dict[str, list[Record]] = {}
     for r in records:
@@ -91,7 +100,7 @@ def question_units(records: Sequence[Record], primary: str | None) -> tuple[list
     incomplete = 0
     for base, rots in rotation_groups(records).items():
         values = [_letter_score(r, primary) if r.status == "ok" else None for r in rots]
-        if any(v is None for v in values):
+        if any(v is None for v in values) or rotations_missing(rots):
             incomplete += 1
             continue
         scores = [float(v) for v in values if v is not None]

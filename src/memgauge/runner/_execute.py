@@ -513,7 +513,7 @@ def _record_meta(episode: Episode, question: Question,
         meta["options"] = question.options  # extract-then-match rescoring needs them
     if isinstance(question.meta.get("game"), dict):
         meta["game"] = question.meta["game"]  # game scoring and the game report (design 0032)
-    for key in ("base_question_id", "rotation", "xy_cells"):  # MemEye rotations, cells (0036)
+    for key in ("base_question_id", "rotation", "rotations", "xy_cells"):  # MemEye (0036)
         if key in question.meta:
             meta[key] = question.meta[key]
     depth = evidence_depth(episode, question)
