@@ -312,6 +312,30 @@ def test_an_endpoint_failure_before_the_tasks_is_the_local_error_and_leaves_noth
     assert res.ok == 2
 
 
+def test_a_run_that_starts_its_own_ray_shuts_it_down_and_exits_cleanly(tmp_path):
+    """The path of a real `memgauge run`: Ray started by the run, disconnected on a thread
+    while the final manifest is written (an ObjectRef freed after that would end the
+    process with an error)."""
+    pytest.importorskip("ray")
+    import subprocess
+
+    n = 6
+    data = write_memlens(tmp_path, n)
+    out = tmp_path / "run"
+    env = dict(os.environ, RAY_ADDRESS="local")  # a Ray of its own, never a registered one
+    with StubServer(answer=colour_answer) as stub:
+        proc = subprocess.run(
+            [sys.executable, "-m", "memgauge.cli", "run", "--bench", "memlens", "--data",
+             str(data), "--image-dir", str(tmp_path), "--out", str(out), "--model",
+             "openai:stub-vlm", "--base-url", stub.base_url, "--no-cache", "--executor", "ray",
+             "--workers", "2"], check=False, capture_output=True, text=True, env=env,
+            timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "already been shutdown" not in proc.stderr
+    assert f"{n} answered now ({n} ok, 0 errors)" in proc.stdout + proc.stderr
+    assert load_manifest(out)["status"] == {"records": n, "ok": n, "errors": 0}
+
+
 def test_a_configuration_error_does_not_import_ray(tmp_path):
     pytest.importorskip("ray")
     data = write_memlens(tmp_path, 1)
