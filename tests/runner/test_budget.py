@@ -364,3 +364,23 @@ def test_a_run_s_own_judge_counts_toward_its_budget_and_needs_a_price(tmp_path):
     assert list(read_records(tmp_path / "limited")) == [first.question_id]
     led = load_manifest(tmp_path / "reference")["ledger"]
     assert led["judge_tokens"] > 0 and led["judges"]["openai:j"]["calls"] == 4
+
+
+def test_score_without_prices_keeps_the_answers_dollars_in_the_manifest_ledger(tmp_path):
+    from datasets import write_memlens
+
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"openai:m": {"input": 1, "output": 1}}))
+    data = write_memlens(tmp_path, 2)
+    run_dir = tmp_path / "run"
+    with StubServer(answer=_judge_reply) as stub:
+        res = CliRunner().invoke(app, [
+            "run", "--bench", "memlens", "--data", str(data), "--image-dir", str(tmp_path),
+            "--model", "openai:m", "--base-url", stub.base_url, "--context-mode", "text",
+            "--no-cache", "--prices", str(prices), "--out", str(run_dir)])
+        assert res.exit_code == 0, res.output
+        usd = load_manifest(run_dir)["ledger"]["usd"]
+        assert _score(run_dir, stub).exit_code == 0
+    led = load_manifest(run_dir)["ledger"]
+    assert led["usd"] == usd and led["judge_tokens"] > 0
+    assert "usd" not in led["judges"]["openai:j"]  # no price given to score

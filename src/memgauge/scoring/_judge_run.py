@@ -264,12 +264,12 @@ def note_spend(manifest: dict[str, Any], records: list[Record], budget: Any = No
     from ..ledger import ledger_of
 
     ledger = ledger_of(records)
-    if budget is not None:
+    if budget is not None and budget.prices is not None:
         manifest["ledger"] = ledger.to_dict(budget.price, budget.prices)
-        if budget.active:
-            manifest["score_budget"] = budget.describe(ledger)
-    elif "ledger" in manifest or ledger.judges:  # the answers' dollars, if any, stay
+    elif "ledger" in manifest or ledger.judges:  # no prices: the answers' dollars stay
         manifest["ledger"] = {**manifest.get("ledger", {}), **ledger.to_dict()}
+    if budget is not None and budget.active:
+        manifest["score_budget"] = budget.describe(ledger)
 
 
 def record_judging(manifest: dict[str, Any], pipeline: JudgePipeline,
