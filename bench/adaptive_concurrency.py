@@ -9,12 +9,18 @@ client's retries, and the level the client settled on (AIMD only).
 
     python3 bench/adaptive_concurrency.py                 # 400 requests, c=32, capacity 4
     python3 bench/adaptive_concurrency.py --capacity 8 --concurrency 64
+    python3 bench/adaptive_concurrency.py --arms on,halving,off --repeats 3
+
+Arms: ``on`` (AIMD as shipped), ``halving`` (the first rule of design 0034: halve on a
+429, climb back by windows only), ``off`` (``--no-adaptive-concurrency``). With
+``--repeats N`` the arms are interleaved, one of each per round.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import statistics
 import threading
@@ -23,6 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from memgauge.models import ModelSettings, OpenAICompatModel
+from memgauge.models._aimd import AdaptiveLimit
 from memgauge.models._base import GenerateConfig, Message, ModelError, TextPart
 
 
@@ -82,10 +89,14 @@ def serve(state: Capacity) -> ThreadingHTTPServer:
     return server
 
 
-async def drive(base_url: str, n: int, concurrency: int, adaptive: bool) -> dict[str, Any]:
+async def drive(base_url: str, n: int, concurrency: int, arm: str) -> dict[str, Any]:
     model = OpenAICompatModel("bench", ModelSettings(
-        base_url=base_url, concurrency=concurrency, adaptive_concurrency=adaptive,
+        base_url=base_url, concurrency=concurrency, adaptive_concurrency=arm != "off",
         max_attempts=50, retry_base_s=0.01, retry_cap_s=0.2))
+    if arm == "halving":
+        first_rule = dataclasses.replace(model._limits[0].settings, backoff=0.5,
+                                         slow_start=False)
+        model._limits = [AdaptiveLimit(first_rule)]
     levels: list[int] = []
     failed = 0
     sem = asyncio.Semaphore(concurrency)  # the runner's gate
@@ -117,21 +128,28 @@ def main() -> None:
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--capacity", type=int, default=4)
     p.add_argument("--latency-ms", type=float, default=50.0)
+    p.add_argument("--arms", default="on,off", help="comma-separated: on, halving, off")
+    p.add_argument("--repeats", type=int, default=1)
     a = p.parse_args()
+    arms = [x.strip() for x in a.arms.split(",") if x.strip()]
+    unknown = sorted(set(arms) - {"on", "halving", "off"})
+    if unknown:
+        p.error(f"unknown arm(s) {', '.join(unknown)}; use on, halving, off")
     rows = []
-    for adaptive in (True, False):
-        state = Capacity(a.capacity, a.latency_ms / 1000)
-        server = serve(state)
-        try:
-            url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-            out = asyncio.run(drive(url, a.requests, a.concurrency, adaptive))
-        finally:
-            server.shutdown()
-            server.server_close()
-        ideal = a.requests * a.latency_ms / 1000 / a.capacity
-        rows.append({"adaptive": adaptive, "429s": state.refused, "ideal_s": round(ideal, 2),
-                     **out})
-    keys = ["adaptive", "wall_s", "ideal_s", "429s", "retries", "failed", "settled_level", "min",
+    for _ in range(a.repeats):
+        for arm in arms:
+            state = Capacity(a.capacity, a.latency_ms / 1000)
+            server = serve(state)
+            try:
+                url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+                out = asyncio.run(drive(url, a.requests, a.concurrency, arm))
+            finally:
+                server.shutdown()
+                server.server_close()
+            ideal = a.requests * a.latency_ms / 1000 / a.capacity
+            rows.append({"arm": arm, "429s": state.refused, "ideal_s": round(ideal, 2),
+                         **out})
+    keys = ["arm", "wall_s", "ideal_s", "429s", "retries", "failed", "settled_level", "min",
             "final", "decreases", "increases"]
     print("| " + " | ".join(keys) + " |")
     print("|" + "---|" * len(keys))

@@ -95,6 +95,17 @@ def test_after_a_timeout_a_window_of_successes_adds_one_back_up_to_the_ceiling()
     assert lim.describe()["increases"] == 5
 
 
+def test_without_slow_start_a_429_is_climbed_back_by_windows_only():
+    lim = _limit(8, backoff=0.5, slow_start=False)  # the first rule (the bench's "halving")
+    lim.overload("429", lim._epoch)
+    assert lim.level == 4
+    for _ in range(3):
+        lim.success(0.1, lim._epoch)
+    assert lim.level == 4  # a window of 4, not one per success
+    lim.success(0.1, lim._epoch)
+    assert lim.level == 5
+
+
 @pytest.mark.parametrize("kw", [{"backoff": 1.0}, {"backoff": 0.0}, {"struggle_backoff": 1.5}])
 def test_a_backoff_outside_zero_to_one_is_refused(kw):
     with pytest.raises(ValueError, match="backoff"):

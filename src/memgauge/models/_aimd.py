@@ -50,6 +50,7 @@ class AimdSettings:
     slow: float = 0.05
     backoff: float = 0.8
     struggle_backoff: float = 0.5
+    slow_start: bool = True  # False: windows only after a 429 too (the first rule, 0034)
 
 
 class AdaptiveLimit:
@@ -138,7 +139,8 @@ class AdaptiveLimit:
             return  # slow: not a success that earns more in flight
         self._successes += 1
         # slow start back to where the server last refused, then probing by windows
-        below = self._refused_at is not None and self.level < self._refused_at
+        below = (s.slow_start and self._refused_at is not None
+                 and self.level < self._refused_at)
         window = 1 if below else self.level
         if self._successes >= window and self.level < s.ceiling:
             self.level += 1
