@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import random
 import re
 from collections import Counter
 from itertools import combinations, product
@@ -14,8 +15,11 @@ import pytest
 from typer.testing import CliRunner
 
 from memgauge.benchmarks.synth import SynthConfig, generate
-from memgauge.benchmarks.synth._families import keys_clash
+from memgauge.benchmarks.synth._families import base_key, keys_clash
+from memgauge.benchmarks.synth._haystack import STYLED, haystack_session
 from memgauge.benchmarks.synth._memeye_cells import cell_plans, check_questions
+from memgauge.benchmarks.synth._timeline import _variant_subjects
+from memgauge.benchmarks.synth._world import LARGE_WORLD
 from memgauge.cli import app
 from memgauge.errors import ConfigError
 
@@ -292,3 +296,23 @@ def test_fewer_questions_than_cells_or_a_full_cell_is_refused_before_anything_is
     with pytest.raises(ConfigError, match="at least 2"):
         check_questions(["ku_code", "ie_scene"], 1)
     check_questions(["ku_code", "ie_scene"], 2)
+
+
+def test_the_haystack_talks_about_the_subjects_no_plan_names():
+    """The export's chains name a vehicle, locker or app; the haystack speaks the same lines
+    about the free ones (tagged keys that clash with no plan), and only then."""
+    plans = [plan for _, plan, _, _ in cell_plans(0, 24, None)]
+    claimed = set().union(*(p.exclusive for p in plans))
+    world = _variant_subjects(LARGE_WORLD.without({base_key(k) for k in claimed}), claimed)
+    assert world.vehicles and world.lockers and world.app_screens and world.desk_kinds
+    rng = random.Random(0)
+    weights = dict.fromkeys(STYLED, 1)
+    keys = set().union(*(haystack_session(rng, with_image=True, world=world, weights=weights)[1]
+                         for _ in range(400)))
+    for prefix in ("app_ui:parking#", "app_ui:locker#", "app_ui:parcel#", "app_ui:booking#"):
+        assert any(k.startswith(prefix) for k in keys), prefix
+    assert not keys_clash(keys, claimed)
+    # the default timeline (no tags) and the default worlds have none of these subjects
+    untagged = {"app_ui:parking", "app_ui:locker"}
+    assert _variant_subjects(LARGE_WORLD, untagged) is LARGE_WORLD
+    assert not (LARGE_WORLD.vehicles or LARGE_WORLD.lockers or LARGE_WORLD.app_screens)

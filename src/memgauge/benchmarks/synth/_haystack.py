@@ -94,7 +94,10 @@ IMAGE_KINDS = ("receipt", "ticket", "label", "calendar", "schedule", "clock", "c
 STYLE_WEIGHTS = {"label_morning": 1, "article": 1, "booking": 1, "parcel": 1, "parking": 4,
                  "collection": 4, "visitor": 1, "named": 1, "clock_pair": 2, "ticket": 3,
                  "calendar": 2, "arranged": 2, "receipt": 4}
-STYLED = tuple(STYLE_WEIGHTS)
+# Worded like the MemEye export's variants (another vehicle, locker, desk object); open only
+# in a timeline world that lists free subjects for them, so the default haystack is unchanged.
+VARIANT_STYLES = ("parking_of", "locker", "desk", "booking_of", "parcel_of")
+STYLED = (*STYLE_WEIGHTS, *VARIANT_STYLES)
 MENTION_RATE = 0.75  # text-only fillers worded like an image session (image left out)
 _PLACEHOLDER = re.compile(r"\s*<image>")
 
@@ -106,7 +109,10 @@ def _open_styles(world: W.World) -> tuple[str, ...]:
              "parking": "parking" in world.screens, "collection": world.entity_kinds,
              "visitor": _pets(world), "named": _pets(world), "clock_pair": world.activities,
              "ticket": world.events, "calendar": world.appointments,
-             "arranged": world.arranged, "receipt": world.stores}
+             "arranged": world.arranged, "receipt": world.stores,
+             "parking_of": world.vehicles, "locker": world.lockers, "desk": world.desk_kinds,
+             "booking_of": [a for s, a in world.app_screens if s == "booking"],
+             "parcel_of": [a for s, a in world.app_screens if s == "parcel"]}
     return tuple(style for style in STYLED if needs[style])
 
 
@@ -151,6 +157,38 @@ def _styled(rng: random.Random, style: str, world: W.World = W.BASE_WORLD,
                  "fields": [["Level", spot[0]], ["Bay", spot], ["Since", "09:15"]]}
         share = line(rng.choice(["parking_first", "parking_move"]))
         return [share_image(rng, "app_ui", facts, line=share)], {"app_ui:parking"}
+    if style in ("booking_of", "parcel_of"):  # a screen of an app no plan names
+        screen = style.removesuffix("_of")
+        app = rng.choice([a for s, a in world.app_screens if s == screen])
+        ref = W.code(rng, "BK" if screen == "booking" else "PK")
+        fields = ([["Hotel", rng.choice(world.stores)], ["Check-in", str(_day(rng))],
+                   ["Guests", str(rng.randint(1, 4))], ["Reference", ref]] if screen == "booking"
+                  else [["Carrier", rng.choice(["SwiftPost", "ParcelOne", "BoxRoute"])],
+                        ["Status", "In transit"], ["Tracking", ref],
+                        ["Items", str(rng.randint(1, 4))]])
+        facts = {"app": app, "fields": fields, "accent": rng.choice(W.COLOURS),
+                 "title": "Confirmation" if screen == "booking" else "Your parcel"}
+        share = line(screen) if rng.random() < 0.5 else line(
+            "someone_else", owner=rng.choice(W.OWNERS), what=screen)
+        return [share_image(rng, "app_ui", facts, line=share)], {f"app_ui:{screen}#{app}"}
+    if style == "parking_of":
+        vehicle, spot = rng.choice(world.vehicles), rng.choice(W.SPOTS)
+        facts = {"app": "ParkSmart", "title": "Parked", "accent": rng.choice(W.COLOURS),
+                 "fields": [["Level", spot[0]], ["Bay", spot], ["Since", "09:15"]]}
+        share = line(rng.choice(["parking_first_of", "parking_move_of"]), vehicle=vehicle)
+        return [share_image(rng, "app_ui", facts, line=share)], {f"app_ui:parking#{vehicle}"}
+    if style == "locker":
+        place = rng.choice(world.lockers)
+        facts = {"app": "FitLog", "title": "Locker", "accent": "teal", "fields": [
+            ["Locker", f"{rng.choice('ABCD')}{rng.randint(10, 99)}"],
+            ["Code", f"{rng.randint(0, 999999):06d}"]]}
+        share = line(rng.choice(["locker_first", "locker_change"]), place=place)
+        return [share_image(rng, "app_ui", facts, line=share)], {f"app_ui:locker#{place}"}
+    if style == "desk":
+        kind = rng.choice(world.desk_kinds)
+        share = line(rng.choice(["desk_first", "desk_swap"]), kind=kind)
+        return [share_image(rng, "entity", W.entity_identity(rng, kind), line=share)], {
+            f"entity:{kind}"}
     if style in ("collection", "visitor", "named"):
         kind = rng.choice(_pets(world) if style != "collection" else world.entity_kinds)
         facts = W.entity_identity(rng, kind)

@@ -35,17 +35,20 @@ from typing import TYPE_CHECKING
 
 from ...errors import ConfigError
 from ...schema import Ability, AnswerType, BenchmarkInfo, Episode, Question, Session
+from . import _world as W
 from ._families import (
     AR_FAMILY,
     FAMILIES,
+    LOCKERS,
     REFUSAL,
+    VEHICLES,
     QuestionPlan,
     base_key,
     evidence_facts,
     keys_clash,
 )
-from ._haystack import STYLE_WEIGHTS
-from ._world import LARGE_WORLD
+from ._haystack import STYLED
+from ._world import LARGE_WORLD, World
 
 if TYPE_CHECKING:
     from ._generate import Generator
@@ -90,8 +93,13 @@ def timeline_plans(gen: Generator) -> Iterator[tuple[str, QuestionPlan, date, ra
 def evidence_styles(plan: QuestionPlan) -> Counter[str]:
     """How many of ``plan``'s evidence sessions are worded in each haystack style."""
     family, n = plan.family, len(plan.sessions)
+    if family == "ku_update" and any("#" in k for k in plan.exclusive):
+        return Counter({"parking_of": n})  # a variant: the vehicle named
     if family == "ie_previnfo":
-        return Counter({next(iter(plan.exclusive)).removeprefix("app_ui:"): n})
+        key = next(iter(plan.exclusive)).removeprefix("app_ui:")
+        return Counter({f"{base_key(key)}_of" if "#" in key else key: n})
+    if family == "msr_parcels" and any("#" in k for k in plan.exclusive):
+        return Counter({"parcel_of": n})
     return Counter({style: n // len(styles) for styles in [_FAMILY_STYLES.get(family, ())]
                     for style in styles})
 
@@ -103,7 +111,8 @@ _FAMILY_STYLES = {"ie_entity": ("label_morning", "article"), "ie_scene": ("arran
                   "tr_order": ("ticket",), "tr_date": ("calendar",), "ku_update": ("parking",),
                   # the MemEye grid's families (0036) worded in a haystack style
                   "ie_instance": ("named",), "msr_scenes": ("arranged",),
-                  "msr_parcels": ("parcel",), "ku_scene": ("arranged",)}
+                  "msr_parcels": ("parcel",), "ku_scene": ("arranged",), "ku_code": ("locker",),
+                  "ku_instance": ("desk",)}
 
 
 def use_timeline_pool(gen: Generator, plans: list[QuestionPlan]) -> None:
@@ -113,14 +122,33 @@ def use_timeline_pool(gen: Generator, plans: list[QuestionPlan]) -> None:
     of families is not the per-question cycle the default weights mirror)."""
     from ._generate import HaystackPool
 
-    taken = {base_key(k) for plan in plans for k in plan.exclusive}
+    claimed = set().union(*(plan.exclusive for plan in plans))
+    taken = {base_key(k) for k in claimed}
     counts = sum((evidence_styles(plan) for plan in plans), Counter())
-    weights = {style: max(1, counts[style]) for style in STYLE_WEIGHTS}
+    weights = {style: max(1, counts[style]) for style in STYLED}
     pool = HaystackPool(gen.config.seed, gen.store, gen._session_tokens, gen.pool.size,
-                        world=LARGE_WORLD.without(taken), name="timeline-haystack",
+                        world=_variant_subjects(LARGE_WORLD.without(taken), claimed),
+                        name="timeline-haystack",
                         weights=weights)
     pool.store_tokens = gen.pool.store_tokens
     gen.pool = pool
+
+
+def _variant_subjects(world: World, claimed: set[str]) -> World:
+    """``world`` with the variants' subjects no plan claims (a vehicle, a locker, a desk
+    object), so the haystack talks as the export's chains do about other things; none when
+    no plan is a variant (the default timeline)."""
+    if not any("#" in k for k in claimed):
+        return world
+    free = (lambda key, values: tuple(v for v in values
+                                      if not keys_clash({f"{key}#{v}"}, claimed)))
+    desk = tuple(k for k in ("mug", "plant", "lamp", "bottle", "vase", "teapot", "jar")
+                 if k in world.entity_kinds)
+    screens = tuple((s, a) for s in ("booking", "parcel") for a in W.APPS
+                    if not keys_clash({f"app_ui:{s}#{a}"}, claimed))
+    return dataclasses.replace(world, vehicles=free("app_ui:parking", VEHICLES),
+                               lockers=free("app_ui:locker", LOCKERS), desk_kinds=desk,
+                               app_screens=screens)
 
 
 def place(gen: Generator, qid: str, plan: QuestionPlan, qdate: date) -> Placed:

@@ -88,6 +88,12 @@ class World:
     appointments: tuple[str, ...]
     arranged: tuple[str, ...]
     screens: tuple[str, ...] = SCREENS
+    # Subjects the MemEye export's variants name (0036), free for the haystack only when the
+    # timeline's plans claim some of them by tag: empty in the default worlds.
+    vehicles: tuple[str, ...] = ()
+    lockers: tuple[str, ...] = ()
+    desk_kinds: tuple[str, ...] = ()
+    app_screens: tuple[tuple[str, str], ...] = ()  # (booking | parcel, app)
 
     def without(self, keys: set[str]) -> World:
         return replace(
@@ -99,7 +105,8 @@ class World:
             activities=tuple(a for a in self.activities if f"activity:{a[0]}" not in keys),
             appointments=tuple(v for v in self.appointments if f"what:{v}" not in keys),
             arranged=tuple(v for v in self.arranged if f"arranged:{v}" not in keys),
-            screens=tuple(v for v in self.screens if f"app_ui:{v}" not in keys))
+            screens=tuple(v for v in self.screens if f"app_ui:{v}" not in keys),
+            desk_kinds=tuple(v for v in self.desk_kinds if f"entity:{v}" not in keys))
 
 
 BASE_WORLD = World(stores=tuple(STORES), events=tuple(zip(EVENTS, VENUES, strict=True)),
