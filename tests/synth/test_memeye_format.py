@@ -292,6 +292,11 @@ def test_fewer_questions_than_cells_or_a_full_cell_is_refused_before_anything_is
     code, output, out = gen("--questions", "36")  # a third X1 round needs 18 arrangements
     assert code == 2 and "Traceback" not in output and not out.exists()
     assert re.search(r"cell X1Y\d cannot take a question 3", output) and "fewer --questions" in output
+    # --questions' default for the export is 24 (2 per cell); 8k cannot hold their evidence,
+    # which is found before a tier is written
+    code, output, out = gen()
+    assert code == 2 and "evidence of 24 questions" in output
+    assert not (out / "tiers" / "8k" / "episodes.jsonl").exists() and not (out / "memeye").exists()
     # narrowed families: fewer cells, so fewer questions are enough
     with pytest.raises(ConfigError, match="at least 2"):
         check_questions(["ku_code", "ie_scene"], 1)
