@@ -152,6 +152,7 @@ def test_each_session_is_one_manager_call_storing_facts_with_sessions_dates_and_
     assert meta["memory"] == {"items": 2, "bytes": sum(len(v["content"].encode())
                                                        for v in memories.values())}
     assert meta["langmem"]["inserted"] == 2 and meta["langmem"]["no_tool_calls"] == 0
+    assert meta["langmem"]["repair_calls"] == meta["langmem"]["unchanged_sessions"] == 0
 
 
 def test_the_answer_reads_the_top_k_and_retrieved_keeps_the_whole_ranking_with_scores():
@@ -236,6 +237,22 @@ def test_the_store_embeds_with_the_embedder_the_run_names():
     # the server's vectors count colour words: only the green memory matches the question
     assert [i.pointer.session_id for i in response.retrieved] == ["s2", "s1"]
     assert response.retrieved[0].score > 0.9 > response.retrieved[1].score
+
+
+def test_tool_arguments_the_schema_rejects_are_re_asked_then_counted_not_stored(caplog):
+    def reply(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if "tools" in body:
+            return tool_reply([("Memory", {"text": "no content field"})])
+        return 200, completion("Insufficient information")
+
+    with ScriptedServer([], after=reply) as server:
+        response, system = run(server)
+    assert stored(system) == {}
+    counts, ingest = response.meta["langmem"], response.meta["ingest"]
+    # trustcall asks twice more per session to repair the arguments, then gives up
+    assert ingest["calls"] == len(tool_requests(server)) == 6
+    assert counts["repair_calls"] == 4 and counts["unchanged_sessions"] == 2
+    assert "Unrecognized function call" not in caplog.text  # counted, not logged on stderr
 
 
 @pytest.mark.parametrize(("options", "says"), [

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import logging
 import os
 import re
 import time
@@ -125,6 +126,9 @@ class Tally:
     updated: int = 0
     removed: int = 0
     no_tool_calls: int = 0  # manager replies with no tool call: LangMem then stores nothing
+    # trustcall re-asks (up to twice) after tool arguments its schema rejects, then drops them
+    repair_calls: int = 0
+    unchanged_sessions: int = 0  # sessions after which the store was as before
     ingest_s: float = 0.0
 
     def ingest(self) -> dict[str, int]:
@@ -153,6 +157,9 @@ def _langmem() -> SimpleNamespace:
     except ImportError as exc:
         raise ConfigError(f"--system langmem needs the `agents` extra ({exc}): "
                           f"{INSTALL_HINT}") from None
+    # trustcall logs each rejected tool call at ERROR on stderr; they are counted instead
+    # (meta.langmem.repair_calls, unchanged_sessions).
+    logging.getLogger("extraction").setLevel(logging.CRITICAL)
 
     class Memory(BaseModel):
         """One memory: a fact, preference or event from the conversation, self-contained,
@@ -331,6 +338,7 @@ class LangMemSystem:
         m = _langmem()
         t0 = time.perf_counter()
         existing = await self._similar(m, messages)
+        calls, changes = self.tally.calls, self._changes()
         token = _TALLY.set(self.tally)
         try:
             # A user's LANGSMITH_TRACING=true would send every prompt to LangSmith.
@@ -345,6 +353,8 @@ class LangMemSystem:
             self.tally.ingest_s += time.perf_counter() - t0
         await self._apply(extracted, existing, session)
         self.tally.sessions += 1
+        self.tally.repair_calls += max(0, self.tally.calls - calls - 1)
+        self.tally.unchanged_sessions += int(self._changes() == changes)
 
     async def answer(self, question: Question) -> Response:
         # The ranking the prompt's top_k come from is recorded to RANKING_DEPTH.
@@ -357,6 +367,8 @@ class LangMemSystem:
             "langmem": {"sessions": self.tally.sessions, "inserted": self.tally.inserted,
                         "updated": self.tally.updated, "removed": self.tally.removed,
                         "no_tool_calls": self.tally.no_tool_calls,
+                        "repair_calls": self.tally.repair_calls,
+                        "unchanged_sessions": self.tally.unchanged_sessions,
                         "memories": [_memory_view(item) for item in memories]}}
         messages = self._prompt(memories, question)
         t0 = time.perf_counter()
@@ -373,6 +385,9 @@ class LangMemSystem:
                         retrieved=retrieved, meta=meta)
 
     # -- helpers ------------------------------------------------------------------------------
+
+    def _changes(self) -> int:
+        return self.tally.inserted + self.tally.updated + self.tally.removed
 
     async def _share(self, m: SimpleNamespace) -> None:
         async with self.shared.lock:
