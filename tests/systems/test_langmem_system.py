@@ -306,6 +306,34 @@ def test_runs_one_after_another_in_one_process_each_reach_the_server():
     assert len(tool_requests(server)) == 4
 
 
+def test_the_manager_follows_the_models_timeout_and_resend_policy():
+    from memgauge.models.openai_compat import OpenAICompatModel
+
+    class LocalLike(OpenAICompatModel):  # as a local: model: scaled timeout, never resent
+        context_tokens = 1000
+
+        def request_timeout(self, body_bytes: int, max_tokens: int) -> float:
+            return body_bytes / 10 + max_tokens
+
+        def timeout_retryable(self) -> bool:
+            return False
+
+    with ScriptedServer([], after=server_fn()) as server:
+        remote = ModelSettings(base_url=server.base_url, max_attempts=3, timeout_s=7.0)
+        local = ModelSettings(base_url=server.base_url, max_attempts=3)
+        built = []
+        for model in (openai_chat("m", remote), LocalLike("m", local)):
+            ctx = SystemContext(model=model, options={"ingest_max_tokens": "100"})
+            system = lookup("system", "langmem")(ctx)()
+            asyncio.run(system.reset(Episode(episode_id="e1", sessions=[], questions=[],
+                                             benchmark=BenchmarkInfo(name="t"))))
+            built.append(system.shared.llm)
+    (remote_llm, local_llm) = built
+    assert (remote_llm.max_retries, remote_llm.request_timeout) == (2, 7.0)
+    # the longest prompt the context takes (1000 tokens at 4 bytes) and the reply
+    assert (local_llm.max_retries, local_llm.request_timeout) == (0, 4000 / 10 + 100)
+
+
 def test_a_failing_manager_call_is_the_questions_system_error_never_an_answer(tmp_path):
     from typer.testing import CliRunner
 

@@ -55,6 +55,7 @@ ANSWER_SYSTEM = (
     '"Insufficient information".')
 NAMESPACE = ("memories", "memgauge")  # one episode = one store, so one namespace
 CACHE_KIND = "langmem"
+PROMPT_BYTES_PER_TOKEN = 4  # generous: a timeout too short is resent or lost
 # LangMem tags each session in its prompt with a fresh uuid4; with it no prompt would ever
 # repeat and no reply could come from the cache, so the tag is made constant.
 _SESSION_TAG = re.compile(r"session_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -91,14 +92,17 @@ class Endpoint:
     base_url: str
     model: str
     api_key: str | None
-    identity: dict[str, Any]
     timeout_s: float
-    max_attempts: int
+    max_retries: int
 
 
-def run_model_endpoint(ctx: SystemContext) -> Endpoint:
+def run_model_endpoint(ctx: SystemContext, max_tokens: int) -> Endpoint:
     """The OpenAI-compatible endpoint the run's model talks to (a ``local:`` model's own
-    llama.cpp server included); a ConfigError for a model that has none (scripted, replay)."""
+    llama.cpp server included); a ConfigError for a model that has none (scripted, replay).
+
+    The timeout and retries follow the model's own policy: a local server's timeout is
+    scaled to the longest prompt its context takes, and a timed-out request is not sent
+    again (the server is still computing it; resending piles up work)."""
     model = ctx.model
     base = getattr(model, "base", None)
     settings = getattr(model, "settings", None)
@@ -109,10 +113,11 @@ def run_model_endpoint(ctx: SystemContext) -> Endpoint:
     key = None
     if "Authorization" in getattr(model, "_headers", {}):  # a local server gets no key
         key = os.environ.get(settings.api_key_env)
-    identity = model.cache_identity() if hasattr(model, "cache_identity") else {
-        "model": model.name, "base_url": base}
-    return Endpoint(base_url=base, model=model.name, api_key=key, identity=identity,
-                    timeout_s=settings.timeout_s, max_attempts=settings.max_attempts)
+    context = getattr(model, "context_tokens", None)
+    longest = int(context * PROMPT_BYTES_PER_TOKEN) if isinstance(context, int) else 0
+    retries = max(0, settings.max_attempts - 1) if model.timeout_retryable() else 0
+    return Endpoint(base_url=base, model=model.name, api_key=key,
+                    timeout_s=model.request_timeout(longest, max_tokens), max_retries=retries)
 
 
 @dataclass
@@ -399,8 +404,9 @@ class LangMemSystem:
 
     def _chat_model(self, m: SimpleNamespace) -> Any:
         e = self.endpoint
-        cache = (m.RunCache(self.ctx.cache, e.identity) if self.ctx.cache is not None
-                 else False)
+        # read now, after the run's pre-flight: what the server serves is part of it
+        cache = (m.RunCache(self.ctx.cache, self.ctx.model.cache_identity())
+                 if self.ctx.cache is not None else False)
         import httpx
 
         # langchain-openai shares one default client per process, bound to the first event
@@ -409,7 +415,7 @@ class LangMemSystem:
         return m.ChatOpenAI(model=e.model, base_url=e.base_url, api_key=e.api_key or "none",
                             temperature=0.0, seed=self.ctx.generate.seed,
                             max_tokens=self.opts.ingest_max_tokens, timeout=e.timeout_s,
-                            max_retries=max(0, e.max_attempts - 1), cache=cache,
+                            max_retries=e.max_retries, cache=cache,
                             http_async_client=client,
                             extra_body=dict(self.ctx.generate.extra_body) or None)
 
@@ -502,7 +508,7 @@ def langmem(ctx: SystemContext) -> SystemFactory:
     langgraph store searched per question, the model reads (replies in the run's cache)"""
     opts = LangMemOptions.parse(ctx)
     _langmem()  # the install hint, before anything else
-    endpoint = run_model_endpoint(ctx)
+    endpoint = run_model_endpoint(ctx, opts.ingest_max_tokens)
     from ..retrieval import make_embedder
 
     shared = Shared(embedder=make_embedder(opts.embedder, opts.embedder_base_url,
