@@ -608,6 +608,8 @@ def validate(
         help="Captioner of the Caption-Proof arms (dense and task prompts)")] = None,
     captioner_base_url: Annotated[str | None, typer.Option(
         help="Endpoint of an openai: captioner")] = None,
+    captioner_model_option: Annotated[list[str] | None, typer.Option(
+        help="key=value for a local: captioner (repeatable); it needs mmproj=FILE")] = None,
     out: Annotated[str | None, typer.Option(
         help="Folder for the gates' runs and results (default: DATA/validation)")] = None,
 ) -> None:
@@ -631,6 +633,8 @@ def validate(
                 max_tokens=max_tokens,
                 bench_options=_options(bench_option or [], "--bench-option"),
                 captioner=captioner, captioner_base_url=captioner_base_url, out=out,
+                captioner_model_options=_options(captioner_model_option or [],
+                                                 "--captioner-model-option"),
                 progress=say)
     except MemgaugeError as exc:
         _fail(exc)

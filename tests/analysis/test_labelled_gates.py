@@ -326,6 +326,21 @@ def test_cli_validate_mistakes_are_named_errors(tmp_path: Path) -> None:
     assert res.exit_code != 0 and "no manifest.json" in res.output
 
 
+def test_cli_validate_refuses_a_local_captioner_without_mmproj_before_the_audits(
+        tmp_path: Path) -> None:
+    """The caption arms run last; a captioner that cannot work must stop validate before the
+    first audit, not after the audits were paid for."""
+    root = write_set(tmp_path, None)
+    res = CliRunner().invoke(app, ["validate", "--bench", "memeye", "--data", str(root),
+                                   "--captioner", "local:smollm2"])
+    assert res.exit_code != 0 and "Traceback" not in res.output
+    assert "--captioner-model-option mmproj=FILE" in res.output
+    assert "shortcut audit" not in res.output and not (root / "validation").exists()
+    res = CliRunner().invoke(app, ["validate", "--bench", "memeye", "--data", str(root),
+                                   "--captioner-model-option", "mmproj=p.gguf"])
+    assert res.exit_code != 0 and "local: captioner only" in res.output
+
+
 def test_caption_proof_with_a_vlm_captioner_has_a_task_aware_arm(tmp_path: Path) -> None:
     root = write_set(tmp_path, None)
     with ScriptedServer([], after=_pixel_model) as server:

@@ -62,6 +62,7 @@ class LabelledValidation:
     bench_options: dict[str, str] = field(default_factory=dict)
     captioner: str | None = None
     captioner_base_url: str | None = None
+    captioner_model_options: dict[str, str] = field(default_factory=dict)
     concurrency: int = 8
     max_tokens: int | None = None  # per answer; None: the run's default
 
@@ -99,6 +100,16 @@ def _check(v: LabelledValidation) -> dict[str, str]:
 
     bench = lookup("benchmark", v.bench)(BenchmarkOptions(
         data=v.data, image_dir=v.image_dir, extra=dict(v.bench_options)))
+    # The caption arms run last: a local captioner's mistakes must not wait for them.
+    if (v.captioner or "").startswith("local:"):
+        from ..models.local import checked_options
+
+        checked_options(v.captioner_model_options, "--captioner-model-option")
+        if not v.captioner_model_options.get("mmproj"):
+            raise ConfigError(f"--captioner {v.captioner} cannot see images without its "
+                              "projector: give --captioner-model-option mmproj=FILE")
+    elif v.captioner_model_options:
+        raise ConfigError("--captioner-model-option applies to a local: captioner only")
     options = dict(v.bench_options)
     declared = getattr(bench, "options", None) or {}
     if "mcq" in declared.get("format", ()) and "format" not in options:
@@ -118,6 +129,7 @@ def _run(v: LabelledValidation, name: str, variant: Variant, options: dict[str, 
         model_options=dict(v.model_options),
         context_mode=variant.context_mode, bench_options=options, captioner=captioner,
         captioner_base_url=v.captioner_base_url if captioner else None,
+        captioner_model_options=dict(v.captioner_model_options) if captioner else {},
         captioner_prompt=variant.captioner_prompt or "dense", concurrency=v.concurrency,
         **({"max_tokens": v.max_tokens} if v.max_tokens is not None else {}),
         cache=not v.offline, progress=False)).run_sync()
@@ -169,7 +181,8 @@ def validate_labelled(v: LabelledValidation,
                      else f"the {v.captioner} captioner's")
             results["caption_proof"]["note"] = (
                 f"dense = {dense}; task-aware captions need --captioner openai:MODEL or "
-                "local:GGUF (a captioner that takes the task prompt)")
+                "local:GGUF with --captioner-model-option mmproj=FILE (a captioner that "
+                "sees images and takes the task prompt)")
     results.update(overall_verdict(results["audits"]))
     v.out.mkdir(parents=True, exist_ok=True)
     (v.out / "gates.json").write_text(json.dumps(results, indent=2, sort_keys=True,
@@ -239,6 +252,7 @@ def validate_from_cli(bench: str, data: str | None, *, model: str, base_url: str
                       model_options: dict[str, str], max_tokens: int | None = None,
                       image_dir: str | None, bench_options: dict[str, str],
                       captioner: str | None, captioner_base_url: str | None, out: str | None,
+                      captioner_model_options: dict[str, str] | None = None,
                       progress: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
     """``memgauge validate --bench NAME --data PATH``: the results and the Markdown file."""
     if not data:
@@ -247,5 +261,6 @@ def validate_from_cli(bench: str, data: str | None, *, model: str, base_url: str
                            model=model, base_url=base_url, model_options=model_options,
                            max_tokens=max_tokens, image_dir=image_dir,
                            bench_options=bench_options, captioner=captioner,
-                           captioner_base_url=captioner_base_url)
+                           captioner_base_url=captioner_base_url,
+                           captioner_model_options=captioner_model_options or {})
     return validate_labelled(v, progress), v.out / "gates.md"
