@@ -121,6 +121,17 @@ class JudgeSpend:
         self.cached_input_tokens += _whole(other, "cached_input_tokens") or 0
         self.output_tokens += _whole(other, "output_tokens") or 0
 
+    def add_reply(self, usage: Any) -> None:
+        """One reply's usage (a ``schema.Usage``): a known call, or ``unknown``."""
+        prompt, output = usage.input_tokens, usage.output_tokens
+        if prompt is None or output is None:
+            self.unknown += 1
+            return
+        self.calls += 1
+        self.input_tokens += prompt
+        self.cached_input_tokens += min(usage.cached_tokens or 0, prompt)
+        self.output_tokens += output
+
     def dollars(self, price: Price) -> float:
         return price.dollars(self.input_tokens, self.output_tokens, self.cached_input_tokens)
 

@@ -384,3 +384,67 @@ def test_score_without_prices_keeps_the_answers_dollars_in_the_manifest_ledger(t
     led = load_manifest(run_dir)["ledger"]
     assert led["usd"] == usd and led["judge_tokens"] > 0
     assert "usd" not in led["judges"]["openai:j"]  # no price given to score
+
+
+def test_score_batch_stops_between_batches_and_a_rerun_sends_only_what_is_left(tmp_path):
+    import asyncio
+
+    from batch_server import BatchServer
+
+    from memgauge.cache import ResponseCache
+    from memgauge.models import ModelSettings, create_model
+    from memgauge.runner._budget import make_budget
+    from memgauge.schema import Ability, AnswerType, BenchmarkInfo, Record, Response
+    from memgauge.scoring import JudgeOptions
+    from memgauge.scoring._batch import BatchJudgeModel, batch_judge_run
+
+    def rec(qid: str, prediction: str) -> Record:
+        return Record(question_id=qid, episode_id="e1", benchmark=BenchmarkInfo(name="memlens"),
+                      status="ok", ability=Ability.INFORMATION_EXTRACTION, subtype="entity",
+                      answer_type=AnswerType.FREE_TEXT, question=f"Question {qid}?",
+                      gold="Paris", prediction=prediction, response=Response(text=prediction))
+
+    def reply(body: dict[str, Any]) -> str:
+        prompt = body["messages"][-1]["content"]
+        if "kind of mistake" in prompt:
+            return '{"label": "grounding_failure", "reason": "wrong"}'
+        return '{"score": 1}' if "Question q_right" in prompt else '{"score": 0}'
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "manifest.json").write_text('{"config": {"identity": {}}}')
+    recs = [rec("q_right", "Paris"), rec("q_wrong1", "Rome"), rec("q_wrong2", "Oslo")]
+    (run_dir / "records.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in recs))
+
+    def score(tokens: int) -> dict[str, int]:
+        async def go() -> dict[str, int]:
+            cache = ResponseCache(tmp_path / "judge.sqlite", kind="judge")
+            model = BatchJudgeModel.like(create_model("openai:judge-m", ModelSettings(
+                base_url=server.base_url, retry_base_s=0.01, max_attempts=2, timeout_s=5,
+                cache=cache)))
+            budget = make_budget(run_dir, "", None, tokens, None, answering=False)
+            try:
+                return await batch_judge_run(run_dir, model, options=JudgeOptions(),
+                                             poll_s=0.01, budget=budget)
+            finally:
+                await model.aclose()
+                cache.close()
+        return asyncio.run(go())
+
+    with BatchServer(reply) as server:
+        # round 1: three verdicts (13 tokens each at this server); round 2 would label the
+        # two wrong answers, but the first batch has spent the budget
+        first = score(tokens=30)
+        assert first["batches"] == 1 and first["left"] == 2
+        assert [len(u["data"].splitlines()) for u in server.uploads] == [3]
+        done = read_records(run_dir)
+        assert "judge" in done["q_right"].scores
+        assert all("judge" not in done[q].scores for q in ("q_wrong1", "q_wrong2"))
+        # the verdicts of the open records came back and were kept in the cache: a rerun
+        # with a higher budget sends only the labels
+        second = score(tokens=10_000)
+        assert "left" not in second and second["batches"] == 1
+        assert [len(u["data"].splitlines()) for u in server.uploads] == [3, 2]
+    done = read_records(run_dir)
+    assert all("judge" in r.scores for r in done.values())  # none lost, none judged twice
+    assert all(done[q].meta["judge_error_label"]["label"] for q in ("q_wrong1", "q_wrong2"))

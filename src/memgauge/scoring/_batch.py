@@ -37,6 +37,7 @@ import orjson
 from .._secrets import redact_text
 from ..cache import ResponseCache
 from ..errors import ConfigError, MemgaugeError
+from ..ledger import JudgeSpend
 from ..models import ModelError
 from ..models._http import HttpClient, HttpError
 from ..models.openai_compat import OpenAICompatModel, _to_output, classify_error, redact_urls
@@ -381,6 +382,20 @@ async def collect(api: BatchApi, batch: dict[str, Any], sent: list[str],
     return results
 
 
+def spend_of(results: Any) -> JudgeSpend:
+    """What a batch's results cost, from their usage (an error line or an unreadable
+    body: nothing known)."""
+    spend = JudgeSpend()
+    for got in results:
+        if isinstance(got, ModelError):
+            continue
+        try:
+            spend.add_reply(_to_output(got, 1).usage)
+        except ModelError:
+            continue
+    return spend
+
+
 async def replay(records: list[Record], pipeline: JudgePipeline, open_: set[int],
                  ) -> Counter[str]:
     """Judge a copy of each open record; keep the copies that finished (no call set aside)
@@ -443,9 +458,9 @@ async def batch_judge_run(run_dir: str | os.PathLike[str], model: BatchJudgeMode
     check_batch_options(f"openai:{model.name}", poll_s, window, options.name)
     say = say or (lambda line: None)
     run = Path(run_dir)
+    # The budget counts what each collected batch cost (its results' usage): a record
+    # that needs another round has paid for its first calls already.
     pipeline = JudgePipeline(model, options, f"openai:{model.name}")
-    if budget is not None:
-        pipeline.on_spend = budget.add_judge
     manifest = load_manifest(run)
     if manifest is None:
         raise ConfigError(f"{run} is not a run folder (no manifest.json)")
@@ -464,7 +479,10 @@ async def batch_judge_run(run_dir: str | os.PathLike[str], model: BatchJudgeMode
                 sent = [str(c) for c in state.data.get("custom_ids", [])]
                 try:
                     batch = await wait_for(api, batch_id, poll_s, say)
-                    model.results.update(await collect(api, batch, sent, say))
+                    got = await collect(api, batch, sent, say)
+                    model.results.update(got)
+                    if budget is not None:
+                        budget.add_judge(pipeline.spec, spend_of(got.values()))
                 except BatchApiError as exc:
                     raise BatchApiError(f"{exc}; batch {batch_id} stays recorded in "
                                         f"{state.path}: rerun to collect it") from None

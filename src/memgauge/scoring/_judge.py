@@ -197,16 +197,8 @@ def metered_judging() -> Iterator[JudgeSpend]:
 
 def _meter(out: ModelOutput) -> None:
     spend = _SPEND.get()
-    if spend is None or out.cached:  # a reply from the response cache was not paid for now
-        return
-    u = out.usage
-    if u.input_tokens is None or u.output_tokens is None:
-        spend.unknown += 1
-        return
-    spend.calls += 1
-    spend.input_tokens += u.input_tokens
-    spend.cached_input_tokens += min(u.cached_tokens or 0, u.input_tokens)
-    spend.output_tokens += u.output_tokens
+    if spend is not None and not out.cached:  # a cached reply was not paid for now
+        spend.add_reply(out.usage)
 
 
 async def ask_json(model: ChatModel, prompt: str, read: Callable[[str], Any], *,
