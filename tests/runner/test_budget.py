@@ -448,3 +448,28 @@ def test_score_batch_stops_between_batches_and_a_rerun_sends_only_what_is_left(t
     done = read_records(run_dir)
     assert all("judge" in r.scores for r in done.values())  # none lost, none judged twice
     assert all(done[q].meta["judge_error_label"]["label"] for q in ("q_wrong1", "q_wrong2"))
+
+
+def test_a_rerun_that_judges_earlier_answers_stops_at_the_budget_too(tmp_path):
+    from datasets import write_memlens
+
+    data = write_memlens(tmp_path, 4)
+    run_dir = tmp_path / "run"
+    with StubServer(answer=_judge_reply) as stub:
+        def run_(*extra: str):  # type: ignore[no-untyped-def]
+            return CliRunner().invoke(app, [
+                "run", "--bench", "memlens", "--data", str(data), "--image-dir", str(tmp_path),
+                "--model", "openai:m", "--base-url", stub.base_url, "--context-mode", "text",
+                "--no-cache", "--concurrency", "1", "--out", str(run_dir), *extra])
+
+        assert run_().exit_code == 0  # answered, not judged
+        answers = load_manifest(run_dir)["ledger"]["total_tokens"]
+        judge = ["--judge", "openai:j", "--judge-base-url", stub.base_url]
+        stopped = run_(*judge, "--max-tokens-total", str(answers + 1))  # one verdict crosses it
+        assert stopped.exit_code == 4, stopped.output
+        assert _verdicts(stub) == 1
+        assert sum("judge" in r.scores for r in read_records(run_dir).values()) == 1
+        finished = run_(*judge, "--max-tokens-total", str(10 * answers))
+        assert finished.exit_code == 0, finished.output
+        assert _verdicts(stub) == 4  # the three left, none twice
+    assert all("judge" in r.scores for r in read_records(run_dir).values())

@@ -716,6 +716,8 @@ class Runner:
             await self.answer(s, prep.done_ok, result, manifest=manifest)
             if s.judging is not None:
                 await self._judge_earlier(s.judging, manifest, prep.done_ok)
+                if self.budget is not None and self.budget.reason:  # reached judging (0034)
+                    result.budget_stop = self.budget.reason
         except BaseException:
             failed = True
             raise
@@ -997,7 +999,8 @@ class Runner:
         records = list(read_records(self.run_dir).values())
         todo = [r for r in records if r.question_id in earlier and judging.needs(r)]
         if todo:
-            await judge_records(todo, judging, concurrency=self.config.concurrency)
+            await judge_records(todo, judging, concurrency=self.config.concurrency,
+                                budget=self.budget)
             rewrite_records(self.run_dir, records)
         record_judging(manifest, judging, records)
 
