@@ -46,8 +46,10 @@ def agent_state(agent_id: str, body: dict[str, Any]) -> dict[str, Any]:
 
 
 class LettaStandIn:
-    def __init__(self, token: str | None = None, version: str = "0.16.8") -> None:
-        self.token, self.version = token, version
+    def __init__(self, token: str | None = None, version: str = "0.16.8",
+                 result_ids: bool = True) -> None:
+        # result_ids=False: search results without their passage ids, as Letta 0.11 sends
+        self.token, self.version, self.result_ids = token, version, result_ids
         self.agents: dict[str, dict[str, Any]] = {}  # id -> the create request's body
         self.passages: dict[str, list[dict[str, Any]]] = {}  # agent id -> inserted passages
         self.deleted: list[str] = []
@@ -167,6 +169,9 @@ class LettaStandIn:
                         "timestamp": "2026-01-01T00:00:00+00:00"} for p in ranked]
             reply = {"count": len(results), "results": results}
             PassageSearchResponse.model_validate(reply)
+            if not self.result_ids:
+                for r in results:
+                    del r["id"]
             return reply
 
     def __enter__(self) -> Self:

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import socket
+import subprocess
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -122,6 +125,18 @@ def test_each_turn_is_one_tagged_passage_in_order_on_an_empty_agent_deleted_at_t
     assert memory["items"] == 3 and memory["bytes"] == sum(len(t.encode()) for t, _ in stored)
 
 
+def test_an_embedding_endpoint_goes_to_the_server_as_the_agents_embedding_config(letta):
+    response, system = episode_of(build(letta, embedding_base_url="http://127.0.0.1:1/v1",
+                                        embedding_model="bag-of-words", embedding_dim="64"))
+    assert response.error is None
+    for body in letta.agents.values():  # the probe's and the episode's
+        assert body["embedding_config"] == {
+            "embedding_endpoint_type": "openai", "embedding_endpoint": "http://127.0.0.1:1/v1",
+            "embedding_model": "bag-of-words", "embedding_dim": 64}
+        assert "embedding" not in body
+    assert system.describe()["embedding"].startswith("openai-compatible bag-of-words (64-d)")
+
+
 def test_the_top_k_passages_are_read_and_the_whole_ranking_is_recorded_by_turn(letta):
     model = Reader()
     response, _ = episode_of(build(letta, model, top_k="1"))
@@ -136,6 +151,14 @@ def test_the_top_k_passages_are_read_and_the_whole_ranking_is_recorded_by_turn(l
     assert sorted(got[1:]) == [("s1", "s1:2", False), ("s2", "s2:1", False)]
     assert [p["content"] for p in response.meta["letta"]["passages"]] == [
         "[2023/05/01] user: My dog is called Rex."]
+
+
+def test_search_results_without_ids_as_letta_0_11_sends_them_are_read():
+    with LettaStandIn(version="0.11.7", result_ids=False) as standin:
+        response, _ = episode_of(build(standin, top_k="1"))
+    assert response.error is None and response.text == "Rex"
+    assert response.retrieved[0].pointer.turn_id == "s1:1"
+    assert response.meta["letta"]["passages"][0]["id"] is None
 
 
 def _closed_port() -> int:
@@ -175,6 +198,11 @@ def test_a_handle_the_server_does_not_know_is_a_config_error_with_its_message(le
     ({"base_url": "localhost:8283"}, "use http://HOST:PORT"),
     ({"token_env": "NO_SUCH_VARIABLE_FOR_LETTA"}, "NO_SUCH_VARIABLE_FOR_LETTA: that variable"),
     ({"topk": "3"}, "letta has no such option"),
+    ({"embedding_base_url": "http://127.0.0.1:1/v1"}, "embedding_dim go together"),
+    ({"embedding": "openai/e", "embedding_base_url": "http://h/v1", "embedding_model": "e",
+      "embedding_dim": "8"}, "in place of embedding"),
+    ({"embedding_base_url": "http://h/v1", "embedding_model": "e", "embedding_dim": "0"},
+     "embedding_dim=0"),
 ])
 def test_option_mistakes_are_named_before_any_request(letta, options, says):
     with pytest.raises(ConfigError, match=re.escape(says)):
@@ -323,3 +351,68 @@ def test_without_the_extra_the_error_says_what_to_install(monkeypatch, letta):
             build(letta)
     finally:
         letta_system._letta.cache_clear()
+
+
+# -- a real Letta server, when one is at hand ------------------------------------------------
+# MEMGAUGE_LETTA_SERVER: the `letta` command of a venv holding a Letta REST server (never the
+# test environment's own: its dependencies clash). Design 0028 gives the recipe that worked
+# offline here (letta 0.11.7 with SQLite, two pins and a one-line fix).
+LETTA_SERVER = os.environ.get("MEMGAUGE_LETTA_SERVER")
+
+
+@pytest.mark.skipif(not LETTA_SERVER, reason="MEMGAUGE_LETTA_SERVER (a Letta server) not set")
+def test_a_real_letta_server_stores_searches_and_forgets_by_turn(tmp_path):
+    from embeddings_server import EmbeddingsServer
+    from letta_client import Letta
+
+    history = [
+        Session(session_id="s1", date="2023/05/01", turns=[
+            Turn(turn_id="s1:1", role="user", text="My bike is red."),
+            Turn(turn_id="s1:2", role="assistant", text="Nice.")]),
+        Session(session_id="s2", date="2023/06/01", turns=[
+            Turn(turn_id="s2:1", role="user", text="My car is blue.")])]
+    with EmbeddingsServer(model="colours") as emb:
+        port = _closed_port()
+        env = {**os.environ, "HOME": str(tmp_path), "OPENAI_API_KEY": "sk-loopback",
+               "OPENAI_API_BASE": emb.url}
+        env.pop("LETTA_PG_URI", None)  # SQLite in tmp_path
+        log = (tmp_path / "letta.log").open("wb")
+        server = subprocess.Popen([LETTA_SERVER, "server", "--host", "127.0.0.1", "--port",
+                                   str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            _wait_for(base, server, tmp_path / "letta.log")
+            model = Reader()
+            make = build(SimpleNamespace(base_url=base), model, top_k="1",
+                         agent_model="openai/colours", embedding_base_url=emb.url,
+                         embedding_model="colours", embedding_dim="3")
+            response, _ = episode_of(make, history, question("Which of my things is red?"))
+            with Letta(base_url=base, max_retries=0) as client:
+                left = client.agents.list()
+        finally:
+            server.terminate()
+            server.wait(60)
+            log.close()
+    assert response.error is None, response.error
+    got = [(r.pointer.session_id, r.pointer.turn_id, r.chosen) for r in response.retrieved]
+    assert got[0] == ("s1", "s1:1", True) and len(got) == 3
+    assert "- [2023/05/01] user: My bike is red." in user_text(model.asked[-1])
+    assert response.meta["memory"]["items"] == 3
+    assert list(left) == []  # the probe and the episode's agent were deleted
+    assert emb.text_requests()  # Letta embedded through the loopback endpoint
+
+
+def _wait_for(base: str, server: Any, log: Any) -> None:
+    import time
+    import urllib.request
+
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"the Letta server exited: {log.read_text()[-2000:]}")
+        try:
+            with urllib.request.urlopen(f"{base}/v1/health/", timeout=2):
+                return
+        except OSError:
+            time.sleep(1)
+    pytest.fail(f"the Letta server did not start in 180 s: {log.read_text()[-2000:]}")

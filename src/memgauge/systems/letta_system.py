@@ -42,6 +42,10 @@ OPTIONS = {
                          "(default: the server's; memgauge never asks it to answer)")),
     "embedding": (str, ("the agent's embedding handle on the server, e.g. "
                        "openai/text-embedding-3-small (default: the server's)")),
+    "embedding_base_url": (str, ("instead of a handle: an OpenAI-compatible /v1 base the "
+                                 "server embeds with (with embedding_model, embedding_dim)")),
+    "embedding_model": (str, "the model's name at embedding_base_url"),
+    "embedding_dim": (int, "its vectors' size"),
     "top_k": (int, "passages read per question (default 20)"),
     "timeout": (float, "seconds per request (default 60)"),
     "max_attempts": (int, ("attempts per request: 5xx, 408, 409, 429 and lost connections "
@@ -63,6 +67,9 @@ class LettaOptions:
     token_env: str = "LETTA_API_KEY"
     agent_model: str | None = None
     embedding: str | None = None
+    embedding_base_url: str | None = None
+    embedding_model: str | None = None
+    embedding_dim: int | None = None
     top_k: int = 20
     timeout: float = 60.0
     max_attempts: int = 3
@@ -82,6 +89,13 @@ class LettaOptions:
         if opts.max_attempts < 1:
             raise ConfigError(f"--system-option max_attempts={opts.max_attempts}: must be at "
                               "least 1")
+        endpoint = (opts.embedding_base_url, opts.embedding_model, opts.embedding_dim)
+        if any(v is not None for v in endpoint) and (None in endpoint or opts.embedding):
+            raise ConfigError("--system-option embedding_base_url, embedding_model and "
+                              "embedding_dim go together, in place of embedding (a handle)")
+        if opts.embedding_dim is not None and opts.embedding_dim < 1:
+            raise ConfigError(f"--system-option embedding_dim={opts.embedding_dim}: must be "
+                              "at least 1")
         if "token_env" in raw and not os.environ.get(opts.token_env):
             raise ConfigError(f"--system-option token_env={opts.token_env}: that variable is "
                               "not set")
@@ -100,6 +114,10 @@ class LettaOptions:
             out["model"] = self.agent_model
         if self.embedding:
             out["embedding"] = self.embedding
+        if self.embedding_base_url:  # a self-hosted server lists no handle for such a model
+            out["embedding_config"] = {
+                "embedding_endpoint_type": "openai", "embedding_endpoint": self.embedding_base_url,
+                "embedding_model": self.embedding_model, "embedding_dim": self.embedding_dim}
         return out
 
 
@@ -108,16 +126,24 @@ def _letta() -> SimpleNamespace:
     """letta-client's classes, imported on first use (the core never imports it)."""
     try:
         import letta_client
-        from letta_client.types.agents.passage_search_response import PassageSearchResponse
+        from letta_client.types.agents.passage_search_response import (
+            PassageSearchResponse,
+            Result,
+        )
         from letta_client.types.passage import Passage
     except ImportError as exc:
         raise ConfigError(f"--system letta needs the `agents` extra ({exc}): "
                           f"{INSTALL_HINT}") from None
     from pydantic import TypeAdapter
 
+    class Found(Result):
+        id: str | None = None  # type: ignore[assignment]  # Letta 0.11 sends none
+
+    class Search(PassageSearchResponse):
+        results: list[Found]  # type: ignore[assignment]
+
     return SimpleNamespace(client=letta_client, version=letta_client.__version__,
-                           passages=TypeAdapter(list[Passage]),
-                           search=TypeAdapter(PassageSearchResponse))
+                           passages=TypeAdapter(list[Passage]), search=TypeAdapter(Search))
 
 
 class LettaReplyError(MemgaugeError):
@@ -244,7 +270,9 @@ class LettaSystem:
         return {"name": self.name, "letta_client": _letta().version,
                 "server": {"url": redact_url(o.base_url), "version": self.server.version},
                 "agent_model": o.agent_model or "the server's default",
-                "embedding": o.embedding or "the server's default", "top_k": o.top_k,
+                "embedding": (f"openai-compatible {o.embedding_model} ({o.embedding_dim}-d) at "
+                              f"{redact_url(o.embedding_base_url)}" if o.embedding_base_url
+                              else o.embedding or "the server's default"), "top_k": o.top_k,
                 "memory": "archival passages, one per turn, tagged with session and turn",
                 "reader": "the run's --model (Letta's own agent loop is not run)",
                 "timeout_s": o.timeout, "max_attempts": o.max_attempts,
