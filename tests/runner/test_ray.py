@@ -270,6 +270,7 @@ def test_the_phase_stamps_show_every_step_with_the_parts_started_after_the_warm_
                              executor="ray", workers=2)).run_sync()
     assert res.ok == 6
     stamps = json.loads(stamps_file.read_text())
+    assert stamps["warm_ups"] == 2
     driver = dict(stamps["driver"])
     order = ["run_with_ray", "prepared", "ray.init", "setup", "warm", "submitted",
              "tasks returned", "finished", "ray.shutdown"]
@@ -283,6 +284,19 @@ def test_the_phase_stamps_show_every_step_with_the_parts_started_after_the_warm_
         assert driver["warm"] <= task["task start"] <= task["task setup"]
         assert task["task setup"] <= task["task first send"] <= task["task answered"]
         assert task["task answered"] <= driver["tasks returned"]
+
+
+def test_no_more_warm_ups_than_the_cluster_has_cpus(tmp_path, ray_local, monkeypatch):
+    stamps_file = tmp_path / "phases.json"
+    monkeypatch.setenv("MEMGAUGE_RAY_PHASES", str(stamps_file))
+    data = write_memlens(tmp_path, 6)
+    with StubServer(answer=colour_answer) as stub:
+        res = Runner(_config(tmp_path, data, stub.base_url, "run", concurrency=3,
+                             executor="ray", workers=3)).run_sync()
+    assert res.ok == 6 and res.workers == 3
+    stamps = json.loads(stamps_file.read_text())
+    assert stamps["warm_ups"] == 2  # the module's Ray has 2 CPUs; 3 parts all answered
+    assert sorted(stamps["tasks"]) == ["0", "1", "2"]
 
 
 def test_without_the_variable_no_stamps_are_written(tmp_path, ray_local, monkeypatch):

@@ -44,14 +44,15 @@ class Phases:
     def mark(self, name: str) -> None:
         self.marks.append((name, time.time()))
 
-    def report(self, tasks: dict[int, list[tuple[str, float]]]) -> None:
+    def report(self, tasks: dict[int, list[tuple[str, float]]], warm_ups: int) -> None:
         """Written as JSON to the file MEMGAUGE_RAY_PHASES names, when it is set."""
         path = os.environ.get(PHASES_ENV)
         if not path:
             return
         import orjson
 
-        stamps = {"driver": self.marks, "tasks": {str(k): v for k, v in sorted(tasks.items())}}
+        stamps = {"driver": self.marks, "tasks": {str(k): v for k, v in sorted(tasks.items())},
+                  "warm_ups": warm_ups}
         with contextlib.suppress(OSError):  # a diagnostic: never the run's failure
             Path(path).write_bytes(orjson.dumps(stamps))
 
@@ -98,7 +99,7 @@ def run_with_ray(runner: Runner) -> RunResult:
     finally:
         start.stop()
         phases.mark("ray.shutdown")
-        phases.report(start.task_phases)
+        phases.report(start.task_phases, start.warm_ups)
 
 
 class RayStart:
@@ -115,6 +116,7 @@ class RayStart:
         self.connected = False
         self.error: BaseException | None = None
         self.warm: list[Any] = []
+        self.warm_ups = 0  # how many were submitted
         self.task_phases: dict[int, list[tuple[str, float]]] = {}
         self._closer: threading.Thread | None = None
         self._thread = threading.Thread(target=self._import, name="ray-import", daemon=True)
@@ -144,8 +146,12 @@ class RayStart:
             self.started_here = True
         self.phases.mark("ray.init")
         self.connected = True
+        # one per worker the parts can use at once: past the cluster's CPUs, more warm-ups
+        # would only queue (--workers 400 on 100 CPUs)
+        cpus = int(ray.cluster_resources().get("CPU", self.tasks))
         warm = ray.remote(num_cpus=1, max_retries=0)(warm_up)
-        self.warm = [warm.remote(self.config) for _ in range(self.tasks)]
+        self.warm_ups = max(1, min(self.tasks, cpus))
+        self.warm = [warm.remote(self.config) for _ in range(self.warm_ups)]
         return ray
 
     def ready(self) -> Any:
