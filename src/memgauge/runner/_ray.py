@@ -281,8 +281,11 @@ def _run_tasks(ray: Any, runner: Runner, result: RunResult, tail: _RecordTail,
     config = runner.config
     remote = ray.remote(num_cpus=1, max_retries=TASK_RETRIES,
                         retry_exceptions=False)(answer_part)
+    # the ids already done go into the object store once, not pickled into every task
+    # (a resumed tier on 400 parts); Ray hands each task the value
+    done_ref = ray.put(done_ok)
     # --concurrency is the run's total: each task keeps its share in flight
-    refs = [remote.remote(_task_config(config, k, n), done_ok, k, n) for k in range(n)]
+    refs = [remote.remote(_task_config(config, k, n), done_ref, k, n) for k in range(n)]
     phases.mark("submitted")
     hasher.start()  # only now: reading and hashing the inputs slowed the workers' start
     reports: dict[int, dict[str, Any]] = {}
