@@ -20,7 +20,7 @@ pytest.importorskip("langmem", reason="the agents extra (langmem) is not install
 from scripted_server import ScriptedServer, completion
 
 from memgauge.errors import ConfigError
-from memgauge.models.openai_compat import ModelSettings, openai_chat
+from memgauge.models.openai_compat import ModelSettings, OpenAICompatModel, openai_chat
 from memgauge.models.scripted import ScriptedModel
 from memgauge.registry import lookup
 from memgauge.schema import (
@@ -99,9 +99,28 @@ def endpoint_model(server: ScriptedServer) -> Any:
     return openai_chat("m", ModelSettings(base_url=server.base_url, max_attempts=1))
 
 
+class LocalLike(OpenAICompatModel):
+    """As a local: model: named by its file, not its server's port; a timeout scaled with
+    the prompt (and the speed measured at start: ``per_byte``); never resent."""
+
+    context_tokens = 1000
+    per_byte = 0.1
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {"model": "gguf:0123", "base_url": None}
+
+    def request_timeout(self, body_bytes: int, max_tokens: int) -> float:
+        return body_bytes * self.per_byte + max_tokens
+
+    def timeout_retryable(self) -> bool:
+        return False
+
+
 def run(server: ScriptedServer, options: dict[str, str] | None = None,
-        history: list[Session] | None = None, cache: Any = None) -> tuple[Response, Any]:
-    ctx = SystemContext(model=endpoint_model(server), options=options or {}, cache=cache)
+        history: list[Session] | None = None, cache: Any = None,
+        model: Any = None) -> tuple[Response, Any]:
+    ctx = SystemContext(model=model or endpoint_model(server), options=options or {},
+                        cache=cache)
     system = lookup("system", "langmem")(ctx)()
     history = sessions() if history is None else history
     episode = Episode(episode_id="e1", sessions=history, questions=[question()],
@@ -278,17 +297,23 @@ def test_a_model_without_an_endpoint_is_refused_up_front():
 
 
 def test_a_rerun_over_the_same_cache_takes_every_manager_reply_from_it(tmp_path):
+    """As a local model's rerun: a new server (another port) measured at another speed
+    (another timeout) serves the same model file, and is sent nothing."""
     from memgauge.cache import ResponseCache
 
     cache = ResponseCache(tmp_path / "cache.sqlite")
+    runs = []
     try:
-        with ScriptedServer([], after=server_fn()) as server:
-            first, first_system = run(server, cache=cache)
-            sent = len(tool_requests(server))
-            second, second_system = run(server, cache=cache)
-            assert len(tool_requests(server)) == sent == 2  # nothing more was sent
+        for per_byte in (0.1, 0.3):
+            with ScriptedServer([], after=server_fn()) as server:
+                model = LocalLike("m", ModelSettings(base_url=server.base_url))
+                model.per_byte = per_byte
+                response, system = run(server, cache=cache, model=model)
+            runs.append((response, system, len(tool_requests(server))))
     finally:
         cache.close()
+    (first, first_system, first_sent), (second, second_system, second_sent) = runs
+    assert (first_sent, second_sent) == (2, 0)
     assert first.meta["ingest"]["cached"] == 0
     assert second.meta["ingest"]["cached"] == second.meta["ingest"]["calls"] == 2
     assert stored(second_system) == stored(first_system)
@@ -307,17 +332,6 @@ def test_runs_one_after_another_in_one_process_each_reach_the_server():
 
 
 def test_the_manager_follows_the_models_timeout_and_resend_policy():
-    from memgauge.models.openai_compat import OpenAICompatModel
-
-    class LocalLike(OpenAICompatModel):  # as a local: model: scaled timeout, never resent
-        context_tokens = 1000
-
-        def request_timeout(self, body_bytes: int, max_tokens: int) -> float:
-            return body_bytes / 10 + max_tokens
-
-        def timeout_retryable(self) -> bool:
-            return False
-
     with ScriptedServer([], after=server_fn()) as server:
         remote = ModelSettings(base_url=server.base_url, max_attempts=3, timeout_s=7.0)
         local = ModelSettings(base_url=server.base_url, max_attempts=3)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import json
 import logging
 import os
 import re
@@ -145,6 +146,24 @@ _TALLY: contextvars.ContextVar[Tally | None] = contextvars.ContextVar("langmem_t
                                                                       default=None)
 
 
+# Settings of the client, not of the reply: a local server's port and its timeout (scaled
+# with the speed measured at start) are new every run, and would make every key new.
+_TRANSPORT = frozenset({"openai_api_base", "base_url", "request_timeout", "timeout",
+                        "max_retries", "http_async_client", "http_client", "cache"})
+
+
+def stable_llm_string(llm_string: str) -> str:
+    """langchain's model string (the chat model's serialised constructor, ``---``, the call's
+    parameters: tools, tool choice) without the client's transport settings."""
+    try:
+        head, end = json.JSONDecoder().raw_decode(llm_string)
+    except ValueError:
+        return llm_string  # not a serialisable model's string: its parameters only
+    if isinstance(head, dict) and isinstance(head.get("kwargs"), dict):
+        head["kwargs"] = {k: v for k, v in head["kwargs"].items() if k not in _TRANSPORT}
+    return json.dumps(head, sort_keys=True) + llm_string[end:]
+
+
 @functools.cache
 def _langmem() -> SimpleNamespace:
     """LangMem and langchain, imported on first use (the core never imports them)."""
@@ -191,7 +210,8 @@ def _langmem() -> SimpleNamespace:
         def _key(self, prompt: str, llm_string: str) -> str:
             from ..cache import cache_key
 
-            return cache_key({"langmem": self.identity, "llm": llm_string, "prompt": prompt})
+            return cache_key({"langmem": self.identity, "llm": stable_llm_string(llm_string),
+                              "prompt": prompt})
 
         def lookup(self, prompt: str, llm_string: str) -> Any:
             hit = self.cache.get(self._key(prompt, llm_string))
