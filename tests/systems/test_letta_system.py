@@ -378,7 +378,8 @@ def test_a_real_letta_server_stores_searches_and_forgets_by_turn(tmp_path):
         env.pop("LETTA_PG_URI", None)  # SQLite in tmp_path
         log = (tmp_path / "letta.log").open("wb")
         server = subprocess.Popen([LETTA_SERVER, "server", "--host", "127.0.0.1", "--port",
-                                   str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
+                                   str(port)], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                  cwd=tmp_path)  # it writes openapi_letta.json where it runs
         base = f"http://127.0.0.1:{port}"
         try:
             _wait_for(base, server, tmp_path / "letta.log")
