@@ -326,6 +326,21 @@ def test_an_endpoint_failure_before_the_tasks_is_the_local_error_and_leaves_noth
     assert res.ok == 2
 
 
+def test_a_folder_error_is_raised_before_ray_is_connected(tmp_path, ray_local, monkeypatch):
+    from memgauge.runner import _ray
+
+    data = write_memlens(tmp_path, 2)
+    with StubServer(answer=colour_answer) as stub:
+        Runner(_config(tmp_path, data, stub.base_url, "run")).run_sync()
+        connects: list[int] = []
+        monkeypatch.setattr(_ray.RayStart, "connect",
+                            lambda self: connects.append(1) or pytest.fail("connected"))
+        with pytest.raises(ConfigError, match="holds a run with a different configuration"):
+            Runner(_config(tmp_path, data, stub.base_url, "run", executor="ray",
+                           max_tokens=7)).run_sync()
+    assert connects == []
+
+
 def test_a_run_that_starts_its_own_ray_shuts_it_down_and_exits_cleanly(tmp_path):
     """The path of a real `memgauge run`: Ray started by the run, disconnected on a thread
     while the final manifest is written (an ObjectRef freed after that would end the

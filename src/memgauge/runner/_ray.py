@@ -174,8 +174,8 @@ class RayStart:
             self._closer.start()
 
     def stop(self) -> None:
-        """Leave no Ray behind that this run started, also when the driver failed first."""
-        self._thread.join()
+        """Leave no Ray behind that this run started, also when the driver failed first.
+        A failure before connect() (the folder's checks) does not wait for the import."""
         if self._closer is not None:
             self._closer.join()
         elif self.started_here:
