@@ -161,6 +161,25 @@ def test_search_results_without_ids_as_letta_0_11_sends_them_are_read():
     assert response.meta["letta"]["passages"][0]["id"] is None
 
 
+def test_a_passage_without_tags_is_shown_but_not_counted_as_a_pointer(letta):
+    make = build(letta, top_k="1")
+    system = make()
+    episode = Episode(episode_id="e1", sessions=sessions(), questions=[question()],
+                      benchmark=BenchmarkInfo(name="t"))
+
+    async def go() -> Response:
+        await system.reset(episode)
+        for s in sessions():
+            await system.ingest(s)
+        letta.passages[system.agent_id][0]["tags"] = None  # the best match, untagged
+        return await system.answer(question())
+
+    response = asyncio.run(go())
+    assert response.meta["letta"]["passages"][0]["tags"] is None
+    assert all(not r.chosen for r in response.retrieved)  # the prompt's only passage had none
+    assert {r.pointer.turn_id for r in response.retrieved} == {"s1:2", "s2:1"}
+
+
 def _closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -313,9 +313,8 @@ class LettaSystem:
         except LettaReplyError as exc:
             return Response(latency_s=time.perf_counter() - t0,
                             error=ErrorInfo(kind="bad_response", message=str(exc)))
-        ranking = [(ref, None) for r in found if (ref := pointer(r.tags)) is not None]
-        shown = found[: self.opts.top_k]
-        retrieved = retrieved_list(ranking[: self.opts.top_k], ranking)
+        shown = found[: self.opts.top_k]  # what the prompt holds; the rest is the ranking
+        retrieved = retrieved_list(_pointers(shown), _pointers(found))
         meta: dict[str, Any] = {
             "memory": {"items": self.items, "bytes": self.bytes},
             "letta": {"agent_id": self.agent_id, "found": len(found),
@@ -374,6 +373,11 @@ class LettaSystem:
         return [Message("system", [TextPart(ANSWER_SYSTEM)]),
                 Message("user", [TextPart(f"Passages, most relevant first:\n{listing}\n\n"
                                           f"{asked}")])]
+
+
+def _pointers(found: list[Any]) -> list[tuple[EvidenceRef, float | None]]:
+    """The passages' (session, turn), in their order; Letta's search gives no score."""
+    return [(ref, None) for r in found if (ref := pointer(r.tags)) is not None]
 
 
 def _sweep(server: _Server) -> None:
