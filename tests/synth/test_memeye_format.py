@@ -8,16 +8,28 @@ import json
 import random
 import re
 from collections import Counter
+from datetime import date
 from itertools import combinations, product
 from pathlib import Path
+from statistics import mean
 
 import pytest
 from typer.testing import CliRunner
 
 from memgauge.benchmarks.synth import SynthConfig, generate
-from memgauge.benchmarks.synth._families import base_key, keys_clash
+from memgauge.benchmarks.synth import _world as W
+from memgauge.benchmarks.synth._families import (
+    CHAIN_STYLE_LENGTHS,
+    FAMILIES,
+    LOCKERS,
+    VEHICLES,
+    When,
+    base_key,
+    keys_clash,
+)
 from memgauge.benchmarks.synth._haystack import STYLED, haystack_session
 from memgauge.benchmarks.synth._memeye_cells import cell_plans, check_questions
+from memgauge.benchmarks.synth._text import CHAINS, LINES
 from memgauge.benchmarks.synth._timeline import _variant_subjects
 from memgauge.benchmarks.synth._world import LARGE_WORLD
 from memgauge.cli import app
@@ -321,3 +333,96 @@ def test_the_haystack_talks_about_the_subjects_no_plan_names():
     untagged = {"app_ui:parking", "app_ui:locker"}
     assert _variant_subjects(LARGE_WORLD, untagged) is LARGE_WORLD
     assert not (LARGE_WORLD.vehicles or LARGE_WORLD.lockers or LARGE_WORLD.app_screens)
+
+
+def _user_lines(plan) -> list[str]:
+    """Each evidence session's image-sharing user line, in chain order."""
+    return [t.text for s in plan.sessions for t in s.turns if t.role == "user" and t.images]
+
+
+def _chain_of(template: str) -> str:
+    return next(c for c, (first, updates) in CHAINS.items() if template in (first, *updates))
+
+
+@pytest.mark.parametrize(("family", "chain"), [("ku_update", "parking_of"),
+                                               ("ku_code", "locker"), ("ku_instance", "desk")])
+def test_the_exports_update_chains_say_an_update_in_several_ways(family, chain):
+    """One update line per chain put its words ("again") in most of a chain's sessions
+    and few others; the export's chains draw each update's line from several."""
+    first, updates = CHAINS[chain]
+    said: Counter[str] = Counter()
+    for seed in range(40):
+        plan = FAMILIES[family].plan(random.Random(seed), When(date(2025, 9, 1), variant=1))
+        texts = _user_lines(plan)
+        templates = [_template_of(t) for t in texts]  # each names the plan's subject
+        assert templates[0] == first and set(templates[1:]) <= set(updates)
+        said.update(templates[1:])
+    assert set(said) == set(updates)
+    # the default benchmark's wording (variant 0) is the family's own, one update line
+    plan = FAMILIES[family].plan(random.Random(0), When(date(2025, 9, 1)))
+    assert {_template_of(t) for t in _user_lines(plan)[1:]} <= {updates[0], "parking_move"}
+
+
+def _template_of(text: str) -> str | None:
+    """The LINES template ``text`` was filled from (its slots as wildcards)."""
+    def pattern(template: str) -> str:
+        parts = re.split(r"\{\w+\}", template)
+        return "".join(re.escape(p) + ("(.+)" if i < len(parts) - 1 else "")
+                       for i, p in enumerate(parts))
+    names = [n for n, tpl in LINES.items() if re.fullmatch(pattern(tpl), text)]
+    # "Parked the car" fills parking_first_of and is parking_first: the slotted one is meant
+    slotted = [n for n in names if "{" in LINES[n]]
+    assert len(slotted) <= 1 and len(names) - len(slotted) <= 1, (text, names)
+    return (slotted or names or [None])[0]
+
+
+def test_the_haystack_shares_a_chains_images_in_the_proportion_the_chains_do():
+    """A chain of L images has one first line and L - 1 update lines; the haystack's chain
+    sessions draw the same mix (it drew first and update half and half) and every update
+    line, about the subjects no plan names."""
+    plans = [plan for _, plan, _, _ in cell_plans(0, 24, None)]
+    claimed = set().union(*(p.exclusive for p in plans))
+    world = _variant_subjects(LARGE_WORLD.without({base_key(k) for k in claimed}), claimed)
+    named = {k.split("#", 1)[1] for k in claimed if "#" in k} | {
+        k.removeprefix("entity:") for k in claimed if k.startswith("entity:")}
+    rng = random.Random(0)
+    weights = {style: int(style in CHAINS) for style in STYLED}
+    said: Counter[str] = Counter()
+    for _ in range(1500):
+        session, _ = haystack_session(rng, with_image=True, world=world, weights=weights)
+        for t in session.turns:
+            if t.role == "user" and t.images:
+                template = _template_of(t.text)
+                if template is None:  # an unstyled share (a quarter of them)
+                    continue
+                said[template] += 1
+                assert t.keep and not set(t.keep) & named, t.text  # its subject is free
+    for chain, (first, updates) in CHAINS.items():
+        total = said[first] + sum(said[u] for u in updates)
+        expected = 1 / mean(CHAIN_STYLE_LENGTHS[chain])  # 1 first image a chain
+        assert abs(said[first] / total - expected) < 0.06, (chain, said[first], total)
+        assert all(said[u] for u in updates), chain
+
+
+def test_the_haystack_names_subjects_of_its_own_and_shares_the_users_own_screens():
+    """With the plans' free subjects alone (one vehicle, one locker, two arrangements) one
+    name was in every haystack chain line; the haystack has names no plan can draw. Its
+    app screens are the user's own, as every evidence screen is (someone else's are the
+    decoys')."""
+    plans = [plan for _, plan, _, _ in cell_plans(3, 24, None)]
+    claimed = set().union(*(p.exclusive for p in plans))
+    world = _variant_subjects(LARGE_WORLD.without({base_key(k) for k in claimed}), claimed)
+    for own, plans_draw, has in ((W.HAYSTACK_VEHICLES, VEHICLES, world.vehicles),
+                                 (W.HAYSTACK_LOCKERS, LOCKERS, world.lockers),
+                                 (W.HAYSTACK_ARRANGED, W.ARRANGED + W.MORE_ARRANGED,
+                                  world.arranged)):
+        assert set(own) <= set(has)
+        words = {w for name in plans_draw for w in name.split()}
+        assert not {w for name in own for w in name.split()} & words, own
+    rng = random.Random(0)
+    weights = {style: int(style in ("booking_of", "parcel_of")) for style in STYLED}
+    shares = [t.text for _ in range(300)
+              for t in haystack_session(rng, with_image=True, world=world, weights=weights)[0].turns
+              if t.role == "user" and t.images]
+    styled = [t for t in shares if _template_of(t) is not None]
+    assert styled and {_template_of(t) for t in styled} == {"booking", "parcel"}

@@ -18,7 +18,17 @@ from typing import Any
 
 from ...schema import Ability, AnswerType, Labels
 from . import _world as W
-from ._text import SessionPlan, TurnPlan, chat_session, line, say, share_image
+from ._text import (
+    CHAINS,
+    Phrase,
+    SessionPlan,
+    TurnPlan,
+    chain_line,
+    chat_session,
+    line,
+    say,
+    share_image,
+)
 
 REFUSAL = "Insufficient information"
 
@@ -449,21 +459,25 @@ def solve_tr_date(program, images, texts):
 # --- KU: a value that changes four times, shown only in photos -----------------------------
 
 VEHICLES = ("car", "van", "motorbike")  # the subjects of ku_update's variants
+PARKING_CHAIN = 4  # images in ku_update's chain
+CHAIN_LENGTHS = (3, 4)  # images in the other Y3 chains (ku_scene, ku_instance, ku_code)
+# How many images each haystack chain style's evidence chains share (the haystack mirrors it)
+CHAIN_STYLE_LENGTHS = {"parking_of": (PARKING_CHAIN,), "locker": CHAIN_LENGTHS,
+                       "desk": CHAIN_LENGTHS}
 LOCKERS = ("gym", "office", "swimming pool")  # ku_code's
 
 
 def plan_ku_update(rng: random.Random, when: When) -> QuestionPlan:
     vehicle = VEHICLES[(when.variant - 1) % len(VEHICLES)] if when.variant else "car"
-    spots = rng.sample(W.SPOTS, 4)
+    spots = rng.sample(W.SPOTS, PARKING_CHAIN)
     colour = rng.choice(W.COLOURS)
     sessions = []
-    for i, (spot, d) in enumerate(zip(spots, when.days(rng, 4), strict=True)):
+    for i, (spot, d) in enumerate(zip(spots, when.days(rng, PARKING_CHAIN), strict=True)):
         facts = {"app": "ParkSmart", "title": "Parked", "fields": [["Level", spot[0]],
                  ["Bay", spot], ["Since", f"{rng.randint(7, 20):02d}:{rng.randint(0, 59):02d}"]],
                  "accent": colour}
         if when.variant:
-            line_text = line("parking_first_of" if i == 0 else "parking_move_of",
-                             vehicle=vehicle)
+            line_text = chain_line(rng, "parking_of", i, vehicle=vehicle)
         else:
             line_text = line("parking_first") if i == 0 else line("parking_move")
         sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
@@ -575,7 +589,16 @@ def solve_msr_parcels(program, images, texts):
 
 
 def _chain_days(rng: random.Random, when: When) -> list[float]:
-    return when.days(rng, rng.randint(3, 4))
+    return when.days(rng, rng.randint(min(CHAIN_LENGTHS), max(CHAIN_LENGTHS)))
+
+
+def _chain_line(rng: random.Random, when: When, chain: str, step: int, **slots: str,
+                ) -> Phrase:
+    """A Y3 chain's line: the export's (variants) from several; the family's own otherwise."""
+    if when.variant:
+        return chain_line(rng, chain, step, **slots)
+    first, updates = CHAINS[chain]
+    return line(first if step == 0 else updates[0], **slots)
 
 
 def plan_ku_scene(rng: random.Random, when: When) -> QuestionPlan:
@@ -609,7 +632,7 @@ def plan_ku_instance(rng: random.Random, when: When) -> QuestionPlan:
     shots = [W.entity_identity(rng, kind) for _ in days]
     shots = [W.canonical_entity({**s, "body": b}) for s, b in zip(shots, bodies, strict=True)]
     sessions = [_evidence(chat_session(rng, inserts=[_needle(share_image(
-        rng, "entity", shot, line=line("desk_first" if i == 0 else "desk_swap", kind=kind)))]), d)
+        rng, "entity", shot, line=_chain_line(rng, when, "desk", i, kind=kind)))]), d)
         for i, (shot, d) in enumerate(zip(shots, days, strict=True))]
     return QuestionPlan(
         family="ku_instance", ability=Ability.KNOWLEDGE_UPDATE, subtype=None,
@@ -647,7 +670,7 @@ def plan_ku_code(rng: random.Random, when: When) -> QuestionPlan:
     sessions = [_evidence(chat_session(rng, inserts=[_needle(share_image(
         rng, "app_ui", {"app": "FitLog", "title": "Locker", "accent": "teal",
                         "fields": [["Locker", locker], ["Code", c]]},
-        line=line("locker_first" if i == 0 else "locker_change", place=place)))]), d)
+        line=_chain_line(rng, when, "locker", i, place=place)))]), d)
         for i, (c, d) in enumerate(zip(codes, days, strict=True))]
     return QuestionPlan(
         family="ku_code", ability=Ability.KNOWLEDGE_UPDATE, subtype=None,

@@ -17,7 +17,8 @@ from datetime import date, timedelta
 from typing import Any
 
 from . import _world as W
-from ._text import SessionPlan, TurnPlan, chat_session, line, say, share_image
+from ._families import CHAIN_STYLE_LENGTHS
+from ._text import SessionPlan, TurnPlan, chain_line, chat_session, line, say, share_image
 
 HAYSTACK_APP_TITLES = [("FitLog", "Weekly steps", [["Mon", "8,214"], ["Tue", "6,530"], ["Wed", "9,870"]]),
                        ("BankBee", "Balance", [["Current", "1,245.30"], ["Savings", "3,100.00"]]),
@@ -126,6 +127,15 @@ def _pets(world: W.World) -> list[str]:
     return [k for k in ("cat", "dog") if k in world.entity_kinds]
 
 
+def _chain_step(rng: random.Random, style: str) -> int:
+    """Which image of an update chain a haystack session shares, as often as the export's
+    chains share it: a chain's length drawn in proportion to its sessions, then a step.
+    (Half first images, as before, left the update lines three times as frequent in
+    evidence as in other sessions.)"""
+    lengths = CHAIN_STYLE_LENGTHS[style]
+    return rng.randrange(rng.choices(lengths, weights=lengths)[0])
+
+
 def _styled(rng: random.Random, style: str, world: W.World = W.BASE_WORLD,
             ) -> tuple[list[list[TurnPlan]], set[str]]:
     """Insert groups for a haystack session worded like an evidence session."""
@@ -168,25 +178,26 @@ def _styled(rng: random.Random, style: str, world: W.World = W.BASE_WORLD,
                         ["Items", str(rng.randint(1, 4))]])
         facts = {"app": app, "fields": fields, "accent": rng.choice(W.COLOURS),
                  "title": "Confirmation" if screen == "booking" else "Your parcel"}
-        share = line(screen) if rng.random() < 0.5 else line(
-            "someone_else", owner=rng.choice(W.OWNERS), what=screen)
+        # The export's evidence screens are all the user's own; someone else's are its
+        # decoys, other sessions already (half of them here made that line a tell for them).
+        share = line(screen)
         return [share_image(rng, "app_ui", facts, line=share)], {f"app_ui:{screen}#{app}"}
     if style == "parking_of":
         vehicle, spot = rng.choice(world.vehicles), rng.choice(W.SPOTS)
         facts = {"app": "ParkSmart", "title": "Parked", "accent": rng.choice(W.COLOURS),
                  "fields": [["Level", spot[0]], ["Bay", spot], ["Since", "09:15"]]}
-        share = line(rng.choice(["parking_first_of", "parking_move_of"]), vehicle=vehicle)
+        share = chain_line(rng, style, _chain_step(rng, style), vehicle=vehicle)
         return [share_image(rng, "app_ui", facts, line=share)], {f"app_ui:parking#{vehicle}"}
     if style == "locker":
         place = rng.choice(world.lockers)
         facts = {"app": "FitLog", "title": "Locker", "accent": "teal", "fields": [
             ["Locker", f"{rng.choice('ABCD')}{rng.randint(10, 99)}"],
             ["Code", f"{rng.randint(0, 999999):06d}"]]}
-        share = line(rng.choice(["locker_first", "locker_change"]), place=place)
+        share = chain_line(rng, style, _chain_step(rng, style), place=place)
         return [share_image(rng, "app_ui", facts, line=share)], {f"app_ui:locker#{place}"}
     if style == "desk":
         kind = rng.choice(world.desk_kinds)
-        share = line(rng.choice(["desk_first", "desk_swap"]), kind=kind)
+        share = chain_line(rng, style, _chain_step(rng, style), kind=kind)
         return [share_image(rng, "entity", W.entity_identity(rng, kind), line=share)], {
             f"entity:{kind}"}
     if style in ("collection", "visitor", "named"):

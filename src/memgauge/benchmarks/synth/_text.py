@@ -247,6 +247,22 @@ LINES: dict[str, str] = {
     "desk_swap": "Swapped the {kind} on my desk for another one <image>",
     "locker_first": "Got a locker at the {place}, here's the app screen <image>",
     "locker_change": "The {place} reset my locker code again <image>",
+    # the MemEye export's update chains say an update in one of several ways (see CHAINS)
+    "parking_move_of_bay": "Moved the {vehicle} to another bay today <image>",
+    "parking_move_of_spot": "The {vehicle} is in a different spot now <image>",
+    "locker_change_new": "New code for my {place} locker, here's the app screen <image>",
+    "locker_change_today": "Changed the code on my {place} locker today <image>",
+    "desk_swap_new": "There's a different {kind} on my desk now <image>",
+    "desk_swap_replaced": "Replaced the {kind} on my desk this week <image>",
+}
+# The MemEye export's update chains (0036): the first image's line, then each update's from
+# several. With one update line, its words ("again") were in most of a chain's sessions and
+# in few others: a tell for evidence. The haystack draws its lines through the same table.
+CHAINS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "parking_of": ("parking_first_of",
+                   ("parking_move_of", "parking_move_of_bay", "parking_move_of_spot")),
+    "locker": ("locker_first", ("locker_change", "locker_change_new", "locker_change_today")),
+    "desk": ("desk_first", ("desk_swap", "desk_swap_new", "desk_swap_replaced")),
 }
 class Phrase(str):
     """Text with the phrases an optional LLM naturaliser must keep verbatim."""
@@ -260,6 +276,12 @@ def line(template_name: str, /, **slots: str) -> Phrase:
     phrase = Phrase(template.format(**slots))
     phrase.keep = tuple(str(v) for k, v in slots.items() if "{" + k + "}" in template)
     return phrase
+
+
+def chain_line(rng: random.Random, chain: str, step: int, /, **slots: str) -> Phrase:
+    """The line of a ``chain`` (a key of ``CHAINS``) sharing its ``step``-th image (0: the first)."""
+    first, updates = CHAINS[chain]
+    return line(first if step == 0 else rng.choice(updates), **slots)
 
 
 SHARE_REPLIES = [

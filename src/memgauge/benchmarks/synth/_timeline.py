@@ -146,9 +146,10 @@ def _variant_subjects(world: World, claimed: set[str]) -> World:
                  if k in world.entity_kinds)
     screens = tuple((s, a) for s in ("booking", "parcel") for a in W.APPS
                     if not keys_clash({f"app_ui:{s}#{a}"}, claimed))
-    return dataclasses.replace(world, vehicles=free("app_ui:parking", VEHICLES),
-                               lockers=free("app_ui:locker", LOCKERS), desk_kinds=desk,
-                               app_screens=screens)
+    return dataclasses.replace(
+        world, vehicles=(*free("app_ui:parking", VEHICLES), *W.HAYSTACK_VEHICLES),
+        lockers=(*free("app_ui:locker", LOCKERS), *W.HAYSTACK_LOCKERS), desk_kinds=desk,
+        app_screens=screens, arranged=(*world.arranged, *W.HAYSTACK_ARRANGED))
 
 
 def place(gen: Generator, qid: str, plan: QuestionPlan, qdate: date) -> Placed:

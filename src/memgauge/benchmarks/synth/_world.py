@@ -71,6 +71,13 @@ MORE_APPOINTMENTS = ["vet visit", "tax meeting", "book club", "flu shot", "boile
                      "school play", "wedding fitting", "driving lesson"]
 MORE_ARRANGED = ["shells", "pebbles", "marbles", "coasters", "ornaments", "dice", "beads"]
 MORE_ENTITY_KINDS = ["vase", "teapot", "hat", "umbrella", "cushion", "jar"]  # render knows them
+# Subjects only the MemEye export's haystack names (0036): with the plans' free ones alone
+# (one vehicle, one locker, two arrangements left), one name was in every haystack chain
+# line and in no evidence, a tell for the other sessions; these spread the lines over about
+# as many subjects as the plans' chains use.
+HAYSTACK_VEHICLES = ("scooter", "truck", "minibus")
+HAYSTACK_LOCKERS = ("library", "station", "sports hall")
+HAYSTACK_ARRANGED = ("keys", "coins", "spoons", "pens", "stones")
 SCREENS = ("booking", "parcel", "parking")  # the app screenshots a question can be about
 
 
