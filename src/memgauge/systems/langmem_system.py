@@ -235,6 +235,8 @@ def _langmem() -> SimpleNamespace:
             await asyncio.to_thread(self.update, prompt, llm_string, return_val)
 
         def clear(self, **kwargs: Any) -> None:
+            # Not a placeholder: the cache is shared by every system and run, so langchain
+            # must never empty it; `memgauge cache` is the tool for that.
             raise NotImplementedError("memgauge's cache is cleared with `memgauge cache`")
 
     class Counter(AsyncCallbackHandler):
