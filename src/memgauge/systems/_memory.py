@@ -463,6 +463,24 @@ async def answer_from(ctx: SystemContext, question: Question, notes: str, *,
                     latency_s=time.perf_counter() - t0, cached=out.cached, meta=meta)
 
 
+async def read_and_answer(ctx: SystemContext, messages: list[Message], question: Question, *,
+                          retrieved: list[RetrievedItem], meta: dict[str, Any]) -> Response:
+    """The run's model answers from a library's retrieved memories (the prompt built by the
+    adapter); a model error is the answer's error, keeping what was retrieved. Shared by the
+    library adapters (Mem0, A-MEM, LangMem, Letta), whose memories decide the prompt."""
+    t0 = time.perf_counter()
+    try:
+        out = await ctx.model.generate(messages, ctx.generate, question_id=question.question_id)
+    except ModelError as exc:
+        return Response(retrieved=retrieved, latency_s=time.perf_counter() - t0, meta=meta,
+                        error=ErrorInfo(kind=exc.kind, message=exc.message,
+                                        retryable=exc.retryable, attempts=exc.attempts))
+    meta["raw"] = out.text
+    return Response(text=clean_prediction(out.text, ctx.instruction), usage=out.usage,
+                    latency_s=time.perf_counter() - t0, cached=out.cached,
+                    retrieved=retrieved, meta=meta)
+
+
 def text_modality(ctx: SystemContext) -> str:
     """What a text-reading agent sees of images: captions (image and caption modes) or
     nothing but their labels (text modes)."""

@@ -21,7 +21,6 @@ import functools
 import json
 import os
 import tempfile
-import time
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
@@ -29,10 +28,10 @@ from typing import Any
 from ..errors import ConfigError
 from ..models import GenerateConfig, Message, ModelError, ModelOutput, TextPart
 from ..registry import system
-from ..schema import Episode, ErrorInfo, EvidenceRef, Question, Response, Session, Turn
+from ..schema import Episode, EvidenceRef, Question, Response, Session, Turn
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import INSTRUCTIONS, QUESTION_TEMPLATE, clean_prediction, turn_parts
-from ._memory import RANKING_DEPTH, retrieved_list
+from ._context import INSTRUCTIONS, QUESTION_TEMPLATE, turn_parts
+from ._memory import RANKING_DEPTH, read_and_answer, retrieved_list
 
 OPTIONS = {
     "top_k": (int, "notes retrieved per question, before their linked notes (default 10)"),
@@ -249,18 +248,8 @@ class AMemSystem:
                       "evolved": self.memory.evo_cnt,
                       "shown": [_hit_view(h) for h in shown]}}
         messages = self._prompt(shown, question)
-        t0 = time.perf_counter()
-        try:
-            out = await self.ctx.model.generate(messages, self.ctx.generate,
-                                                question_id=question.question_id)
-        except ModelError as exc:
-            return Response(retrieved=retrieved, latency_s=time.perf_counter() - t0, meta=meta,
-                            error=ErrorInfo(kind=exc.kind, message=exc.message,
-                                            retryable=exc.retryable, attempts=exc.attempts))
-        meta["raw"] = out.text
-        return Response(text=clean_prediction(out.text, self.ctx.instruction), usage=out.usage,
-                        latency_s=time.perf_counter() - t0, cached=out.cached,
-                        retrieved=retrieved, meta=meta)
+        return await read_and_answer(self.ctx, messages, question,
+                                     retrieved=retrieved, meta=meta)
 
     # -- helpers ------------------------------------------------------------------------------
 

@@ -34,12 +34,12 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..errors import ConfigError
-from ..models import Message, ModelError, TextPart
+from ..models import Message, TextPart
 from ..registry import system
-from ..schema import Episode, ErrorInfo, EvidenceRef, Question, Response, Session
+from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import INSTRUCTIONS, QUESTION_TEMPLATE, clean_prediction, turn_parts
-from ._memory import EMBEDDER_OPTIONS, RANKING_DEPTH, boolean, retrieved_list
+from ._context import INSTRUCTIONS, QUESTION_TEMPLATE, turn_parts
+from ._memory import EMBEDDER_OPTIONS, RANKING_DEPTH, boolean, read_and_answer, retrieved_list
 
 OPTIONS = {
     "top_k": (int, "memories in the answer prompt (default 20)"),
@@ -398,18 +398,8 @@ class LangMemSystem:
                         "unchanged_sessions": self.tally.unchanged_sessions,
                         "memories": [_memory_view(item) for item in memories]}}
         messages = self._prompt(memories, question)
-        t0 = time.perf_counter()
-        try:
-            out = await self.ctx.model.generate(messages, self.ctx.generate,
-                                                question_id=question.question_id)
-        except ModelError as exc:
-            return Response(retrieved=retrieved, latency_s=time.perf_counter() - t0, meta=meta,
-                            error=ErrorInfo(kind=exc.kind, message=exc.message,
-                                            retryable=exc.retryable, attempts=exc.attempts))
-        meta["raw"] = out.text
-        return Response(text=clean_prediction(out.text, self.ctx.instruction), usage=out.usage,
-                        latency_s=time.perf_counter() - t0, cached=out.cached,
-                        retrieved=retrieved, meta=meta)
+        return await read_and_answer(self.ctx, messages, question,
+                                     retrieved=retrieved, meta=meta)
 
     # -- helpers ------------------------------------------------------------------------------
 

@@ -26,12 +26,12 @@ from typing import Any
 import orjson
 
 from ..errors import ConfigError, MemgaugeError
-from ..models import Message, ModelError, TextPart
+from ..models import Message, TextPart
 from ..registry import system
 from ..schema import Episode, ErrorInfo, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import INSTRUCTIONS, QUESTION_TEMPLATE, clean_prediction, turn_parts
-from ._memory import RANKING_DEPTH, retrieved_list
+from ._context import INSTRUCTIONS, QUESTION_TEMPLATE, turn_parts
+from ._memory import RANKING_DEPTH, read_and_answer, retrieved_list
 
 DEFAULT_BASE_URL = "http://localhost:8283"  # `letta server`'s own default
 OPTIONS = {
@@ -320,18 +320,8 @@ class LettaSystem:
             "letta": {"agent_id": self.agent_id, "found": len(found),
                       "passages": [{"id": r.id, "content": r.content, "tags": r.tags}
                                    for r in shown]}}
-        t1 = time.perf_counter()
-        try:
-            out = await self.ctx.model.generate(self._prompt(shown, question), self.ctx.generate,
-                                                question_id=question.question_id)
-        except ModelError as exc:
-            return Response(retrieved=retrieved, latency_s=time.perf_counter() - t1, meta=meta,
-                            error=ErrorInfo(kind=exc.kind, message=exc.message,
-                                            retryable=exc.retryable, attempts=exc.attempts))
-        meta["raw"] = out.text
-        return Response(text=clean_prediction(out.text, self.ctx.instruction), usage=out.usage,
-                        latency_s=time.perf_counter() - t1, cached=out.cached,
-                        retrieved=retrieved, meta=meta)
+        return await read_and_answer(self.ctx, self._prompt(shown, question), question,
+                                     retrieved=retrieved, meta=meta)
 
     async def end_episode(self) -> None:
         """Delete the episode's agent (the runner calls this when the episode is done); a
