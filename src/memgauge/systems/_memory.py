@@ -31,7 +31,14 @@ from ..schema import (
     Usage,
 )
 from ._base import SystemContext
-from ._context import CAPTION_KINDS, clean_prediction, question_message
+from ._context import (
+    CAPTION_KINDS,
+    INSTRUCTIONS,
+    QUESTION_TEMPLATE,
+    clean_prediction,
+    question_message,
+    turn_parts,
+)
 
 T = TypeVar("T")
 
@@ -461,6 +468,19 @@ async def answer_from(ctx: SystemContext, question: Question, notes: str, *,
     total = out.usage if usage is None else add_usage(usage, out.usage)
     return Response(text=clean_prediction(out.text, ctx.instruction), usage=total,
                     latency_s=time.perf_counter() - t0, cached=out.cached, meta=meta)
+
+
+def library_prompt(ctx: SystemContext, question: Question, *, system: str, heading: str,
+                   listing: str) -> list[Message]:
+    """The library adapters' reading prompt: ``system``, then ``heading:`` over the listing of
+    what the library found, then the question (its images as captions) in the house template."""
+    images = " ".join(p.text for p in turn_parts("", question.images, "caption", False, 0)[0]
+                      if isinstance(p, TextPart))
+    asked = QUESTION_TEMPLATE.format(instruction=INSTRUCTIONS[ctx.instruction],
+                                     question_date=question.question_date or "unknown",
+                                     question=f"{question.text} {images}".strip())
+    return [Message("system", [TextPart(system)]),
+            Message("user", [TextPart(f"{heading}:\n{listing}\n\n{asked}")])]
 
 
 async def read_and_answer(ctx: SystemContext, messages: list[Message], question: Question, *,

@@ -30,8 +30,8 @@ from ..models import GenerateConfig, Message, ModelError, ModelOutput, TextPart
 from ..registry import system
 from ..schema import Episode, EvidenceRef, Question, Response, Session, Turn
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import INSTRUCTIONS, QUESTION_TEMPLATE, turn_parts
-from ._memory import RANKING_DEPTH, read_and_answer, retrieved_list
+from ._context import turn_parts
+from ._memory import RANKING_DEPTH, library_prompt, read_and_answer, retrieved_list
 
 OPTIONS = {
     "top_k": (int, "notes retrieved per question, before their linked notes (default 10)"),
@@ -296,14 +296,8 @@ class AMemSystem:
 
     def _prompt(self, shown: list[Hit], question: Question) -> list[Message]:
         listing = "\n".join(note_line(h.meta) for h in shown) or "(no notes were found)"
-        images = " ".join(p.text for p in turn_parts("", question.images, "caption", False, 0)[0]
-                          if isinstance(p, TextPart))
-        asked = QUESTION_TEMPLATE.format(instruction=INSTRUCTIONS[self.ctx.instruction],
-                                         question_date=question.question_date or "unknown",
-                                         question=f"{question.text} {images}".strip())
-        return [Message("system", [TextPart(ANSWER_SYSTEM)]),
-                Message("user", [TextPart(f"Memory notes, most relevant first:\n{listing}\n\n"
-                                          f"{asked}")])]
+        return library_prompt(self.ctx, question, system=ANSWER_SYSTEM,
+                              heading="Memory notes, most relevant first", listing=listing)
 
 
 def _pointers(hits: list[Hit]) -> list[tuple[EvidenceRef, float | None]]:

@@ -38,8 +38,15 @@ from ..models import Message, TextPart
 from ..registry import system
 from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import INSTRUCTIONS, QUESTION_TEMPLATE, turn_parts
-from ._memory import EMBEDDER_OPTIONS, RANKING_DEPTH, boolean, read_and_answer, retrieved_list
+from ._context import turn_parts
+from ._memory import (
+    EMBEDDER_OPTIONS,
+    RANKING_DEPTH,
+    boolean,
+    library_prompt,
+    read_and_answer,
+    retrieved_list,
+)
 
 OPTIONS = {
     "top_k": (int, "memories in the answer prompt (default 20)"),
@@ -492,14 +499,8 @@ class LangMemSystem:
             scored = f" (relevance {item.score:.3f})" if item.score is not None else ""
             lines.append(f"- {item.value.get('content')} [{date}]{scored}")
         listing = "\n".join(lines) if lines else "(no memories were found)"
-        images = " ".join(p.text for p in turn_parts("", question.images, "caption", False, 0)[0]
-                          if isinstance(p, TextPart))
-        asked = QUESTION_TEMPLATE.format(instruction=INSTRUCTIONS[self.ctx.instruction],
-                                         question_date=question.question_date or "unknown",
-                                         question=f"{question.text} {images}".strip())
-        return [Message("system", [TextPart(ANSWER_SYSTEM)]),
-                Message("user", [TextPart(f"Memories, most relevant first:\n{listing}\n\n"
-                                          f"{asked}")])]
+        return library_prompt(self.ctx, question, system=ANSWER_SYSTEM,
+                              heading="Memories, most relevant first", listing=listing)
 
 
 def _sources(items: list[Any]) -> list[tuple[EvidenceRef, float | None]]:

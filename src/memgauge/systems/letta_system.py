@@ -30,8 +30,8 @@ from ..models import Message, TextPart
 from ..registry import system
 from ..schema import Episode, ErrorInfo, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import INSTRUCTIONS, QUESTION_TEMPLATE, turn_parts
-from ._memory import RANKING_DEPTH, read_and_answer, retrieved_list
+from ._context import turn_parts
+from ._memory import RANKING_DEPTH, library_prompt, read_and_answer, retrieved_list
 
 DEFAULT_BASE_URL = "http://localhost:8283"  # `letta server`'s own default
 OPTIONS = {
@@ -355,14 +355,8 @@ class LettaSystem:
 
     def _prompt(self, passages: list[Any], question: Question) -> list[Message]:
         listing = "\n".join(f"- {p.content}" for p in passages) or "(no passages were found)"
-        images = " ".join(p.text for p in turn_parts("", question.images, "caption", False, 0)[0]
-                          if isinstance(p, TextPart))
-        asked = QUESTION_TEMPLATE.format(instruction=INSTRUCTIONS[self.ctx.instruction],
-                                         question_date=question.question_date or "unknown",
-                                         question=f"{question.text} {images}".strip())
-        return [Message("system", [TextPart(ANSWER_SYSTEM)]),
-                Message("user", [TextPart(f"Passages, most relevant first:\n{listing}\n\n"
-                                          f"{asked}")])]
+        return library_prompt(self.ctx, question, system=ANSWER_SYSTEM,
+                              heading="Passages, most relevant first", listing=listing)
 
 
 def _pointers(found: list[Any]) -> list[tuple[EvidenceRef, float | None]]:

@@ -37,8 +37,8 @@ from ..models import GenerateConfig, Message, ModelError, ModelOutput, TextPart
 from ..registry import system
 from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import INSTRUCTIONS, QUESTION_TEMPLATE, turn_parts
-from ._memory import RANKING_DEPTH, boolean, read_and_answer, retrieved_list
+from ._context import turn_parts
+from ._memory import RANKING_DEPTH, boolean, library_prompt, read_and_answer, retrieved_list
 
 OPTIONS = {
     "top_k": (int, "memories retrieved per question (default 20)"),
@@ -382,15 +382,8 @@ class Mem0System:
             scored = f" (relevance {score:.3f})" if isinstance(score, int | float) else ""
             lines.append(f"- {mem['memory']} [{date}]{scored}")
         listing = "\n".join(lines) if lines else "(no memories were found)"
-        images = " ".join(p.text for p in turn_parts("", question.images, "caption", False, 0)[0]
-                          if isinstance(p, TextPart))
-        instruction = INSTRUCTIONS[self.ctx.instruction]
-        asked = QUESTION_TEMPLATE.format(instruction=instruction,
-                                         question_date=question.question_date or "unknown",
-                                         question=f"{question.text} {images}".strip())
-        return [Message("system", [TextPart(ANSWER_SYSTEM)]),
-                Message("user", [TextPart(f"Memories, most relevant first:\n{listing}\n\n"
-                                          f"{asked}")])]
+        return library_prompt(self.ctx, question, system=ANSWER_SYSTEM,
+                              heading="Memories, most relevant first", listing=listing)
 
 
 def _embedder_config(o: Mem0Options) -> dict[str, Any]:
