@@ -147,6 +147,11 @@ def run(
     ray_address: Annotated[str | None, typer.Option(
         help="With --executor ray: auto (the cluster this node joined) or ray://HOST:PORT; "
              "default: RAY_ADDRESS, else a Ray started here")] = None,
+    ray_keep_warm: Annotated[float | None, typer.Option(
+        metavar="SECONDS",
+        help="With --executor ray: run the parts in named detached actors that later runs of "
+             "the same install reuse; each ends itself after SECONDS idle (opt-in: they stay "
+             "resident on the cluster, one CPU each)")] = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N questions")] = None,
     shard: Annotated[str | None, typer.Option(help="i/N: this run's share (0 <= i < N)")] = None,
     allow_missing_images: Annotated[bool, typer.Option(
@@ -237,6 +242,7 @@ def run(
             adaptive_concurrency=adaptive_concurrency, min_concurrency=min_concurrency,
             prices=prices, budget_usd=budget_usd, max_tokens_total=max_tokens_total,
             workers=workers, executor=executor, ray_address=ray_address,
+            ray_keep_warm_s=ray_keep_warm,
             shard=parse_shard(shard) if shard else None, context_mode=context_mode,
             captioner=captioner, captioner_base_url=captioner_base_url,
             captioner_prompt=captioner_prompt,

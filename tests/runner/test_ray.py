@@ -11,6 +11,7 @@ and, without Ray, the errors before anything runs: the missing extra (one line n
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -411,6 +412,10 @@ def test_missing_ray_extra_is_one_clear_error_before_anything_runs(tmp_path, mon
     ({"ray_address": "auto"}, "--ray-address applies to --executor ray only"),
     ({"executor": "ray", "ray_address": "10.0.0.1:6379"}, "use auto .* or ray://HOST:PORT"),
     ({"executor": "ray", "model": "local:smollm2"}, "a local: model runs in this process"),
+    ({"ray_keep_warm_s": 60}, "--ray-keep-warm applies to --executor ray only"),
+    ({"executor": "ray", "ray_keep_warm_s": 0}, "--ray-keep-warm 0: must be seconds"),
+    ({"executor": "ray", "ray_keep_warm_s": float("inf")}, "--ray-keep-warm inf: must be"),
+    ({"executor": "ray", "ray_keep_warm_s": 8 * 86400}, "at most 604800"),
 ])
 def test_configuration_mistakes_are_refused(tmp_path, kw, message):
     if kw.get("executor") == "ray":
@@ -420,3 +425,142 @@ def test_configuration_mistakes_are_refused(tmp_path, kw, message):
     with pytest.raises(ConfigError, match=message):
         RunConfig(bench="memlens", data=str(data), out=str(tmp_path / "run"),
                   base_url="http://127.0.0.1:9/v1", **base).check()
+
+
+# -- --ray-keep-warm: named detached actors kept between runs ---------------------------------
+
+
+@pytest.fixture
+def warm_ray(ray_local):
+    """The module's Ray; every memgauge actor a test left is killed after it (they hold a CPU
+    each, and the module's Ray has two)."""
+    yield ray_local
+    for entry in ray_local.util.list_named_actors(all_namespaces=True):
+        if entry["namespace"] == "memgauge":
+            with contextlib.suppress(ValueError):
+                ray_local.kill(ray_local.get_actor(entry["name"], namespace="memgauge"))
+
+
+def _warm_actors(ray: Any, slots: int) -> list[tuple[str, int]]:
+    """(actor id, process id) of each slot actor the installed code would use."""
+    from memgauge.runner._ray_warm import NAMESPACE, actor_name
+
+    found = []
+    for k in range(slots):
+        actor = ray.get_actor(actor_name(k), namespace=NAMESPACE)
+        found.append((actor._actor_id.hex(), ray.get(actor.pid.remote())))
+    return found
+
+
+def test_warm_actors_give_the_local_records_and_a_second_run_reuses_them(tmp_path, warm_ray):
+    n = 24
+    data = write_memlens(tmp_path, n)
+    with StubServer(answer=colour_answer) as stub:
+        Runner(_config(tmp_path, data, stub.base_url, "local", concurrency=4)).run_sync()
+        runs = {}
+        for out in ("first", "second"):
+            before = len(stub.requests)
+            res = Runner(_config(tmp_path, data, stub.base_url, out, concurrency=4,
+                                 executor="ray", workers=2, ray_keep_warm_s=60)).run_sync()
+            assert (res.done, res.ok, res.errors) == (n, n, 0)
+            sent = [question_of(b) for b in stub.requests[before:]]
+            assert len(sent) == len(set(sent)) == n  # one request per question
+            runs[out] = _warm_actors(warm_ray, 2)
+    assert runs["first"] == runs["second"]  # the same actors, in the same processes
+    assert len({pid for _, pid in runs["first"]}) == 2
+    want = _records(tmp_path / "local")
+    for out in ("first", "second"):
+        assert _records(tmp_path / out) == want, out
+    execution = [load_manifest(tmp_path / out)["execution"] for out in ("first", "second")]
+    assert [e["warm_actors"] for e in execution] == [{"slots": 2, "reused": 0},
+                                                      {"slots": 2, "reused": 2}]
+    assert execution[1]["keep_warm_s"] == 60
+    assert load_manifest(tmp_path / "second")["config_hash"] == \
+        load_manifest(tmp_path / "local")["config_hash"]
+
+
+def test_a_changed_fingerprint_makes_new_actors(tmp_path, warm_ray, monkeypatch):
+    from memgauge.runner import _ray_warm
+
+    data = write_memlens(tmp_path, 4)
+    with StubServer(answer=colour_answer) as stub:
+        config = _config(tmp_path, data, stub.base_url, "a", concurrency=1, executor="ray",
+                         ray_keep_warm_s=60)
+        Runner(config).run_sync()
+        old = _warm_actors(warm_ray, 1)
+        monkeypatch.setattr(_ray_warm, "code_fingerprint", lambda: "0123456789abcdef")
+        res = Runner(_config(tmp_path, data, stub.base_url, "b", concurrency=1,
+                             executor="ray", ray_keep_warm_s=60)).run_sync()
+        new = _warm_actors(warm_ray, 1)
+    assert res.ok == 4
+    assert _ray_warm.actor_name(0).endswith("-0123456789abcdef-slot0")
+    assert new[0][0] != old[0][0] and new[0][1] != old[0][1]
+    assert load_manifest(tmp_path / "b")["execution"]["warm_actors"] == {"slots": 1,
+                                                                         "reused": 0}
+
+
+def test_the_fingerprint_follows_a_source_file_s_size_and_mtime(tmp_path):
+    from memgauge.runner._ray_warm import source_fingerprint
+
+    (tmp_path / "pkg").mkdir()
+    module = tmp_path / "pkg" / "m.py"
+    module.write_text("x = 1\n")
+    os.utime(module, ns=(10**18, 10**18))
+    first = source_fingerprint(tmp_path)
+    assert source_fingerprint(tmp_path) == first
+    os.utime(module, ns=(10**18 + 1, 10**18 + 1))
+    touched = source_fingerprint(tmp_path)
+    module.write_text("x = 12\n")
+    os.utime(module, ns=(10**18 + 1, 10**18 + 1))
+    assert len({first, touched, source_fingerprint(tmp_path)}) == 3
+
+
+def test_idle_warm_actors_end_themselves(tmp_path, warm_ray):
+    from memgauge.runner._ray_warm import NAMESPACE, actor_name
+
+    data = write_memlens(tmp_path, 2)
+    with StubServer(answer=colour_answer) as stub:
+        res = Runner(_config(tmp_path, data, stub.base_url, "run", concurrency=1,
+                             executor="ray", ray_keep_warm_s=0.5)).run_sync()
+    assert res.ok == 2
+    deadline = time.monotonic() + 60  # a bound for a loaded machine, not a timing claim
+    while time.monotonic() < deadline:
+        try:
+            warm_ray.get_actor(actor_name(0), namespace=NAMESPACE)
+        except ValueError:
+            break
+        time.sleep(0.2)
+    else:
+        pytest.fail("the idle actor is still alive")
+
+
+def test_a_killed_warm_actor_s_part_is_finished(tmp_path, warm_ray):
+    n = 24
+    data = write_memlens(tmp_path, n)
+    killed: list[int] = []
+    with StubServer(answer=colour_answer, latency_s=0.1) as stub:
+        watcher = _kill_a_task_when(tmp_path / "run", 3, killed)
+        res = Runner(_config(tmp_path, data, stub.base_url, "run", concurrency=2,
+                             executor="ray", workers=2, ray_keep_warm_s=60)).run_sync()
+        watcher.join()
+        sent = len(stub.requests)
+    assert killed, "the actor was not killed"
+    ids = [x["question_id"] for x in _lines(tmp_path / "run")]
+    assert sorted(ids) == sorted(f"q{i:03d}" for i in range(n))  # each once: none lost
+    assert (res.done, res.ok, res.errors) == (n, n, 0)
+    assert n <= sent <= n + 1
+    assert load_manifest(tmp_path / "run")["status"] == {"records": n, "ok": n, "errors": 0}
+
+
+def test_a_bad_keep_warm_value_is_one_cli_error_before_anything_runs(tmp_path):
+    pytest.importorskip("ray")
+    data = write_memlens(tmp_path, 2)
+    out = tmp_path / "cli"
+    result = CliRunner().invoke(app, [
+        "run", "--bench", "memlens", "--data", str(data), "--image-dir", str(tmp_path),
+        "--out", str(out), "--model", "openai:stub-vlm", "--base-url", "http://127.0.0.1:9/v1",
+        "--executor", "ray", "--ray-keep-warm", "-5"])
+    assert result.exit_code == 2
+    lines = [x for x in result.output.splitlines() if x.strip()]
+    assert len(lines) == 1 and "--ray-keep-warm -5: must be seconds" in lines[0]
+    assert not out.exists()  # nothing ran

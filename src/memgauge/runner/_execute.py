@@ -120,6 +120,9 @@ class RunConfig:
     # --executor ray: episodes answered as Ray tasks (runner/_ray.py); not part of the identity
     executor: str = "local"
     ray_address: str | None = None  # None: Ray's default (RAY_ADDRESS, else a local instance)
+    # --ray-keep-warm S: parts run in named detached actors that outlive the run by S idle
+    # seconds (runner/_ray_warm.py); opt-in, since they stay resident on the cluster
+    ray_keep_warm_s: float | None = None
     progress: bool = True
     argv: list[str] = field(default_factory=list)
     # Judging while running; not part of the identity: a run can be judged later too.
@@ -262,7 +265,8 @@ class RunConfig:
             check_tokenizer(self.tokenizer)
         self.check_embedders()
         self.check_captioner_options()
-        if self.executor != "local" or self.ray_address is not None:
+        if (self.executor != "local" or self.ray_address is not None
+                or self.ray_keep_warm_s is not None):
             from ._ray import check_ray_config
 
             check_ray_config(self)

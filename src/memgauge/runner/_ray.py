@@ -74,8 +74,13 @@ def check_ray_config(config: RunConfig) -> None:
     if config.executor == "local":
         if config.ray_address is not None:
             raise ConfigError("--ray-address applies to --executor ray only")
+        if config.ray_keep_warm_s is not None:
+            raise ConfigError("--ray-keep-warm applies to --executor ray only")
         return
     require_ray()
+    from ._ray_warm import check_keep_warm
+
+    check_keep_warm(config)
     address = config.ray_address
     if address is not None and address != "auto" and not address.startswith("ray://"):
         raise ConfigError(f"--ray-address {address!r}: use auto (a cluster started with "
@@ -117,6 +122,8 @@ class RayStart:
         self.error: BaseException | None = None
         self.warm: list[Any] = []
         self.warm_ups = 0  # how many were submitted
+        self.pool: Any = None  # --ray-keep-warm: the WarmPool of detached actors
+        self.warm_actors: list[dict[str, Any]] = []
         self.task_phases: dict[int, list[tuple[str, float]]] = {}
         self._closer: threading.Thread | None = None
         self._thread = threading.Thread(target=self._import, name="ray-import", daemon=True)
@@ -149,14 +156,21 @@ class RayStart:
         # one per worker the parts can use at once: past the cluster's CPUs, more warm-ups
         # would only queue (--workers 400 on 100 CPUs)
         cpus = int(ray.cluster_resources().get("CPU", self.tasks))
-        warm = ray.remote(num_cpus=1, max_retries=0)(warm_up)
         self.warm_ups = max(1, min(self.tasks, cpus))
+        if self.config.ray_keep_warm_s is not None:
+            from ._ray_warm import WarmPool
+
+            self.pool = WarmPool(ray, self.config, self.warm_ups, TASK_RETRIES)
+            return ray
+        warm = ray.remote(num_cpus=1, max_retries=0)(warm_up)
         self.warm = [warm.remote(self.config) for _ in range(self.warm_ups)]
         return ray
 
     def ready(self) -> Any:
         """Ray, once the warm-up tasks are done (their workers idle: the parts land there)."""
         ray = self.connect()
+        if self.pool is not None:
+            self.warm_actors = self.pool.wait_warm(self.WARM_WAIT_S)
         if self.warm:
             ray.wait(self.warm, num_returns=len(self.warm), timeout=self.WARM_WAIT_S)
             self.warm = []  # no reference may outlive ray.shutdown()
@@ -167,15 +181,24 @@ class RayStart:
         """Disconnect on a thread while the driver writes the final manifest (0.25-0.3 s of
         Ray's own, measured). The caller holds no ObjectRef any more: one freed after the
         shutdown would end the process."""
+        self.drop_refs()
         if self.started_here and self._closer is None:
             import ray
 
             self._closer = threading.Thread(target=ray.shutdown, name="ray-shutdown")
             self._closer.start()
 
+    def drop_refs(self) -> None:
+        """Free every ObjectRef and actor handle before Ray is shut down."""
+        self.warm = []
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
     def stop(self) -> None:
         """Leave no Ray behind that this run started, also when the driver failed first.
         A failure before connect() (the folder's checks) does not wait for the import."""
+        self.drop_refs()
         if self._closer is not None:
             self._closer.join()
         elif self.started_here:
@@ -235,8 +258,13 @@ def _drive(runner: Runner, start: RayStart, phases: Phases) -> RunResult:
         result.notes.append(why)
     tail = _RecordTail(run_dir)
     ray = start.ready()
+    if start.pool is not None:
+        manifest["execution"]["keep_warm_s"] = config.ray_keep_warm_s
+        manifest["execution"]["warm_actors"] = {
+            "slots": start.warm_ups,
+            "reused": sum(1 for a in start.warm_actors if a.get("calls", 0) > 1)}
     reports, lost, interrupted = _run_tasks(ray, runner, result, tail, prep.done_ok, n,
-                                            hasher, phases)
+                                            hasher, phases, start.pool)
     phases.mark("tasks returned")
     start.task_phases = {k: r.get("phases", []) for k, r in reports.items()}
     start.release()  # nothing below needs Ray
@@ -275,6 +303,7 @@ def _drive(runner: Runner, start: RayStart, phases: Phases) -> RunResult:
 
 def _run_tasks(ray: Any, runner: Runner, result: RunResult, tail: _RecordTail,
                done_ok: frozenset[str], n: int, hasher: threading.Thread, phases: Phases,
+               pool: Any = None,
                ) -> tuple[dict[int, dict[str, Any]], list[str], BaseException | None]:
     """Submit the n parts and wait for them: their reports, the ones lost, an interrupt.
     Every ObjectRef is local here, so none is left when Ray is shut down after."""
@@ -285,7 +314,10 @@ def _run_tasks(ray: Any, runner: Runner, result: RunResult, tail: _RecordTail,
     # (a resumed tier on 400 parts); Ray hands each task the value
     done_ref = ray.put(done_ok)
     # --concurrency is the run's total: each task keeps its share in flight
-    refs = [remote.remote(_task_config(config, k, n), done_ref, k, n) for k in range(n)]
+    if pool is not None:  # --ray-keep-warm: part k on slot actor k % slots, in order
+        refs = [pool.submit(_task_config(config, k, n), done_ref, k, n) for k in range(n)]
+    else:
+        refs = [remote.remote(_task_config(config, k, n), done_ref, k, n) for k in range(n)]
     phases.mark("submitted")
     hasher.start()  # only now: reading and hashing the inputs slowed the workers' start
     reports: dict[int, dict[str, Any]] = {}
@@ -305,6 +337,8 @@ def _run_tasks(ray: Any, runner: Runner, result: RunResult, tail: _RecordTail,
             tail.progress(runner, result)
         except BaseException as exc:  # noqa: BLE001 - Ctrl-C: cancel the tasks, finish
             interrupted = exc
+            if pool is not None:
+                pool.kill_all()
             for ref in pending:
                 with contextlib.suppress(Exception):
                     ray.cancel(ref, force=True)
@@ -316,7 +350,7 @@ def _task_config(config: RunConfig, k: int, n: int) -> RunConfig:
     share = config.concurrency // n + (1 if k < config.concurrency % n else 0)
     # a task answers in its own process: it must not start Ray or fork again
     return dataclasses.replace(config, concurrency=share, executor="local", ray_address=None,
-                               workers=1, progress=False)
+                               ray_keep_warm_s=None, workers=1, progress=False)
 
 
 def answer_part(config: RunConfig, done_ok: frozenset[str], k: int, n: int) -> dict[str, Any]:
