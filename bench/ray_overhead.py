@@ -8,7 +8,12 @@ repeat, in alternation so that the machine's other load falls on every mode alik
 - ``local``    one process (the local runner);
 - ``local-w2`` ``--workers 2`` (the fork pool);
 - ``ray-t1``   ``--executor ray --workers 1 --ray-address auto``: one Ray task;
-- ``ray-t2``   ``--executor ray --workers 2 --ray-address auto``: two Ray tasks.
+- ``ray-t2``   ``--executor ray --workers 2 --ray-address auto``: two Ray tasks;
+- ``ray-warm-t1`` / ``ray-warm-t2``: the same with ``--ray-keep-warm 900``: the parts run in
+  the detached actors an earlier run left warm. One uncounted run per warm mode, before the
+  repeats, creates the actors (it pays the worker start that the counted runs then skip).
+  With a warm mode, the script's Ray gets 4 logical CPUs (not 2): the warm actors (slot 0,
+  shared by both warm modes, and slot 1) hold one each, and the task modes still need two.
 
 The ray modes join a Ray started once by this script (``ray start --head``), as a run on a
 cluster joins the cluster: Ray's own start-up is not the harness's. One ``ray-cold`` run at
@@ -49,6 +54,10 @@ MODES = {
     "local-w2": ["--workers", "2"],
     "ray-t1": ["--executor", "ray", "--workers", "1", "--ray-address", "auto"],
     "ray-t2": ["--executor", "ray", "--workers", "2", "--ray-address", "auto"],
+    "ray-warm-t1": ["--executor", "ray", "--workers", "1", "--ray-address", "auto",
+                    "--ray-keep-warm", "900"],
+    "ray-warm-t2": ["--executor", "ray", "--workers", "2", "--ray-address", "auto",
+                    "--ray-keep-warm", "900"],
 }
 COLD = ("ray-cold", ["--executor", "ray", "--workers", "2"])
 # the steps of a ray run, from consecutive stamps: (name, from, to); "start" is the process
@@ -216,9 +225,13 @@ def main() -> None:
     wl = C.workload_tiny(work, a.items)
     rows: list[dict] = []
     joined = [m for m in MODES if m in modes]
-    subprocess.run([ray, "start", "--head", "--num-cpus", "2", "--include-dashboard=false",
+    warm_modes = [m for m in joined if m.startswith("ray-warm")]
+    cpus = "4" if warm_modes else "2"
+    subprocess.run([ray, "start", "--head", "--num-cpus", cpus, "--include-dashboard=false",
                     "--disable-usage-stats"], check=True, capture_output=True)
     try:
+        for mode in warm_modes:  # creates the actors; not counted
+            _one(work, wl, a, mode, MODES[mode], -1)
         for rep in range(a.repeats):
             for mode in joined:
                 rows.append(_one(work, wl, a, mode, MODES[mode], rep))
@@ -249,9 +262,10 @@ def main() -> None:
         a1, a2 = summary[one][key], summary[two][key]
         return round(a1 / a2, 2) if a1 and a2 else None
 
-    overhead = {"ray-t1 vs local": {k: over("ray-t1", "local", k) for k in ("wall_s", "window_s")},
-                "ray-t2 vs local-w2": {k: over("ray-t2", "local-w2", k)
-                                       for k in ("wall_s", "window_s")}}
+    overhead = {f"{r} vs {loc}": {k: over(r, loc, k) for k in ("wall_s", "window_s")}
+                for r, loc in (("ray-t1", "local"), ("ray-t2", "local-w2"),
+                               ("ray-warm-t1", "local"), ("ray-warm-t2", "local-w2"))
+                if r in summary and loc in summary}
     speedup = {"local 1 -> 2 workers": {k: scaling("local", "local-w2", k)
                                         for k in ("wall_s", "window_s")},
                "ray 1 -> 2 tasks": {k: scaling("ray-t1", "ray-t2", k)
@@ -261,7 +275,7 @@ def main() -> None:
               "concurrency": a.concurrency, "latency_ms": a.latency_ms,
               "offered_items_per_s": (a.concurrency / (a.latency_ms / 1000)
                                       if a.latency_ms > 0 else None),
-              "cpu_bound": a.cpu_bound, "summary": summary, "overhead_pct": overhead,
+              "cpu_bound": a.cpu_bound, "ray_cpus": int(cpus), "summary": summary, "overhead_pct": overhead,
               "speedup_1_to_2": speedup, "phases_s": phases,
               "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
               "target_overhead_pct": TARGET_OVERHEAD_PCT, "record_transport": transport,
