@@ -51,6 +51,11 @@ def installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (info / "RECORD").write_text("")
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setattr(registry, "_loaded_plugins", set())  # scan the entry points afresh
+    # Register every built-in in the real table first: a lazy system first imported while
+    # the copy below is in place would register only in the copy, and its module, already
+    # imported, would never register again once the table is put back.
+    registry._load_builtins()
+    registry._load_lazy("system")
     monkeypatch.setitem(registry._REGISTRY, "system", dict(registry._REGISTRY["system"]))
     yield site
     sys.modules.pop("theirs_memory", None)
