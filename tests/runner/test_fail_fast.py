@@ -71,13 +71,15 @@ def test_ctrl_c_says_how_many_are_done_and_how_to_resume(tmp_path):
     import sys
     import time
 
+    import sigint_child
+
     data = write_memlens(tmp_path, 40)
     with StubServer(latency_s=0.3) as stub:
         cmd = [sys.executable, "-m", "memgauge.cli", "run", "--bench", "memlens",
                "--data", str(data), "--image-dir", str(data.parent), "--model", "openai:m",
                "--base-url", stub.base_url, "--out", str(tmp_path / "r"), "--concurrency", "1",
                "--no-cache"]
-        proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+        proc = sigint_child.popen(cmd, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 30
         while len(stub.requests) < 3 and time.monotonic() < deadline:
             time.sleep(0.05)

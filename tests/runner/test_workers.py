@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sigint_child
 from datasets import colour_answer, memlens_items, write_memlens
 from stub_server import StubServer, last_text, question_of
 
@@ -479,7 +480,7 @@ def test_malformed_item_in_one_share_raises_and_keeps_the_rest(tmp_path):
 def _start_and_wait_for_records(cmd: list[str], env: dict[str, str], run_dir: Path,
                                 at_least: int, stderr: int) -> subprocess.Popen[bytes]:
     """Start a CLI run and return once ``at_least`` records are on disk (or after 60 s)."""
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+    proc = sigint_child.popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
     records = run_dir / "records.jsonl"
     deadline = time.time() + 60
     while time.time() < deadline:
