@@ -17,20 +17,17 @@ import pytest
 for _module in ("mem0", "faiss", "model2vec", "static_model"):
     pytest.importorskip(_module, reason="the agents extra is not installed")
 
+from memory_history import question, sessions
+
 from memgauge.errors import ConfigError
 from memgauge.models import GenerateConfig, Message, ModelError, ModelOutput, TextPart
 from memgauge.models.scripted import ScriptedModel
 from memgauge.registry import lookup
 from memgauge.schema import (
-    Ability,
-    AnswerType,
     BenchmarkInfo,
     Episode,
-    ImageRef,
-    Question,
     Response,
     Session,
-    Turn,
     Usage,
 )
 from memgauge.systems import SystemContext
@@ -69,22 +66,6 @@ def default_fn(messages: list[Message], qid: str | None) -> str:
     return reply if reply is not None else "Rex"
 
 
-def sessions() -> list[Session]:
-    bike = ImageRef(source="bike.png", captions={"gold": "a red bicycle"})
-    return [
-        Session(session_id="s1", date="2023/05/01", turns=[
-            Turn(turn_id="s1:1", role="user", text="My dog is called Rex."),
-            Turn(turn_id="s1:2", role="assistant", text="What a fine name.")]),
-        Session(session_id="s2", date="2023/06/01", turns=[
-            Turn(turn_id="s2:1", role="user", text="I moved to Lisbon in June. <image>",
-                 images=[bike])]),
-    ]
-
-
-def question(text: str = "What is my dog called?") -> Question:
-    return Question(question_id="q1", text=text, answer="Rex",
-                    answer_type=AnswerType.FREE_TEXT, ability=Ability.INFORMATION_EXTRACTION,
-                    question_date="2023/07/01")
 
 
 def run(model: Any, options: dict[str, str] | None = None,

@@ -17,6 +17,7 @@ import pytest
 
 pytest.importorskip("langmem", reason="the agents extra (langmem) is not installed")
 
+from memory_history import question, sessions
 from scripted_server import ScriptedServer, completion
 
 from memgauge.errors import ConfigError
@@ -24,12 +25,8 @@ from memgauge.models.openai_compat import ModelSettings, OpenAICompatModel, open
 from memgauge.models.scripted import ScriptedModel
 from memgauge.registry import lookup
 from memgauge.schema import (
-    Ability,
-    AnswerType,
     BenchmarkInfo,
     Episode,
-    ImageRef,
-    Question,
     Response,
     Session,
     Turn,
@@ -77,22 +74,6 @@ def server_fn(manager: Callable[[dict[str, Any]], list[tuple[str, dict[str, Any]
     return reply
 
 
-def sessions() -> list[Session]:
-    bike = ImageRef(source="bike.png", captions={"gold": "a red bicycle"})
-    return [
-        Session(session_id="s1", date="2023/05/01", turns=[
-            Turn(turn_id="s1:1", role="user", text="My dog is called Rex."),
-            Turn(turn_id="s1:2", role="assistant", text="What a fine name.")]),
-        Session(session_id="s2", date="2023/06/01", turns=[
-            Turn(turn_id="s2:1", role="user", text="I moved to Lisbon in June. <image>",
-                 images=[bike])]),
-    ]
-
-
-def question(text: str = "What is my dog called?") -> Question:
-    return Question(question_id="q1", text=text, answer="Rex",
-                    answer_type=AnswerType.FREE_TEXT, ability=Ability.INFORMATION_EXTRACTION,
-                    question_date="2023/07/01")
 
 
 def endpoint_model(server: ScriptedServer) -> Any:
