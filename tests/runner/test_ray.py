@@ -366,6 +366,39 @@ def test_a_run_that_starts_its_own_ray_shuts_it_down_and_exits_cleanly(tmp_path)
     assert load_manifest(out)["status"] == {"records": n, "ok": n, "errors": 0}
 
 
+@pytest.mark.parametrize("users_value", [None, "500"])
+def test_the_driver_s_task_events_are_off_only_while_ray_init_reads_its_config(
+        tmp_path, monkeypatch, users_value):
+    """Left on, the driver's ray.shutdown() waits about 0.25 s more for Ray's task-event
+    reporter (design 0033): off for the driver's ray.init, unless the user set it, and not
+    left in the environment for what the driver starts later."""
+    ray = pytest.importorskip("ray")
+    from memgauge.runner._ray import TASK_EVENTS_ENV, Phases, RayStart
+
+    if users_value is None:
+        monkeypatch.delenv(TASK_EVENTS_ENV, raising=False)
+    else:
+        monkeypatch.setenv(TASK_EVENTS_ENV, users_value)
+    seen: list[str | None] = []
+
+    class Stop(Exception):
+        pass
+
+    def init(**kw: Any) -> None:
+        seen.append(os.environ.get(TASK_EVENTS_ENV))
+        raise Stop
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", init)
+    data = write_memlens(tmp_path, 1)
+    start = RayStart(_config(tmp_path, data, "http://127.0.0.1:9/v1", "run", executor="ray"),
+                     1, Phases())
+    with pytest.raises(Stop):
+        start.connect()
+    assert seen == ["0" if users_value is None else users_value]
+    assert os.environ.get(TASK_EVENTS_ENV) == users_value
+
+
 def test_a_configuration_error_does_not_import_ray(tmp_path):
     pytest.importorskip("ray")
     data = write_memlens(tmp_path, 1)

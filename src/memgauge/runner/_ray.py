@@ -148,8 +148,9 @@ class RayStart:
             raise self.error
         if not ray.is_initialized():
             # address None: Ray's own default (RAY_ADDRESS, else a local instance)
-            ray.init(address=self.config.ray_address, include_dashboard=False,
-                     log_to_driver=True)
+            with _driver_task_events_off():
+                ray.init(address=self.config.ray_address, include_dashboard=False,
+                         log_to_driver=True)
             self.started_here = True
         self.phases.mark("ray.init")
         self.connected = True
@@ -205,6 +206,31 @@ class RayStart:
             import ray
 
             ray.shutdown()
+
+
+TASK_EVENTS_ENV = "RAY_task_events_report_interval_ms"
+
+
+@contextlib.contextmanager
+def _driver_task_events_off() -> Any:
+    """The driver's own task events off while Ray reads its config in ``ray.init``.
+
+    Ray's core worker reports task state changes to the GCS for the dashboard and
+    ``ray list tasks`` only; 0 turns the reporting off (Ray's ray_config_def.h). Left on,
+    the driver's ``ray.shutdown()`` waits a further 0.25 s for that reporter in most runs
+    (design 0033). On a cluster the driver joins, the tasks' workers keep reporting: they
+    read their own node's settings. A Ray that ``ray.init`` starts for this run (no
+    address) inherits the setting; it has no dashboard to show the events. A value the user
+    set is kept, and the variable is restored afterwards, so that no process the driver
+    starts later inherits it."""
+    if TASK_EVENTS_ENV in os.environ:
+        yield
+        return
+    os.environ[TASK_EVENTS_ENV] = "0"
+    try:
+        yield
+    finally:
+        os.environ.pop(TASK_EVENTS_ENV, None)
 
 
 def warm_up(config: RunConfig) -> int:
