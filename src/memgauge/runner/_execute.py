@@ -687,7 +687,7 @@ class Runner:
         new_system = lookup("system", c.system)(ctx)
         return Setup(bench=bench, cache=cache, model=model, counter=counter, policy=policy,
                      new_system=new_system, probe=new_system(), scorers=default_scorers(),
-                     judging=self._judge_pipeline(cache))
+                     judging=self.judge_pipeline(cache))
 
     def initial_manifest(self, s: Setup, prep: Prepared) -> dict[str, Any]:
         manifest = build_manifest(self.config, model=s.model.describe(),
@@ -719,7 +719,7 @@ class Runner:
         try:
             await self.answer(s, prep.done_ok, result, manifest=manifest)
             if s.judging is not None:
-                await self._judge_earlier(s.judging, manifest, prep.done_ok)
+                await self.judge_earlier(s.judging, manifest, prep.done_ok)
                 if self.budget is not None and self.budget.reason:  # reached judging (0034)
                     result.budget_stop = self.budget.reason
         except BaseException:
@@ -979,7 +979,7 @@ class Runner:
             manifest["cache"] = cache
         write_json_atomic(self.run_dir / "manifest.json", manifest)
 
-    def _judge_pipeline(self, cache: ResponseCache | None) -> JudgePipeline | None:
+    def judge_pipeline(self, cache: ResponseCache | None) -> JudgePipeline | None:
         c = self.config
         if c.judge is None:
             return None
@@ -994,7 +994,7 @@ class Runner:
                                  options_flag="--judge-model-option")
         return JudgePipeline(create_model(c.judge, settings), c.judge_options, c.judge)
 
-    async def _judge_earlier(self, judging: JudgePipeline, manifest: dict[str, Any],
+    async def judge_earlier(self, judging: JudgePipeline, manifest: dict[str, Any],
                              earlier: frozenset[str]) -> None:
         """Judge what earlier invocations answered (``earlier``: their ok question ids) and
         this judge has not scored, then note the judge in the manifest (written on the way

@@ -261,7 +261,7 @@ def _task_count(config: RunConfig) -> tuple[int, str | None]:
 def _drive(runner: Runner, start: RayStart, phases: Phases) -> RunResult:
     from ..models.openai_compat import redact_urls
     from ._execute import RunResult
-    from ._workers import _bench_manifest, _judge_earlier, _merge_bench, _merge_cache
+    from ._parts import hash_inputs, judge_earlier, merge_bench_manifest, merge_cache_stats
 
     config = runner.config
     n, why = _task_count(config)
@@ -277,7 +277,7 @@ def _drive(runner: Runner, start: RayStart, phases: Phases) -> RunResult:
     for k in range(n):
         task_path(run_dir, k).unlink(missing_ok=True)
     hashed: dict[str, Any] = {}
-    hasher = threading.Thread(target=_bench_manifest, args=(s, hashed), daemon=True)
+    hasher = threading.Thread(target=hash_inputs, args=(s, hashed), daemon=True)
     result = RunResult(run_dir=run_dir, skipped=len(prep.done_ok), workers=n,
                        total=runner.expected_todo(s.bench, prep))
     if why:
@@ -309,10 +309,10 @@ def _drive(runner: Runner, start: RayStart, phases: Phases) -> RunResult:
     hasher.join(timeout=0 if interrupted else None)
     manifest["packages"] = hashed.get("packages")
     complete = not failures and not lost and not interrupted and len(ordered) == n
-    bench_manifest = _merge_bench(hashed.get("manifest"), ordered) if complete else None
+    bench_manifest = merge_bench_manifest(hashed.get("manifest"), ordered) if complete else None
     if s.judging is not None and complete:
-        asyncio.run(_judge_earlier(runner, s, manifest, prep.done_ok))
-    runner.finish(manifest, bench_manifest, cache=_merge_cache(ordered))
+        asyncio.run(judge_earlier(runner, s, manifest, prep.done_ok))
+    runner.finish(manifest, bench_manifest, cache=merge_cache_stats(ordered))
     phases.mark("finished")
     result.wall_s = time.perf_counter() - prep.t_start
     if interrupted is not None:
@@ -387,7 +387,7 @@ def answer_part(config: RunConfig, done_ok: frozenset[str], k: int, n: int) -> d
 
     from ..benchmarks._base import set_background_hashing
     from ._execute import Runner, RunResult
-    from ._workers import _stats
+    from ._parts import part_stats
 
     try:
         runner = Runner(config)
@@ -415,7 +415,7 @@ def answer_part(config: RunConfig, done_ok: frozenset[str], k: int, n: int) -> d
             phases.marks.append(("task first send", first_wall))
         return {"first_send_wall": first_wall, "cache": setup.cache_summary(),
                 "phases": sorted(phases.marks, key=lambda m: m[1]),
-                "stats": _stats(setup), "node": _node_id(),
+                "stats": part_stats(setup), "node": _node_id(),
                 "counts": [result.done, result.ok, result.errors]}
     except Exception as exc:  # noqa: BLE001 - reported to the driver, which raises it
         return {"error": {"type": type(exc).__name__, "message": str(exc),

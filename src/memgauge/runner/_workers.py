@@ -35,9 +35,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemgaugeError
+from ._parts import hash_inputs, judge_earlier, merge_bench_manifest, merge_cache_stats, part_stats
 
 if TYPE_CHECKING:
-    from ._execute import Prepared, RunConfig, Runner, RunResult, Setup
+    from ._execute import Prepared, RunConfig, Runner, RunResult
 
 # Per worker, in the shared block: done, ok, errors (int64), first request (float64, 0 = none)
 _SLOT = struct.Struct("<qqqd")
@@ -95,7 +96,7 @@ def run_with_workers(runner: Runner, n: int) -> RunResult:
 
     # The parent: hash the inputs for the manifest while the workers answer.
     hashed: dict[str, Any] = {}
-    hasher = threading.Thread(target=_bench_manifest, args=(s, hashed), daemon=True)
+    hasher = threading.Thread(target=hash_inputs, args=(s, hashed), daemon=True)
     hasher.start()
     result = RunResult(run_dir=run_dir, skipped=len(prep.done_ok), workers=n,
                        total=runner.expected_todo(s.bench, prep))
@@ -137,10 +138,10 @@ def run_with_workers(runner: Runner, n: int) -> RunResult:
     manifest["packages"] = hashed.get("packages")
     bench_manifest = None
     if not failures and not missing_reports and not interrupted:
-        bench_manifest = _merge_bench(hashed.get("manifest"), reports)
+        bench_manifest = merge_bench_manifest(hashed.get("manifest"), reports)
     if s.judging is not None and not failures and not interrupted:
-        asyncio.run(_judge_earlier(runner, s, manifest, prep.done_ok))
-    runner.finish(manifest, bench_manifest, cache=_merge_cache(reports))
+        asyncio.run(judge_earlier(runner, s, manifest, prep.done_ok))
+    runner.finish(manifest, bench_manifest, cache=merge_cache_stats(reports))
     result.wall_s = time.perf_counter() - prep.t_start
     block.close()
     if interrupted is not None:
@@ -192,7 +193,7 @@ def _worker(runner: Runner, prep: Prepared, k: int, n: int, block: mmap.mmap) ->
         first = asyncio.run(main())
         tick(result, None)
         report = {"first_send_at": first, "cache": setup.cache_summary(),
-                  "stats": _stats(setup)}
+                  "stats": part_stats(setup)}
     except BaseException as exc:  # noqa: BLE001 - reported to the parent
         code = 1
         report = {"error": {"type": type(exc).__name__, "message": str(exc),
@@ -209,53 +210,6 @@ def _worker(runner: Runner, prep: Prepared, k: int, n: int, block: mmap.mmap) ->
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
-
-
-def _stats(setup: Setup) -> dict[str, Any] | None:
-    bench = setup.bench
-    if getattr(bench, "supports_parts", False) and hasattr(bench, "stats"):
-        return {"part": True, **bench.stats()}
-    # every worker read the whole file: any one worker's manifest describes the run
-    return {"part": False, "manifest": bench.manifest()}
-
-
-def _bench_manifest(s: Setup, out: dict[str, Any]) -> None:
-    from ._manifest import package_versions
-
-    out["packages"] = package_versions()
-    bench = s.bench
-    if getattr(bench, "supports_parts", False):
-        try:
-            out["manifest"] = bench.manifest()  # hashes the inputs (counts come from workers)
-        except Exception:  # noqa: BLE001 - the manifest keeps what it had
-            out["manifest"] = None
-
-
-def _merge_bench(parent: dict[str, Any] | None,
-                 reports: list[dict[str, Any]]) -> dict[str, Any] | None:
-    stats = [r.get("stats") or {} for r in reports]
-    if not stats or not all(st.get("part") for st in stats):
-        return (stats[0].get("manifest") if stats else None) or parent
-    if parent is None:
-        return None
-    merged = dict(parent)
-    counts: dict[str, int] = {}
-    for st in stats:
-        for key, value in (st.get("counts") or {}).items():
-            counts[key] = counts.get(key, 0) + value
-    merged["counts"] = counts
-    if "missing_images" in merged:
-        merged["missing_images"] = [m for st in stats for m in st.get("missing_images") or []]
-    return merged
-
-
-def _merge_cache(reports: list[dict[str, Any]]) -> dict[str, Any] | None:
-    caches = [r["cache"] for r in reports if r.get("cache")]
-    if not caches:
-        return None
-    return {"enabled": True,
-            "hits_this_invocation": sum(c["hits_this_invocation"] for c in caches),
-            "misses_this_invocation": sum(c["misses_this_invocation"] for c in caches)}
 
 
 def _read_report(run_dir: Path, k: int) -> dict[str, Any]:
@@ -277,24 +231,6 @@ def _progress(runner: Runner, block: mmap.mmap, n: int, result: RunResult) -> No
         result.done, result.ok, result.errors = done, ok, errors
         if runner.on_progress:
             runner.on_progress(result, None)
-
-
-async def _judge_earlier(runner: Runner, s: Setup, manifest: dict[str, Any],
-                         earlier: frozenset[str]) -> None:
-    """Judge what earlier invocations answered without this judge (the workers judged
-    their own answers as they went)."""
-    from ..cache import ResponseCache
-
-    c = runner.config
-    cache = ResponseCache(c.cache_path) if c.cache else None
-    judging = runner._judge_pipeline(cache)
-    assert judging is not None
-    try:
-        await runner._judge_earlier(judging, manifest, earlier)
-    finally:
-        await judging.model.aclose()
-        if cache is not None:
-            cache.close()
 
 
 def _die_with_parent() -> None:
