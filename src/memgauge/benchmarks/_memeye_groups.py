@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, InputError
-from .memeye import QA_KEYS, MemEyeBenchmark, _task_stem
+from .memeye import QA_KEYS, MemEyeBenchmark, task_stem
 
 PREFIX = "concat_"
 RELEASE = "release"
@@ -108,7 +108,7 @@ def release_groups(inner: MemEyeBenchmark, stems: list[str]) -> list[list[str]]:
         assert main is not None
         doc = MemEyeBenchmark._document(main)
         name = doc.get("task_name")
-        tasks[name if isinstance(name, str) and name else _task_stem(main)] = doc
+        tasks[name if isinstance(name, str) and name else task_stem(main)] = doc
     groups: list[list[str]] = []
     owner: dict[str, str] = {}
     for path in picked:

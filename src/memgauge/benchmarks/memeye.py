@@ -81,7 +81,8 @@ def _is_open(path: Path) -> bool:
     return path.stem.endswith(OPEN_SUFFIX)
 
 
-def _task_stem(path: Path) -> str:
+def task_stem(path: Path) -> str:
+    """A task's name from its dialog file: the stem, less the open twin's suffix."""
     return path.stem[: -len(OPEN_SUFFIX)] if _is_open(path) else path.stem
 
 
@@ -89,7 +90,7 @@ def find_tasks(data: Path) -> tuple[Path, list[tuple[Path | None, Path | None]]]
     """The dialog folder and its tasks as (MCQ file, open file) pairs, in name order."""
     if data.is_file():
         folder = data.parent
-        stem = _task_stem(data)
+        stem = task_stem(data)
         mcq, opened = folder / f"{stem}.json", folder / f"{stem}{OPEN_SUFFIX}.json"
         return folder, [(mcq if mcq.is_file() else None, opened if opened.is_file() else None)]
     if not data.is_dir():
@@ -101,7 +102,7 @@ def find_tasks(data: Path) -> tuple[Path, list[tuple[Path | None, Path | None]]]
         raise InputError("folder holds no MemEye dialog files (*.json)", file=str(folder))
     tasks: dict[str, list[Path | None]] = {}
     for p in files:
-        tasks.setdefault(_task_stem(p), [None, None])[1 if _is_open(p) else 0] = p
+        tasks.setdefault(task_stem(p), [None, None])[1 if _is_open(p) else 0] = p
     return folder, [(pair[0], pair[1]) for _, pair in sorted(tasks.items())]
 
 
@@ -266,7 +267,7 @@ class MemEyeBenchmark:
         assert main is not None
         doc = self._document(main)
         where = _Where(str(main))
-        task = _str(doc, "task_name", where, "task_name", required=False) or _task_stem(main)
+        task = _str(doc, "task_name", where, "task_name", required=False) or task_stem(main)
         where.item = task
         sessions, rounds = self._sessions(doc, where)
         questions: list[Question] = []

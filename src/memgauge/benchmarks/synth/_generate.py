@@ -142,7 +142,8 @@ def _to_session(plan: SessionPlan, session_id: str, store: ImageStore, variant_s
                                    meta={"role": plan.role, "topic": plan.topic, **plan.meta})
 
 
-def _stamp(d: datetime) -> str:
+def date_stamp(d: datetime) -> str:
+    """A session or question date as the LongMemEval-style stamp the exports carry."""
     return f"{d:%Y/%m/%d} ({_WEEKDAY[d.weekday()]}) {d:%H:%M}"
 
 
@@ -264,7 +265,7 @@ class Generator:
                 when = datetime.combine(qdate - timedelta(days=int(days)), datetime.min.time())
                 when += timedelta(minutes=rng.randint(8 * 60, 21 * 60))
                 sid = f"{qid}:{prefix}{k}"
-                out.append((when, _to_session(sp, sid, self.store, k, role, _stamp(when))))
+                out.append((when, _to_session(sp, sid, self.store, k, role, date_stamp(when))))
         return out
 
     def _question(self, qid: str, plan: QuestionPlan, qdate: date,
@@ -283,7 +284,7 @@ class Generator:
             question_id=qid, text=plan.question, answer=plan.answer,
             answer_type=plan.answer_type, ability=plan.ability, subtype=plan.subtype,
             labels=plan.labels, evidence=pointers, old_answers=plan.old_answers,
-            question_date=_stamp(datetime.combine(qdate, datetime.min.time())
+            question_date=date_stamp(datetime.combine(qdate, datetime.min.time())
                                  + timedelta(hours=20)),
             meta={"family": plan.family, "program": plan.program, "needed": plan.needed})
 
@@ -337,7 +338,7 @@ class Generator:
             text_tokens += entry.text_tokens
             n_images += entry.images
         stamps.sort(key=lambda x: x[0])
-        sessions = [s.model_copy(update={"date": _stamp(w)}) if s.date != _stamp(w) else s
+        sessions = [s.model_copy(update={"date": date_stamp(w)}) if s.date != date_stamp(w) else s
                     for w, s in stamps]
         exact = build_prompt(sessions, question, counter=self.counter,
                              image_size=lambda p: (p.image.width, p.image.height)).tokens

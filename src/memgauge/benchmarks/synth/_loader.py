@@ -24,7 +24,7 @@ class SynthBenchmark:
             if not manifest.exists():
                 raise InputError("not a generated benchmark folder (no manifest.json)",
                                  file=str(data))
-            tiers = _tiers(load_document(manifest, what="a benchmark manifest"), str(manifest))
+            tiers = manifest_tiers(load_document(manifest, what="a benchmark manifest"), str(manifest))
             tier = opts.tier or (tiers[0] if len(tiers) == 1 else None)
             if tier is None:
                 raise InputError(f"this benchmark has tiers {', '.join(tiers)}: pick one with "
@@ -121,7 +121,8 @@ class SynthBenchmark:
                 "inputs": {str(self.path): digest}, "counts": dict(self._counts)}
 
 
-def _tiers(manifest: Any, file: str) -> list[str]:
+def manifest_tiers(manifest: Any, file: str) -> list[str]:
+    """The tier names of a synth export's manifest, else an InputError naming the field."""
     if not isinstance(manifest, dict):
         raise InputError(f"expected an object, got {type(manifest).__name__}", file=file)
     tiers = manifest.get("tiers")

@@ -251,7 +251,7 @@ def timeline_episode(gen: Generator, placed: list[Placed], tier: str) -> Episode
     """Every plan's sessions plus haystack up to the tier, sorted by time, and every
     question with its ``asked_after`` and a question date at its ask time."""
     from ...systems._context import build_prompt
-    from ._generate import _stamp
+    from ._generate import date_stamp
 
     target = gen.targets[tier]
     fixed = sorted((ws for p in placed for ws in p.sessions), key=lambda x: x[0])
@@ -265,7 +265,7 @@ def timeline_episode(gen: Generator, placed: list[Placed], tier: str) -> Episode
     stamps = list(fixed)
     stamps += _haystack(gen, tier, total, fixed, exclusive, start, end)
     stamps.sort(key=lambda x: x[0])
-    sessions = [s.model_copy(update={"date": _stamp(w)}) if s.date != _stamp(w) else s
+    sessions = [s.model_copy(update={"date": date_stamp(w)}) if s.date != date_stamp(w) else s
                 for w, s in stamps]
     times = [w for w, _ in stamps]
     questions = []
@@ -276,7 +276,7 @@ def timeline_episode(gen: Generator, placed: list[Placed], tier: str) -> Episode
                 continue  # nothing precedes its evidence at this tier: not askable before it
             after = 0
         questions.append(q.model_copy(update={"asked_after": after,
-                                              "question_date": _stamp(when)}))
+                                              "question_date": date_stamp(when)}))
     exact = build_prompt(sessions, probe, counter=gen.counter, image_size=size_of).tokens
     return Episode.model_construct(
         episode_id=f"synth-{gen.config.seed}-timeline", sessions=sessions, questions=questions,

@@ -97,10 +97,10 @@ def validate(root: str | Path, *, ocr: bool | None = None,
     from ..._json_limits import load_document
     from ...analysis._gates import overall_verdict
     from ._generate import parse_tier
-    from ._loader import _tiers
+    from ._loader import manifest_tiers
 
     manifest = load_document(mpath, what="a benchmark manifest")
-    _tiers(manifest, str(mpath))  # an object with tier names, else an error naming the field
+    manifest_tiers(manifest, str(mpath))  # an object with tier names, else an error naming the field
     for key in ("digest", "generator_version"):
         if not isinstance(manifest.get(key), str | int):
             raise InputError("missing required field" if manifest.get(key) is None else
