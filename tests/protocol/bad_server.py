@@ -58,12 +58,22 @@ class BadServer:
                     script = server.routes.get(self.path, [(404, b'{"error": "no"}')])
                     reply = (script(body) if callable(script)
                              else script.pop(0) if len(script) > 1 else script[0])
+                counted = True
+
+                def done() -> None:  # before the reply is sent: the client's next call can
+                    nonlocal counted  # only follow it, and must not count as overlapping
+                    if counted:
+                        with lock:
+                            server.in_flight[eid] -= 1
+                        counted = False
+
                 try:
                     time.sleep(0.05)  # long enough for a second call to overlap, if sent
                     if reply == "hang":
                         time.sleep(server.hang_s)
                         return
                     status, data = reply
+                    done()
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
@@ -72,8 +82,7 @@ class BadServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 finally:
-                    with lock:
-                        server.in_flight[eid] -= 1
+                    done()
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
