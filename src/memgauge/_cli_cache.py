@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ._cli_common import fail
 from .errors import ConfigError, MemgaugeError
 
 if TYPE_CHECKING:
@@ -87,12 +88,6 @@ def _by_kind(entries: dict[str, int]) -> str:
                      for kind, n in sorted(entries.items())) or "none"
 
 
-def _fail(exc: Exception) -> None:
-    from .cli import _fail as fail  # the CLI is loaded by the time a command runs
-
-    fail(exc)
-
-
 @cache_app.command("info")
 def cache_info(
     cache_path: _CachePath = None,
@@ -105,7 +100,7 @@ def cache_info(
     try:
         info = inspect_cache(path)
     except MemgaugeError as exc:
-        _fail(exc)
+        fail(exc)
     if as_json:
         print(json.dumps({**info.to_dict(), "chosen_by": why.split(";")[0]}, indent=2))
         return
@@ -157,7 +152,7 @@ def cache_clear(
                           f"({_size(info.bytes_on_disk)}) from {path}?", abort=True)
         removed = clear_cache(path)
     except MemgaugeError as exc:
-        _fail(exc)
+        fail(exc)
     print(_removed_text(path, removed))
 
 
@@ -184,7 +179,7 @@ def cache_prune(
             return
         removed = prune_cache(path, older_than_s=age, max_bytes=limit)
     except MemgaugeError as exc:
-        _fail(exc)
+        fail(exc)
     print(_removed_text(path, removed))
 
 

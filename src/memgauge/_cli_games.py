@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ._cli_common import err, fail
 from .errors import MemgaugeError
 
 
@@ -49,11 +50,9 @@ def generate_games(
                                        paraphraser=paraphraser,
                                        cross_episode=cross_episode))
     except MemgaugeError as exc:
-        from .cli import _fail  # the CLI is loaded by the time a command runs
 
-        _fail(exc)
+        fail(exc)
         return
-    from .cli import err
 
     counts = summary["counts"]
     share = counts["answerable_share"]

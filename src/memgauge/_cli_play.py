@@ -8,6 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
+from ._cli_common import fail, parse_options
+from ._cli_execute import execute_run
+
 DEFAULT_STEPS = 200
 
 
@@ -70,7 +73,6 @@ def play_command(
     """Play one episode of a game and log every step's action and true state to --out."""
     # With --system (self-experience) the play is then turned into questions with the fixed
     # template recipe and the system answers them online (design 0032, "Self-experience").
-    from .cli import _fail, _options
     from .errors import MemgaugeError
 
     play_args: dict[str, Any] = {
@@ -80,14 +82,14 @@ def play_command(
         "api_key_env": api_key_env, "timeout": timeout, "max_attempts": max_attempts,
         "cache": not no_cache, "cache_path": cache_path}
     try:
-        play_args["model_options"] = _options(model_option or [], "--model-option")
-        play_args["game_options"] = _options(game_option or [], "--game-option")
+        play_args["model_options"] = parse_options(model_option or [], "--model-option")
+        play_args["game_options"] = parse_options(game_option or [], "--game-option")
         if system is not None:
             _self_experience(play_args, out=out, system=system,
-                             system_options=_options(system_option or []), model=model,
+                             system_options=parse_options(system_option or []), model=model,
                              horizons=horizon or [], max_per_template=max_per_template,
                              question_seed=question_seed,
-                             bench_options=_options(bench_option or [], "--bench-option"),
+                             bench_options=parse_options(bench_option or [], "--bench-option"),
                              concurrency=concurrency, max_tokens=max_tokens)
             return
         summary = _play(out=out, **play_args)
@@ -95,7 +97,7 @@ def play_command(
         print(f"interrupted; the steps so far are in {out} (meta.json end: player_stopped)")
         raise typer.Exit(130) from None
     except MemgaugeError as exc:
-        _fail(exc)
+        fail(exc)
     print(summary)
 
 
@@ -109,7 +111,6 @@ def _self_experience(play_args: dict[str, Any], *, out: str, system: str,
     import sys
     from pathlib import Path
 
-    from .cli import _execute
     from .errors import ConfigError
     from .games._self_play import (
         SelfExperience,
@@ -169,7 +170,7 @@ def _self_experience(play_args: dict[str, Any], *, out: str, system: str,
         max_tokens=max_tokens,
         timeout_s=play_args["timeout"], max_attempts=play_args["max_attempts"],
         cache=play_args["cache"], cache_path=play_args["cache_path"], argv=sys.argv[1:])
-    _execute(config)
+    execute_run(config)
 
 
 def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | None,

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ._cli_common import fail
 from .errors import ConfigError, MemgaugeError
 
 probe_app = typer.Typer(no_args_is_help=True,
@@ -210,9 +211,8 @@ def recency(
         probes = [probe_run(run.label, run.records, alphas, primary=chosen, k=k, by=by)
                   for run in runs]
     except MemgaugeError as exc:
-        from .cli import _fail  # the CLI is loaded by the time a command runs
 
-        _fail(exc)
+        fail(exc)
     if fmt == "json":
         text = json.dumps({"k": k, "alphas": alphas, "primary": chosen,
                            "runs": [p.to_dict() for p in probes]},
@@ -271,9 +271,8 @@ def history(
         _, chosen = _pick_primary(runs, primary)
         points, skipped = history_points(runs, chosen)
     except MemgaugeError as exc:
-        from .cli import _fail
 
-        _fail(exc)
+        fail(exc)
     if fmt == "json":
         text = json.dumps({"primary": chosen, "points": [p.to_dict() for p in points],
                            "skipped": skipped}, indent=2, sort_keys=True, allow_nan=False)

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from ._cli_common import fail, parse_options
+
 
 def serve_memory(
     system: Annotated[str, typer.Option(help="The system to serve (any registered name)")],
@@ -53,7 +55,6 @@ def serve_memory(
 ) -> None:
     """Serve a memory system over the memory protocol v1 (HTTP + JSON), so that
     `memgauge run --system http://HOST:PORT` evaluates it; stop with Ctrl-C."""
-    from .cli import _fail, _options
     from .errors import MemgaugeError
 
     try:
@@ -64,10 +65,10 @@ def serve_memory(
             raise MemgaugeError(f"--max-episodes {max_episodes}: must be at least 1")
         config = RunConfig(
             bench="-", data="-", out="-", system=system, model=model,
-            system_options=_options(system_option or []),
+            system_options=parse_options(system_option or []),
             embedder=embedder, embedder_base_url=embedder_base_url,
             image_embedder=image_embedder, image_embedder_base_url=image_embedder_base_url,
-            model_options=_options(model_option or [], "--model-option"),
+            model_options=parse_options(model_option or [], "--model-option"),
             base_url=base_url, api_key_env=api_key_env, concurrency=concurrency,
             context_mode=context_mode, instruction=instruction, label_images=label_images,
             max_context_tokens=max_context_tokens, overflow=overflow,
@@ -77,8 +78,8 @@ def serve_memory(
             cache=not no_cache, cache_path=cache_path)
         factory, closers = build_factory(config)
     except MemgaugeError as exc:
-        _fail(exc)
+        fail(exc)
     try:
         run_server(factory, host, port, prefix, max_episodes, closers)
     except OSError as exc:  # the port is taken, the address is not ours
-        _fail(MemgaugeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}"))
+        fail(MemgaugeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}"))

@@ -5,11 +5,22 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from ._cli_cache import cache_app, run_cache_lines, score_cache_lines
+from ._cli_cache import cache_app, score_cache_lines
+from ._cli_common import (
+    EXIT_BUDGET,
+    EXIT_CONFIG,
+    EXIT_INTERRUPTED,
+    err,
+    fail,
+    json_object,
+    parse_options,
+    say,
+)
+from ._cli_execute import execute_run, prefix_cache_fact, top_causes
 from ._cli_games import generate_games
 from ._cli_play import play_command
 from ._cli_probe import probe_app
@@ -36,48 +47,6 @@ def _main(version: Annotated[bool, typer.Option(
     """Build, run, score and explain evaluations of long-term multimodal memory."""
 
 
-class _LazyConsole:
-    """A rich console made on first use: ``memgauge run`` reaches its first request before
-    anything is printed, and importing rich costs ~40 ms of that."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        self._kwargs = kwargs
-        self._console: Any = None
-
-    def get(self) -> Any:
-        if self._console is None:
-            from rich.console import Console
-
-            self._console = Console(**self._kwargs)
-        return self._console
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.get(), name)
-
-
-err = _LazyConsole(stderr=True)
-out = _LazyConsole()
-
-
-# Exit statuses (README, "Exit status"): 0 every question answered; 2 a configuration or
-# input error (nothing, or only what was done before the stop, was answered); 3 some
-# questions failed and are recorded as errors (rerun to retry them); 130 interrupted.
-EXIT_CONFIG = 2
-EXIT_SOME_FAILED = 3
-EXIT_BUDGET = 4  # a budget stopped the run; rerunning with a higher one resumes it
-EXIT_INTERRUPTED = 130
-
-
-def _fail(exc: Exception) -> None:
-    from rich.markup import escape
-
-    from .report import show_controls
-
-    # The message is user text (paths, hints like memgauge[local]): never read as markup,
-    # and its control characters (ESC sequences from a file name or a server) shown, not run.
-    err.print(f"[bold red]error:[/] {escape(show_controls(str(exc)))}", highlight=False,
-              soft_wrap=True)
-    raise typer.Exit(EXIT_CONFIG)
 
 
 def _config_file(ctx: typer.Context, param: typer.CallbackParam,
@@ -230,12 +199,12 @@ def run(
     try:
         config = RunConfig(
             bench=bench, data=data, out=out_dir, system=system,
-            system_options=_options(system_option or []), model=model, image_dir=image_dir,
+            system_options=parse_options(system_option or []), model=model, image_dir=image_dir,
             embedder=embedder, embedder_base_url=embedder_base_url,
             image_embedder=image_embedder, image_embedder_base_url=image_embedder_base_url,
-            model_options=_options(model_option or [], "--model-option"),
-            judge_model_options=_options(judge_model_option or [], "--judge-model-option"),
-            bench_options=_options(bench_option or [], "--bench-option"),
+            model_options=parse_options(model_option or [], "--model-option"),
+            judge_model_options=parse_options(judge_model_option or [], "--judge-model-option"),
+            bench_options=parse_options(bench_option or [], "--bench-option"),
             allow_missing_images=allow_missing_images, question_ids=question_ids, tier=tier,
             base_url=",".join(base_url) if base_url else None, api_key_env=api_key_env,
             concurrency=concurrency, limit=limit,
@@ -246,12 +215,12 @@ def run(
             shard=parse_shard(shard) if shard else None, context_mode=context_mode,
             captioner=captioner, captioner_base_url=captioner_base_url,
             captioner_prompt=captioner_prompt,
-            captioner_model_options=_options(captioner_model_option or [],
+            captioner_model_options=parse_options(captioner_model_option or [],
                                              "--captioner-model-option"),
             instruction=instruction, label_images=label_images,
             max_context_tokens=max_context_tokens, overflow=overflow, count_tokens=count_tokens,
             protocol=protocol, max_tokens=max_tokens,
-            temperature=temperature, top_p=top_p, extra_body=_json_object(extra_body),
+            temperature=temperature, top_p=top_p, extra_body=json_object(extra_body),
             seed=seed, image_max_side=image_max_side or None,
             image_format=image_format, image_mode=image_mode, tokenizer=tokenizer,
             image_formula=image_formula, timeout_s=timeout, max_attempts=max_attempts,
@@ -261,139 +230,16 @@ def run(
                                        extract=extract, label_errors=label_errors,
                                        prompt_file=judge_prompt_file))
         config.judge_options.check()
-        _execute(config)
+        execute_run(config)
     except MemgaugeError as exc:
-        _fail(exc)
+        fail(exc)
     except KeyboardInterrupt:
         from .runner._store import count_lines
 
         done = count_lines(out_dir) if Path(out_dir).is_dir() else 0
-        _say(f"interrupted: {done} questions recorded in {out_dir}; rerun the same command "
+        say(f"interrupted: {done} questions recorded in {out_dir}; rerun the same command "
              "to resume")
         raise typer.Exit(EXIT_INTERRUPTED) from None
-
-
-def _json_object(text: str | None, flag: str = "--extra-body") -> dict[str, Any]:
-    import json
-
-    if not text:
-        return {}
-    try:
-        obj = json.loads(text)
-    except ValueError as exc:
-        raise MemgaugeError(f"{flag} is not valid JSON: {exc}") from None
-    except RecursionError:
-        raise MemgaugeError(f"{flag} is nested too deep to be read") from None
-    if not isinstance(obj, dict):
-        raise MemgaugeError(f"{flag} must be a JSON object ({{...}}), got {type(obj).__name__}")
-    return obj
-
-
-def _options(pairs: list[str], flag: str = "--system-option") -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise MemgaugeError(f"{flag} must look like key=value, got {pair!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
-def _execute(config) -> None:  # type: ignore[no-untyped-def]
-    from .runner import Runner
-
-    if not sys.stderr.isatty():  # no progress bar to draw: leave rich out of the start-up
-        result = Runner(config).run_sync()
-    else:
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-        # With workers, the parent forks once the bar is up: no refresh thread may exist
-        # then, so the bar is redrawn by the parent's progress polls instead.
-        threaded = config.workers <= 1
-        progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                            TextColumn("{task.completed}/{task.fields[of]}"),
-                            TextColumn("ok {task.fields[ok]} · errors {task.fields[errors]}"
-                                       "{task.fields[level]}"),
-                            TimeElapsedColumn(), console=err.get(), transient=False,
-                            auto_refresh=threaded)
-        task = progress.add_task("answering", total=None, ok=0, errors=0, of="?", level="")
-
-        def tick(result, record) -> None:  # type: ignore[no-untyped-def]
-            # The total is exact once known (the benchmark's count, an earlier full pass,
-            # or the reader at the end); until then, "≥N" is what the reader has handed out.
-            total = result.total
-            of = str(total) if total is not None else (f"≥{result.queued}" if result.queued
-                                                      else "?")
-            level = (" · in flight ≤ " + "+".join(map(str, result.levels))
-                     if result.levels else "")
-            progress.update(task, completed=result.done, total=total, ok=result.ok,
-                            errors=result.errors, of=of, level=level)
-            if not threaded:
-                progress.refresh()
-
-        with progress:
-            result = Runner(config, on_progress=tick).run_sync()
-    _say(f"{result.done} answered now ({result.ok} ok, {result.errors} errors), "
-         f"{result.skipped} already done; records in {result.run_dir / 'records.jsonl'}"
-         f" ({result.wall_s:.1f} s)")
-    for line in run_cache_lines(result.run_dir):
-        _say(line)
-    reuse = _prefix_cache_fact(result.run_dir)
-    if reuse:
-        _say(f"prefix cache: {reuse}")
-    for note in result.notes:
-        _say(f"note: {note}")
-    if result.budget_stop:
-        _say(f"stopped by the budget: {result.budget_stop} (this run, every invocation "
-             "counted). Nothing more was sent; what was in flight is recorded. Rerun with a "
-             "higher budget to resume.", style="yellow")
-        raise typer.Exit(EXIT_BUDGET)
-    if result.errors:
-        _say(f"{result.errors} questions failed; they are reported apart. "
-             "Rerun the same command to retry them.", style="yellow")
-        causes = _top_causes(result.run_dir)
-        if causes:
-            _say("top causes: " + "; ".join(causes), style="yellow")
-        raise typer.Exit(EXIT_SOME_FAILED)
-
-
-def _top_causes(run_dir: str | Path, which: str = "answer", n: int = 3) -> list[str]:
-    """The most frequent causes among the run's failures, each with one message: of its
-    failed answers (``which="answer"``), or of its judge calls (``"judge"``)."""
-    from collections import Counter
-
-    from .runner import read_records
-
-    try:
-        records = read_records(run_dir)
-    except MemgaugeError:
-        return []
-    kinds: Counter[str] = Counter()
-    example: dict[str, str] = {}
-    for rec in records.values():
-        if which == "judge":
-            err = rec.meta.get("judge_error")
-            kind, message = ((str(err.get("kind", "?")), str(err.get("message", "")))
-                             if isinstance(err, dict) else (None, ""))
-        else:
-            err = rec.response.error if rec.status == "error" else None
-            kind, message = (err.kind, err.message) if err is not None else (None, "")
-        if kind is not None:
-            kinds[kind] += 1
-            example.setdefault(kind, " ".join(message.split())[:140])
-    return [f"{kind} ×{count} ({example[kind]})" for kind, count in kinds.most_common(n)]
-
-
-def _say(text: str, style: str | None = None) -> None:
-    """A line on stderr: through rich on a terminal, plain otherwise (importing rich would
-    cost ~40 ms at the end of every scripted run)."""
-    from .report import show_controls
-
-    text = show_controls(text)  # it quotes servers' error messages
-    if sys.stderr.isatty():
-        err.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
-    else:
-        print(text, file=sys.stderr, flush=True)
 
 
 @app.command()
@@ -477,7 +323,7 @@ def report(
             Path(out_file).write_text(text + "\n", encoding="utf-8")
         print(show_controls(text, json=fmt == "json"))
     except (MemgaugeError, ValueError) as exc:
-        _fail(exc)
+        fail(exc)
 
 
 def _report_meta(run_dir: str, manifest: dict) -> dict:
@@ -491,22 +337,7 @@ def _report_meta(run_dir: str, manifest: dict) -> dict:
             "config_hash": manifest.get("config_hash"), "memgauge": manifest.get("memgauge_version"),
             "git_sha": manifest.get("git_sha"),
             **({"judges": _judges_fact(manifest["judges"])} if manifest.get("judges") else {}),
-            **({"prefix_cache": reuse} if (reuse := _prefix_cache_fact(manifest)) else {})}
-
-
-def _prefix_cache_fact(where: str | Path | dict) -> str | None:
-    """The server's prefix-cache reuse over the answers sent (the manifest's ``prefix_cache``,
-    design 0031), from a manifest or a run folder's."""
-    from .runner._prefix import describe_reuse
-
-    if not isinstance(where, dict):
-        from .runner import load_manifest
-
-        try:
-            where = load_manifest(where) or {}
-        except MemgaugeError:
-            return None
-    return describe_reuse(where.get("prefix_cache"))
+            **({"prefix_cache": reuse} if (reuse := prefix_cache_fact(manifest)) else {})}
 
 
 def _judges_fact(judges: dict) -> str:
@@ -539,7 +370,7 @@ def merge(
     try:
         status = merge_runs(run_dirs, out_dir, partial=partial)
     except MemgaugeError as exc:
-        _fail(exc)
+        fail(exc)
     err.print(f"merged {len(run_dirs)} runs into {out_dir}: {status['records']} records "
               f"({status['ok']} ok, {status['errors']} errors)", highlight=False)
 
@@ -570,7 +401,7 @@ def demo(
                                    model=model, model_questions=model_questions),
                         say=lambda m: err.print(m, highlight=False, markup=False))
     except MemgaugeError as exc:
-        _fail(exc)
+        fail(exc)
     bench = root / "benchmark"
     err.print(f"\n[bold]Report:[/] {root / 'report.md'}", highlight=False)
     if (root / "report.html").exists():
@@ -635,15 +466,15 @@ def validate(
         else:
             results, md = validate_from_cli(
                 bench, data or bench_dir, model=model, base_url=base_url, image_dir=image_dir,
-                model_options=_options(model_option or [], "--model-option"),
+                model_options=parse_options(model_option or [], "--model-option"),
                 max_tokens=max_tokens,
-                bench_options=_options(bench_option or [], "--bench-option"),
+                bench_options=parse_options(bench_option or [], "--bench-option"),
                 captioner=captioner, captioner_base_url=captioner_base_url, out=out,
-                captioner_model_options=_options(captioner_model_option or [],
+                captioner_model_options=parse_options(captioner_model_option or [],
                                                  "--captioner-model-option"),
                 progress=say)
     except MemgaugeError as exc:
-        _fail(exc)
+        fail(exc)
     from .report import show_controls
 
     print(show_controls(md.read_text(encoding="utf-8")))
@@ -695,9 +526,9 @@ def models_pull(
 
     try:
         for name in names:
-            print(pull(name, force=force, say=lambda m: _say(m)))
+            print(pull(name, force=force, say=lambda m: say(m)))
     except MemgaugeError as exc:
-        _fail(exc)
+        fail(exc)
 
 
 @models_app.command("path")
@@ -708,7 +539,7 @@ def models_path(name: Annotated[str, typer.Argument(help="A catalogue name")]) -
     try:
         print(resolve(name))
     except MemgaugeError as exc:
-        _fail(exc)
+        fail(exc)
 
 
 generate_app = typer.Typer(no_args_is_help=True, help="Generate benchmarks.")
@@ -778,7 +609,7 @@ def generate_synth(
         with progress:
             manifest = generate(config, progress=lambda t, n: progress.update(tasks[t], completed=n))
     except MemgaugeError as exc:
-        _fail(exc)
+        fail(exc)
     for tier, info in manifest["tiers"].items():
         err.print(f"tier {tier}: {info['questions']} questions, tokens {info['tokens_min']}–"
                   f"{info['tokens_max']} (target {info['target_tokens']}, "
@@ -802,7 +633,7 @@ def list_(
     from ._cli_inspect import catalogue, print_catalogue
 
     if fmt not in ("text", "json"):
-        _fail(MemgaugeError(f"--format {fmt!r}: use text or json"))
+        fail(MemgaugeError(f"--format {fmt!r}: use text or json"))
     cat = catalogue()
     if fmt == "json":
         import json
@@ -837,7 +668,7 @@ def show(
         record = find_record(records, question_id, run_dir)
         rebuilt = rebuild_prompt(manifest, record) if prompt else None
     except MemgaugeError as exc:
-        _fail(exc)
+        fail(exc)
     if fmt == "json":
         import json
 
@@ -894,7 +725,7 @@ def compare(
             print(show_controls(json.dumps({"baseline": labels[0], "comparisons": comparisons},
                                            indent=2, ensure_ascii=False), json=True))
     except (MemgaugeError, ValueError) as exc:
-        _fail(exc)
+        fail(exc)
 
 
 @app.command()
@@ -943,7 +774,7 @@ def audit(
             Path(out_file).write_text(text.rstrip("\n") + "\n", encoding="utf-8")
         print(show_controls(text.rstrip("\n"), json=fmt == "json"))
     except (MemgaugeError, ValueError) as exc:
-        _fail(exc)
+        fail(exc)
 
 
 @app.command()
@@ -1009,7 +840,7 @@ def score(
 
                 return await batch_judge_run(run_dir, model, options=options,
                                              poll_s=batch_poll_s, window=batch_window,
-                                             say=_say, budget=budget)
+                                             say=say, budget=budget)
             return await judge_run(run_dir, model, concurrency=concurrency, options=options,
                                    spec=judge, budget=budget)
         finally:
@@ -1034,7 +865,7 @@ def score(
         model = create_model(judge, ModelSettings(
             base_url=judge_base_url, api_key_env=api_key_env, concurrency=concurrency,
             timeout_s=timeout, cache=cache,
-            model_options=_options(judge_model_option or [], "--judge-model-option"),
+            model_options=parse_options(judge_model_option or [], "--judge-model-option"),
             options_flag="--judge-model-option"))
         try:
             if batch:
@@ -1056,19 +887,19 @@ def score(
         finally:
             cache.close()
     except MemgaugeError as exc:
-        _fail(exc)
+        fail(exc)
     print(", ".join(f"{k.replace('_', '-')} {v}" for k, v in counts.items()))
     # a batch replays each call once per round: its staged view counts each call once
     counted = getattr(model, "staged", None) or cache
     for line in score_cache_lines(run_dir, name, counted.hits, counted.misses):
         print(line)
     if counts.get("failures"):
-        why = _top_causes(run_dir, "judge")
+        why = top_causes(run_dir, "judge")
         if why:
-            _say("judge failures (recorded apart, never scored as 0; rerun to retry): "
+            say("judge failures (recorded apart, never scored as 0; rerun to retry): "
                  + "; ".join(why), style="yellow")
     if budget.reason:
-        _say(f"stopped by the budget: {budget.reason} (this run folder, answers and judges, "
+        say(f"stopped by the budget: {budget.reason} (this run folder, answers and judges, "
              "every invocation counted). Nothing more was sent; what was in flight is "
              "recorded. Rerun with a higher budget to judge the rest.", style="yellow")
         raise typer.Exit(EXIT_BUDGET)

@@ -1,0 +1,96 @@
+"""What every command module of the CLI shares: the stderr console, the exit statuses, and
+turning a user's mistake into one line and exit 2 (``fail``), a note into a line on stderr
+(``say``), and ``key=value`` / JSON flags into values."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, NoReturn
+
+import typer
+
+from .errors import MemgaugeError
+
+
+class LazyConsole:
+    """A rich console made on first use: ``memgauge run`` reaches its first request before
+    anything is printed, and importing rich costs ~40 ms of that."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._kwargs = kwargs
+        self._console: Any = None
+
+    def get(self) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._kwargs)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.get(), name)
+
+
+err = LazyConsole(stderr=True)
+
+
+# Exit statuses (README, "Exit status"): 0 every question answered; 2 a configuration or
+# input error (nothing, or only what was done before the stop, was answered); 3 some
+# questions failed and are recorded as errors (rerun to retry them); 130 interrupted.
+EXIT_CONFIG = 2
+EXIT_SOME_FAILED = 3
+EXIT_BUDGET = 4  # a budget stopped the run; rerunning with a higher one resumes it
+EXIT_INTERRUPTED = 130
+
+
+def fail(exc: Exception) -> NoReturn:
+    """One line naming the mistake, on stderr, and exit 2 (never a traceback)."""
+    from rich.markup import escape
+
+    from .report import show_controls
+
+    # The message is user text (paths, hints like memgauge[local]): never read as markup,
+    # and its control characters (ESC sequences from a file name or a server) shown, not run.
+    err.print(f"[bold red]error:[/] {escape(show_controls(str(exc)))}", highlight=False,
+              soft_wrap=True)
+    raise typer.Exit(EXIT_CONFIG)
+
+
+def say(text: str, style: str | None = None) -> None:
+    """A line on stderr: through rich on a terminal, plain otherwise (importing rich would
+    cost ~40 ms at the end of every scripted run)."""
+    from .report import show_controls
+
+    text = show_controls(text)  # it quotes servers' error messages
+    if sys.stderr.isatty():
+        err.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+    else:
+        print(text, file=sys.stderr, flush=True)
+
+
+def json_object(text: str | None, flag: str = "--extra-body") -> dict[str, Any]:
+    """A flag's JSON object (``--extra-body``), else a MemgaugeError naming the flag."""
+    import json
+
+    if not text:
+        return {}
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        raise MemgaugeError(f"{flag} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise MemgaugeError(f"{flag} is nested too deep to be read") from None
+    if not isinstance(obj, dict):
+        raise MemgaugeError(f"{flag} must be a JSON object ({{...}}), got {type(obj).__name__}")
+    return obj
+
+
+def parse_options(pairs: list[str], flag: str = "--system-option") -> dict[str, str]:
+    """``key=value`` flags as a dict, else a MemgaugeError naming the flag and the pair."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise MemgaugeError(f"{flag} must look like key=value, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out

@@ -1,0 +1,114 @@
+"""``memgauge run``'s execution on the terminal: the progress bar, the closing summary,
+and the exit status from the result (3 some questions failed, 4 a budget stopped it)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from ._cli_cache import run_cache_lines
+from ._cli_common import EXIT_BUDGET, EXIT_SOME_FAILED, err, say
+from .errors import MemgaugeError
+
+
+def execute_run(config) -> None:  # type: ignore[no-untyped-def]
+    """Run ``config`` with a progress bar on a terminal, then say what happened."""
+    from .runner import Runner
+
+    if not sys.stderr.isatty():  # no progress bar to draw: leave rich out of the start-up
+        result = Runner(config).run_sync()
+    else:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        # With workers, the parent forks once the bar is up: no refresh thread may exist
+        # then, so the bar is redrawn by the parent's progress polls instead.
+        threaded = config.workers <= 1
+        progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                            TextColumn("{task.completed}/{task.fields[of]}"),
+                            TextColumn("ok {task.fields[ok]} · errors {task.fields[errors]}"
+                                       "{task.fields[level]}"),
+                            TimeElapsedColumn(), console=err.get(), transient=False,
+                            auto_refresh=threaded)
+        task = progress.add_task("answering", total=None, ok=0, errors=0, of="?", level="")
+
+        def tick(result, record) -> None:  # type: ignore[no-untyped-def]
+            # The total is exact once known (the benchmark's count, an earlier full pass,
+            # or the reader at the end); until then, "≥N" is what the reader has handed out.
+            total = result.total
+            of = str(total) if total is not None else (f"≥{result.queued}" if result.queued
+                                                      else "?")
+            level = (" · in flight ≤ " + "+".join(map(str, result.levels))
+                     if result.levels else "")
+            progress.update(task, completed=result.done, total=total, ok=result.ok,
+                            errors=result.errors, of=of, level=level)
+            if not threaded:
+                progress.refresh()
+
+        with progress:
+            result = Runner(config, on_progress=tick).run_sync()
+    say(f"{result.done} answered now ({result.ok} ok, {result.errors} errors), "
+         f"{result.skipped} already done; records in {result.run_dir / 'records.jsonl'}"
+         f" ({result.wall_s:.1f} s)")
+    for line in run_cache_lines(result.run_dir):
+        say(line)
+    reuse = prefix_cache_fact(result.run_dir)
+    if reuse:
+        say(f"prefix cache: {reuse}")
+    for note in result.notes:
+        say(f"note: {note}")
+    if result.budget_stop:
+        say(f"stopped by the budget: {result.budget_stop} (this run, every invocation "
+             "counted). Nothing more was sent; what was in flight is recorded. Rerun with a "
+             "higher budget to resume.", style="yellow")
+        raise typer.Exit(EXIT_BUDGET)
+    if result.errors:
+        say(f"{result.errors} questions failed; they are reported apart. "
+             "Rerun the same command to retry them.", style="yellow")
+        causes = top_causes(result.run_dir)
+        if causes:
+            say("top causes: " + "; ".join(causes), style="yellow")
+        raise typer.Exit(EXIT_SOME_FAILED)
+
+
+def top_causes(run_dir: str | Path, which: str = "answer", n: int = 3) -> list[str]:
+    """The most frequent causes among the run's failures, each with one message: of its
+    failed answers (``which="answer"``), or of its judge calls (``"judge"``)."""
+    from collections import Counter
+
+    from .runner import read_records
+
+    try:
+        records = read_records(run_dir)
+    except MemgaugeError:
+        return []
+    kinds: Counter[str] = Counter()
+    example: dict[str, str] = {}
+    for rec in records.values():
+        if which == "judge":
+            err = rec.meta.get("judge_error")
+            kind, message = ((str(err.get("kind", "?")), str(err.get("message", "")))
+                             if isinstance(err, dict) else (None, ""))
+        else:
+            err = rec.response.error if rec.status == "error" else None
+            kind, message = (err.kind, err.message) if err is not None else (None, "")
+        if kind is not None:
+            kinds[kind] += 1
+            example.setdefault(kind, " ".join(message.split())[:140])
+    return [f"{kind} ×{count} ({example[kind]})" for kind, count in kinds.most_common(n)]
+
+
+def prefix_cache_fact(where: str | Path | dict) -> str | None:
+    """The server's prefix-cache reuse over the answers sent (the manifest's ``prefix_cache``,
+    design 0031), from a manifest or a run folder's."""
+    from .runner._prefix import describe_reuse
+
+    if not isinstance(where, dict):
+        from .runner import load_manifest
+
+        try:
+            where = load_manifest(where) or {}
+        except MemgaugeError:
+            return None
+    return describe_reuse(where.get("prefix_cache"))
