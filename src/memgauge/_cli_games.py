@@ -50,7 +50,6 @@ def generate_games(
                                        paraphraser=paraphraser,
                                        cross_episode=cross_episode))
     except MemgaugeError as exc:
-
         fail(exc)
         return
 

@@ -211,7 +211,6 @@ def recency(
         probes = [probe_run(run.label, run.records, alphas, primary=chosen, k=k, by=by)
                   for run in runs]
     except MemgaugeError as exc:
-
         fail(exc)
     if fmt == "json":
         text = json.dumps({"k": k, "alphas": alphas, "primary": chosen,
@@ -271,7 +270,6 @@ def history(
         _, chosen = _pick_primary(runs, primary)
         points, skipped = history_points(runs, chosen)
     except MemgaugeError as exc:
-
         fail(exc)
     if fmt == "json":
         text = json.dumps({"primary": chosen, "points": [p.to_dict() for p in points],

@@ -20,6 +20,7 @@ import dataclasses
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -212,7 +213,7 @@ TASK_EVENTS_ENV = "RAY_task_events_report_interval_ms"
 
 
 @contextlib.contextmanager
-def _driver_task_events_off() -> Any:
+def _driver_task_events_off() -> Iterator[None]:
     """The driver's own task events off while Ray reads its config in ``ray.init``.
 
     Ray's core worker reports task state changes to the GCS for the dashboard and
