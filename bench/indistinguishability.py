@@ -16,7 +16,7 @@ from pathlib import Path
 
 from memgauge.analysis import indistinguishability
 from memgauge.benchmarks.synth import SynthConfig, generate
-from memgauge.benchmarks.synth._validate import _episodes
+from memgauge.benchmarks.synth._validate import tier_episodes
 
 
 def main() -> None:
@@ -33,7 +33,7 @@ def main() -> None:
             out = Path(tmp) / "bench"
             generate(SynthConfig(out=str(out), seed=seed, tiers=[args.tier],
                                  questions=args.questions))
-            res = indistinguishability(_episodes(out, args.tier))
+            res = indistinguishability(tier_episodes(out, args.tier))
         gated.append(res.auc)
         without.append(res.auc_without_fillers)
         top = ", ".join(f["ngram"] for f in res.top_features["evidence"][:4])

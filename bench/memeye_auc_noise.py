@@ -17,51 +17,34 @@ import json
 import random
 import statistics
 import tempfile
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-from memgauge.analysis._gates import _oof_auc
-from memgauge.analysis._retrieval import session_text
+from memgauge.analysis._gates import gate_documents, oof_auc
 from memgauge.benchmarks.synth import SynthConfig, generate
 from memgauge.benchmarks.synth._generate import parse_tier
-from memgauge.benchmarks.synth._validate import _episodes, _gate_episodes
+from memgauge.benchmarks.synth._validate import gate_episodes, tier_episodes
 
 FOLDS = 5  # the gate's
 
 
-def gate_documents(root: Path) -> tuple[list[str], np.ndarray, list[str]]:
+def gate_input(root: Path) -> tuple[list[str], np.ndarray, list[str]]:
     """The gate's documents, labels and groups for the largest tier of ``root``."""
     tiers = json.loads((root / "manifest.json").read_text(encoding="utf-8"))["tiers"]
-    episodes = _gate_episodes(_episodes(root, max(tiers, key=parse_tier)))
-    uses = Counter((str(s.meta.get("role")), s.session_id) for ep in episodes for s in ep.sessions)
-    docs: list[str] = []
-    labels: list[int] = []
-    groups: list[str] = []
-    seen: set[tuple[str, str]] = set()
-    for ep in episodes:
-        question = ep.questions[0].question_id if ep.questions else ep.episode_id
-        for s in ep.sessions:
-            key = (str(s.meta.get("role")), s.session_id)
-            if key in seen:
-                continue
-            seen.add(key)
-            docs.append(session_text(s))
-            labels.append(int(key[0] == "evidence"))
-            groups.append(question if uses[key] == 1 else f"shared {key[0]} {key[1]}")
-    return docs, np.array(labels, dtype=int), groups
+    d = gate_documents(gate_episodes(tier_episodes(root, max(tiers, key=parse_tier))))
+    return d.docs, d.labels, d.groups
 
 
 def measure(root: Path, shuffles: int, fold_seeds: int) -> dict[str, float]:
-    docs, y, groups = gate_documents(root)
-    by_folds = [_oof_auc(docs, y, groups, folds=FOLDS, seed=s)[0] for s in range(fold_seeds)]
+    docs, y, groups = gate_input(root)
+    by_folds = [oof_auc(docs, y, groups, folds=FOLDS, seed=s)[0] for s in range(fold_seeds)]
     rng = random.Random(0)
     null = []
     for _ in range(shuffles):
         shuffled = docs[:]
         rng.shuffle(shuffled)
-        null.append(_oof_auc(shuffled, y, groups, folds=FOLDS, seed=0)[0])
+        null.append(oof_auc(shuffled, y, groups, folds=FOLDS, seed=0)[0])
     return {"evidence": int(y.sum()), "other": int(len(y) - y.sum()), "auc": by_folds[0],
             "folds_mean": statistics.mean(by_folds), "folds_sd": statistics.stdev(by_folds),
             "null_mean": statistics.mean(null), "null_sd": statistics.stdev(null)}

@@ -171,10 +171,10 @@ def test_our_generator_passes_with_fillers_included(tmp_path):
     from memgauge.benchmarks.synth import SynthConfig, generate
     from memgauge.benchmarks.synth._haystack import haystack_session
     from memgauge.benchmarks.synth._text import SHARE_REPLIES
-    from memgauge.benchmarks.synth._validate import _episodes
+    from memgauge.benchmarks.synth._validate import tier_episodes
 
     generate(SynthConfig(out=str(tmp_path / "b"), seed=0, tiers=["8k"], questions=40))
-    eps = _episodes(tmp_path / "b", "8k")
+    eps = tier_episodes(tmp_path / "b", "8k")
     fillers = [s for ep in eps for s in ep.sessions if s.meta["role"] == "filler"]
     assert fillers and not any(t.images or "<image>" in t.text for s in fillers for t in s.turns)
     res = indistinguishability(eps)

@@ -10,6 +10,7 @@ import pytest
 from memgauge.benchmarks import BenchmarkOptions
 from memgauge.benchmarks.synth import SynthConfig, generate, parse_tier
 from memgauge.benchmarks.synth._families import DEFAULT_FAMILIES
+from memgauge.benchmarks.synth._validate import tier_episodes
 from memgauge.registry import lookup
 from memgauge.runner import RunConfig, Runner, read_records
 from memgauge.schema import AnswerType
@@ -25,16 +26,12 @@ def bench(tmp_path_factory) -> tuple[Path, dict]:
     return root, manifest
 
 
-def _episodes(root: Path, tier: str):
-    return list(lookup("benchmark", "synth")(BenchmarkOptions(data=str(root), tier=tier)).episodes())
-
-
 def test_every_tier_is_within_three_percent_of_its_target(bench):
     root, manifest = bench
     for tier in TIERS:
         info = manifest["tiers"][tier]
         assert info["within_tolerance"] == info["questions"] == 20
-        for ep in _episodes(root, tier):
+        for ep in tier_episodes(root, tier):
             assert abs(ep.meta["tokens"] - parse_tier(tier)) <= 0.03 * parse_tier(tier)
 
 
@@ -50,7 +47,7 @@ def test_same_seed_same_bytes_other_seed_other_bytes(bench, tmp_path):
 
 def test_questions_and_evidence_are_identical_across_tiers_only_haystack_grows(bench):
     root, _ = bench
-    small, large = _episodes(root, "4k"), _episodes(root, "8k")
+    small, large = tier_episodes(root, "4k"), tier_episodes(root, "8k")
     for a, b in zip(small, large, strict=True):
         assert a.questions == b.questions
         ev_a = [s for s in a.sessions if s.meta["role"] == "evidence"]
@@ -64,7 +61,7 @@ def test_questions_and_evidence_are_identical_across_tiers_only_haystack_grows(b
 
 def test_families_labels_and_answer_types(bench):
     root, manifest = bench
-    eps = _episodes(root, "4k")
+    eps = tier_episodes(root, "4k")
     assert set(manifest["families"]) == {*DEFAULT_FAMILIES, "ar"}
     for ep in eps:
         q = ep.questions[0]
@@ -84,7 +81,7 @@ def test_families_labels_and_answer_types(bench):
 def test_memlens_export_loads_through_our_memlens_loader(bench):
     root, _ = bench
     for tier in TIERS:
-        ours = {ep.episode_id: ep for ep in _episodes(root, tier)}
+        ours = {ep.episode_id: ep for ep in tier_episodes(root, tier)}
         ml = lookup("benchmark", "memlens")(BenchmarkOptions(
             data=str(root / "memlens" / f"dataset_{tier}.json"), image_dir=str(root)))
         loaded = list(ml.episodes())
@@ -136,7 +133,7 @@ def test_runner_counts_the_same_tokens_the_generator_targeted(bench, tmp_path):
     from stub_server import StubServer
 
     root, _ = bench
-    tokens = {ep.episode_id: ep.meta["tokens"] for ep in _episodes(root, "4k")}
+    tokens = {ep.episode_id: ep.meta["tokens"] for ep in tier_episodes(root, "4k")}
     with StubServer(answer=lambda body: "Insufficient information") as stub:
         Runner(RunConfig(bench="synth", data=str(root), tier="4k", system="full-context",
                          model="openai:stub", base_url=stub.base_url, out=str(tmp_path / "r"),

@@ -18,7 +18,7 @@ from memgauge.benchmarks.synth._timeline import (
     timeline_plans,
     use_timeline_pool,
 )
-from memgauge.benchmarks.synth._validate import _episodes, _gate_episodes
+from memgauge.benchmarks.synth._validate import gate_episodes, tier_episodes
 from memgauge.benchmarks.synth._world import BASE_WORLD, LARGE_WORLD, MORE_ENTITY_KINDS
 from memgauge.benchmarks.synth.render import describe, render, validate
 
@@ -78,6 +78,6 @@ def test_thirty_plans_on_one_timeline_pass_the_indistinguishability_gate(tmp_pat
     root = tmp_path / "t"
     generate(SynthConfig(out=str(root), seed=0, tiers=["64k"], questions=30,
                          layout="timeline"))
-    gate = indistinguishability(_gate_episodes(_episodes(root, "64k")))
+    gate = indistinguishability(gate_episodes(tier_episodes(root, "64k")))
     assert gate.verdict == "PASS", gate.auc
     assert gate.n_evidence > 60

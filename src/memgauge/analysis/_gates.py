@@ -146,7 +146,7 @@ def _classifier(sk_text: Any, sk_linear: Any) -> tuple[Any, Any]:
     return vec, sk_linear.LogisticRegression(max_iter=1000, class_weight="balanced")
 
 
-def _oof_auc(docs: Sequence[str], y: np.ndarray, groups: Sequence[str], *, folds: int,
+def oof_auc(docs: Sequence[str], y: np.ndarray, groups: Sequence[str], *, folds: int,
              seed: int) -> tuple[float | None, int]:
     """Pooled out-of-fold ROC AUC over ``GroupKFold`` (None when it cannot be computed)."""
     sk_text = require("sklearn.feature_extraction.text", purpose="the indistinguishability gate")
@@ -195,21 +195,22 @@ def _top_features(docs: Sequence[str], y: np.ndarray, n: int) -> dict[str, list[
             "other": entries(np.argsort(coef, kind="stable"), -1)}
 
 
-def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: int = 0,
-                         max_deviation: float = 0.10, n_features: int = 30,
-                         ) -> IndistinguishabilityResult:
-    """Can the text of a session tell whether it is evidence? One document per session
-    (:func:`~memgauge.analysis._retrieval.session_text`, no captions): label 1 for
-    ``Session.meta["role"] == "evidence"``, label 0 for every other session (fillers and
-    unlabelled ones included). See :class:`IndistinguishabilityResult`.
+@dataclass(frozen=True)
+class GateDocuments:
+    """The indistinguishability gate's input: one document per distinct session, its label
+    (1 = evidence), its cross-validation group and whether it is a filler; the questions seen
+    and how many repeated copies of shared sessions were dropped."""
 
-    Groups are the episode's (first) question id, so a question's sessions never straddle
-    train and test. A session that recurs across episodes (a shared pool) is kept once, as a
-    group of its own. Classifier: TF-IDF of word 1-2 grams with sublinear tf,
-    then logistic regression (balanced class weights); AUC pooled over the out-of-fold
-    scores of ``GroupKFold(folds)`` (folds capped at the number of groups). ``seed`` fixes
-    the assignment of groups to folds. The same folds score both comparisons.
-    """
+    docs: list[str]
+    labels: np.ndarray
+    groups: list[str]
+    filler: np.ndarray
+    questions: set[str]
+    repeats: int
+
+
+def gate_documents(episodes: Iterable[Episode]) -> GateDocuments:
+    """The documents :func:`indistinguishability` scores (also for bench/memeye_auc_noise.py)."""
     docs: list[str] = []
     labels: list[int] = []
     groups: list[str] = []
@@ -234,17 +235,37 @@ def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: i
             # folds pushed the AUC of a 32k tier of 20 questions down to ~0.39 (0008).
             groups.append(question if uses[key] == 1 else f"shared {key[0]} {key[1]}")
             filler.append(key[0] == "filler")
-    y = np.array(labels, dtype=int)
-    is_filler = np.array(filler, dtype=bool)
+    return GateDocuments(docs=docs, labels=np.array(labels, dtype=int), groups=groups,
+                         filler=np.array(filler, dtype=bool), questions=questions,
+                         repeats=sum(uses.values()) - len(seen))
+
+
+def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: int = 0,
+                         max_deviation: float = 0.10, n_features: int = 30,
+                         ) -> IndistinguishabilityResult:
+    """Can the text of a session tell whether it is evidence? One document per session
+    (:func:`~memgauge.analysis._retrieval.session_text`, no captions): label 1 for
+    ``Session.meta["role"] == "evidence"``, label 0 for every other session (fillers and
+    unlabelled ones included). See :class:`IndistinguishabilityResult`.
+
+    Groups are the episode's (first) question id, so a question's sessions never straddle
+    train and test. A session that recurs across episodes (a shared pool) is kept once, as a
+    group of its own. Classifier: TF-IDF of word 1-2 grams with sublinear tf,
+    then logistic regression (balanced class weights); AUC pooled over the out-of-fold
+    scores of ``GroupKFold(folds)`` (folds capped at the number of groups). ``seed`` fixes
+    the assignment of groups to folds. The same folds score both comparisons.
+    """
+    d = gate_documents(episodes)
+    docs, y, groups, is_filler, questions = d.docs, d.labels, d.groups, d.filler, d.questions
     n_ev = int(y.sum())
     n_groups = len(set(groups))
 
     auc = auc_wo = None
     used = 0
     if len(questions) >= 2:
-        auc, used = _oof_auc(docs, y, groups, folds=folds, seed=seed)
+        auc, used = oof_auc(docs, y, groups, folds=folds, seed=seed)
         keep = np.flatnonzero(~is_filler)
-        auc_wo, _ = _oof_auc([docs[i] for i in keep], y[keep], [groups[i] for i in keep],
+        auc_wo, _ = oof_auc([docs[i] for i in keep], y[keep], [groups[i] for i in keep],
                              folds=folds, seed=seed)
     note = None
     if auc is None:
@@ -257,7 +278,7 @@ def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: i
         verdict=_verdict_of(auc is not None,
                             auc is not None and abs(auc - 0.5) <= max_deviation + 1e-12),
         n_evidence=n_ev, n_other=len(y) - n_ev, n_fillers=int(is_filler.sum()),
-        n_repeats=sum(uses.values()) - len(seen), n_questions=len(questions),
+        n_repeats=d.repeats, n_questions=len(questions),
         n_groups=n_groups, folds=used, top_features=top, note=note)
 
 

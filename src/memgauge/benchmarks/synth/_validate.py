@@ -27,14 +27,15 @@ def _plain(obj: Any) -> Any:
     return obj
 
 
-def _episodes(root: Path, tier: str) -> list[Any]:
+def tier_episodes(root: Path, tier: str) -> list[Any]:
+    """The episodes of one tier of a synth export, as the loader yields them."""
     from ...benchmarks import BenchmarkOptions
     from ...registry import lookup
 
     return list(lookup("benchmark", "synth")(BenchmarkOptions(data=str(root), tier=tier)).episodes())
 
 
-def _gate_episodes(episodes: list[Any]) -> list[Any]:
+def gate_episodes(episodes: list[Any]) -> list[Any]:
     """Timeline episodes split per plan (see ``_timeline.per_question_view``); others as is."""
     from ._timeline import per_question_view
 
@@ -117,7 +118,7 @@ def validate(root: str | Path, *, ocr: bool | None = None,
         say(f"tier {tier}: oracle runs")
         oracle = _oracle_run(root, tier, "oracle").values()
         text_only = _oracle_run(root, tier, "oracle-text").values()
-        episodes = _episodes(root, tier)
+        episodes = tier_episodes(root, tier)
         episodes_by_tier[tier] = episodes
         say(f"tier {tier}: retrieval difficulty")
         results["tiers"][tier] = {
@@ -129,7 +130,7 @@ def validate(root: str | Path, *, ocr: bool | None = None,
     largest = tiers[-1]
     say("indistinguishability")
     results["indistinguishability"] = indistinguishability_gate(
-        _gate_episodes(episodes_by_tier[largest]), root / "validation")
+        gate_episodes(episodes_by_tier[largest]), root / "validation")
     say("near-duplicate images")
     # Every (file, facts) pair: one file drawn from two different fact sets is the bug to catch.
     seen: dict[tuple[str, str], tuple[str, str, dict[str, Any]]] = {}
