@@ -1,9 +1,22 @@
 """The two-session history and question the memory-library adapter tests share (Mem0, A-MEM,
-LangMem): a fact in text, a move with an image whose gold caption is the only description."""
+LangMem, Letta): a fact in text, a move with an image whose gold caption is the only
+description; and one episode played through a system (reset, ingest, answer)."""
 
 from __future__ import annotations
 
-from memgauge.schema import Ability, AnswerType, ImageRef, Question, Session, Turn
+from typing import Any
+
+from memgauge.schema import (
+    Ability,
+    AnswerType,
+    BenchmarkInfo,
+    Episode,
+    ImageRef,
+    Question,
+    Response,
+    Session,
+    Turn,
+)
 
 
 def sessions() -> list[Session]:
@@ -22,3 +35,20 @@ def question(text: str = "What is my dog called?") -> Question:
     return Question(question_id="q1", text=text, answer="Rex",
                     answer_type=AnswerType.FREE_TEXT, ability=Ability.INFORMATION_EXTRACTION,
                     question_date="2023/07/01")
+
+
+async def play(system: Any, history: list[Session] | None = None,
+               asked: Question | None = None, *, end_episode: bool = False) -> Response:
+    """One episode "e1" through ``system``: reset, every session of ``history`` ingested (the
+    shared one by default), ``asked`` answered (``question()`` by default), then, if asked
+    for, the runner's optional ``end_episode()``."""
+    history = sessions() if history is None else history
+    asked = asked or question()
+    await system.reset(Episode(episode_id="e1", sessions=history, questions=[asked],
+                               benchmark=BenchmarkInfo(name="t")))
+    for s in history:
+        await system.ingest(s)
+    answered = await system.answer(asked)
+    if end_episode:
+        await system.end_episode()
+    return answered

@@ -17,15 +17,13 @@ import pytest
 for _module in ("mem0", "faiss", "model2vec", "static_model"):
     pytest.importorskip(_module, reason="the agents extra is not installed")
 
-from memory_history import question, sessions
+from memory_history import play
 
 from memgauge.errors import ConfigError
 from memgauge.models import GenerateConfig, Message, ModelError, ModelOutput, TextPart
 from memgauge.models.scripted import ScriptedModel
 from memgauge.registry import lookup
 from memgauge.schema import (
-    BenchmarkInfo,
-    Episode,
     Response,
     Session,
     Usage,
@@ -72,17 +70,7 @@ def run(model: Any, options: dict[str, str] | None = None,
         history: list[Session] | None = None) -> tuple[Response, Any]:
     ctx = SystemContext(model=model, options=options or {})
     system = lookup("system", "mem0")(ctx)()
-    history = sessions() if history is None else history
-    episode = Episode(episode_id="e1", sessions=history, questions=[question()],
-                      benchmark=BenchmarkInfo(name="t"))
-
-    async def go() -> Response:
-        await system.reset(episode)
-        for s in history:
-            await system.ingest(s)
-        return await system.answer(question())
-
-    return asyncio.run(go()), system
+    return asyncio.run(play(system, history)), system
 
 
 def user_text(messages: list[Message]) -> str:

@@ -15,15 +15,13 @@ import types
 from typing import Any
 
 import pytest
-from memory_history import question, sessions
+from memory_history import play, question, sessions
 
 from memgauge.errors import ConfigError
 from memgauge.models import Message, ModelError, TextPart
 from memgauge.models.scripted import ScriptedModel
 from memgauge.registry import lookup
 from memgauge.schema import (
-    BenchmarkInfo,
-    Episode,
     Question,
     Response,
     Session,
@@ -80,18 +78,7 @@ def run(model: Any, options: dict[str, str] | None = None,
         asked: Question | None = None) -> tuple[Response, Any]:
     ctx = SystemContext(model=model, options=options or {})
     system = lookup("system", "a-mem")(ctx)()
-    history = sessions() if history is None else history
-    asked = asked or question()
-    episode = Episode(episode_id="e1", sessions=history, questions=[asked],
-                      benchmark=BenchmarkInfo(name="t"))
-
-    async def go() -> Response:
-        await system.reset(episode)
-        for s in history:
-            await system.ingest(s)
-        return await system.answer(asked)
-
-    return asyncio.run(go()), system
+    return asyncio.run(play(system, history, asked)), system
 
 
 @AMEM

@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("langmem", reason="the agents extra (langmem) is not installed")
 
-from memory_history import question, sessions
+from memory_history import play, question, sessions
 from scripted_server import ScriptedServer, completion
 
 from memgauge.errors import ConfigError
@@ -103,17 +103,7 @@ def run(server: ScriptedServer, options: dict[str, str] | None = None,
     ctx = SystemContext(model=model or endpoint_model(server), options=options or {},
                         cache=cache)
     system = lookup("system", "langmem")(ctx)()
-    history = sessions() if history is None else history
-    episode = Episode(episode_id="e1", sessions=history, questions=[question()],
-                      benchmark=BenchmarkInfo(name="t"))
-
-    async def go() -> Response:
-        await system.reset(episode)
-        for s in history:
-            await system.ingest(s)
-        return await system.answer(question())
-
-    return asyncio.run(go()), system
+    return asyncio.run(play(system, history)), system
 
 
 def stored(system: Any) -> dict[str, dict[str, Any]]:
@@ -433,17 +423,8 @@ def test_local_model_end_to_end_on_a_tiny_session():
         ctx = SystemContext(model=model, generate=GenerateConfig(max_tokens=16),
                             options={"ingest_max_tokens": "32"})
         system = lookup("system", "langmem")(ctx)()
-        history = sessions()[:1]  # two turns: one manager call (SmolLM2 is slow on 2 cores)
-        episode = Episode(episode_id="e1", sessions=history, questions=[question()],
-                          benchmark=BenchmarkInfo(name="t"))
-
-        async def go() -> Response:
-            await system.reset(episode)
-            for s in history:
-                await system.ingest(s)
-            return await system.answer(question())
-
-        response = asyncio.run(go())
+        # two turns: one manager call (SmolLM2 is slow on 2 cores)
+        response = asyncio.run(play(system, sessions()[:1]))
     finally:
         model.release()
     assert response.error is None and response.text

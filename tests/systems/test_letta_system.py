@@ -20,17 +20,16 @@ import pytest
 pytest.importorskip("letta_client", reason="the agents extra (letta-client) is not installed")
 
 from letta_standin import LettaStandIn
+from memory_history import play, question
+from memory_history import sessions as shared_sessions
 
 from memgauge.errors import ConfigError
 from memgauge.models import Message, TextPart
 from memgauge.models.scripted import ScriptedModel
 from memgauge.registry import lookup
 from memgauge.schema import (
-    Ability,
-    AnswerType,
     BenchmarkInfo,
     Episode,
-    ImageRef,
     Question,
     Response,
     Session,
@@ -46,22 +45,10 @@ def letta():
 
 
 def sessions() -> list[Session]:
-    bike = ImageRef(source="bike.png", captions={"gold": "a red bicycle"})
-    return [
-        Session(session_id="s1", date="2023/05/01", turns=[
-            Turn(turn_id="s1:1", role="user", text="My dog is called Rex."),
-            Turn(turn_id="s1:2", role="assistant", text="What a fine name."),
-            Turn(turn_id="s1:3", role="user", text="")]),  # nothing to store
-        Session(session_id="s2", date="2023/06/01", turns=[
-            Turn(turn_id="s2:1", role="user", text="I moved to Lisbon in June. <image>",
-                 images=[bike])]),
-    ]
-
-
-def question(text: str = "What is my dog called?") -> Question:
-    return Question(question_id="q1", text=text, answer="Rex",
-                    answer_type=AnswerType.FREE_TEXT, ability=Ability.INFORMATION_EXTRACTION,
-                    question_date="2023/07/01")
+    """The shared history, with an empty turn in s1: nothing to store."""
+    history = shared_sessions()
+    history[0].turns.append(Turn(turn_id="s1:3", role="user", text=""))
+    return history
 
 
 class Reader(ScriptedModel):
@@ -86,19 +73,7 @@ def episode_of(make: Any, history: list[Session] | None = None,
                q: Question | None = None) -> tuple[Response, Any]:
     system = make()
     history = sessions() if history is None else history
-    q = q or question()
-    episode = Episode(episode_id="e1", sessions=history, questions=[q],
-                      benchmark=BenchmarkInfo(name="t"))
-
-    async def go() -> Response:
-        await system.reset(episode)
-        for s in history:
-            await system.ingest(s)
-        answered = await system.answer(q)
-        await system.end_episode()
-        return answered
-
-    return asyncio.run(go()), system
+    return asyncio.run(play(system, history, q, end_episode=True)), system
 
 
 def user_text(messages: list[Message]) -> str:
