@@ -153,24 +153,29 @@ def test_the_cli_flags_reach_the_run_and_its_manifest(tmp_path, ray_local):
 # -- a task killed midway ---------------------------------------------------------------------
 
 
-def test_a_killed_task_is_retried_and_every_question_is_answered_once(tmp_path, ray_local):
+def _answered_once_with_part_0_killed(tmp_path: Path, **kw: Any) -> None:
+    """24 questions over two parts; the process of part 0 is SIGKILLed after 3 records."""
     n = 24
     data = write_memlens(tmp_path, n)
     killed: list[int] = []
     with StubServer(answer=colour_answer, latency_s=0.1) as stub:
         watcher = _kill_a_task_when(tmp_path / "run", 3, killed)
         res = Runner(_config(tmp_path, data, stub.base_url, "run", concurrency=2,
-                             executor="ray", workers=2)).run_sync()
+                             executor="ray", workers=2, **kw)).run_sync()
         watcher.join()
         sent = len(stub.requests)
-    assert killed, "the task was not killed"
+    assert killed, "part 0's process was not killed"
     ids = [x["question_id"] for x in _lines(tmp_path / "run")]
     assert sorted(ids) == sorted(f"q{i:03d}" for i in range(n))  # each once: none lost
     # the retry skipped what its first attempt wrote: one line per question was appended,
-    # and only the request in flight when it died (the task's one slot) was sent again
+    # and only the request in flight when it died (the part's one slot) was sent again
     assert (res.done, res.ok, res.errors) == (n, n, 0)
     assert n <= sent <= n + 1
     assert load_manifest(tmp_path / "run")["status"] == {"records": n, "ok": n, "errors": 0}
+
+
+def test_a_killed_task_is_retried_and_every_question_is_answered_once(tmp_path, ray_local):
+    _answered_once_with_part_0_killed(tmp_path)
 
 
 def test_a_task_that_dies_for_good_keeps_what_it_wrote_and_a_rerun_completes(
@@ -568,21 +573,7 @@ def test_idle_warm_actors_end_themselves(tmp_path, warm_ray):
 
 
 def test_a_killed_warm_actor_s_part_is_finished(tmp_path, warm_ray):
-    n = 24
-    data = write_memlens(tmp_path, n)
-    killed: list[int] = []
-    with StubServer(answer=colour_answer, latency_s=0.1) as stub:
-        watcher = _kill_a_task_when(tmp_path / "run", 3, killed)
-        res = Runner(_config(tmp_path, data, stub.base_url, "run", concurrency=2,
-                             executor="ray", workers=2, ray_keep_warm_s=60)).run_sync()
-        watcher.join()
-        sent = len(stub.requests)
-    assert killed, "the actor was not killed"
-    ids = [x["question_id"] for x in _lines(tmp_path / "run")]
-    assert sorted(ids) == sorted(f"q{i:03d}" for i in range(n))  # each once: none lost
-    assert (res.done, res.ok, res.errors) == (n, n, 0)
-    assert n <= sent <= n + 1
-    assert load_manifest(tmp_path / "run")["status"] == {"records": n, "ok": n, "errors": 0}
+    _answered_once_with_part_0_killed(tmp_path, ray_keep_warm_s=60)
 
 
 def test_a_bad_keep_warm_value_is_one_cli_error_before_anything_runs(tmp_path):
