@@ -88,3 +88,14 @@ def test_compare_errors(tmp_path):
     assert r.exit_code == 2 and "'bleu' not found" in r.output
     r = runner.invoke(app, ["compare", a, b, "--format", "csv"])
     assert r.exit_code == 2 and "unknown format" in r.output
+
+
+def test_compare_marks_few_pairs_and_one_cluster(tmp_path):
+    a = write_run(tmp_path / "a", [rec("q1", {"rule": 1.0}), rec("q2", {"rule": 0.0})])
+    b = write_run(tmp_path / "b", [rec("q1", {"rule": 1.0}), rec("q2", {"rule": 0.0})])
+    r = runner.invoke(app, ["compare", a, b])
+    assert r.exit_code == 0, r.output
+    # two pairs, no flips: a bootstrap [+0.0, +0.0] on 2 questions is marked, and one
+    # episode's clustered SE is undefined, not 0.00
+    assert "+0.0 pp [+0.0, +0.0] (small n: under 30 pairs, interval too narrow)" in r.stdout
+    assert "| 1 | undefined (one cluster) |" in r.stdout

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from memgauge.analysis import Summary, bootstrap_ci, summarize
+from memgauge.analysis import Summary, bootstrap_ci, summarize, wilson_ci
 from memgauge.schema import BenchmarkInfo, ErrorInfo, Record, Response
 
 IE = "information_extraction"
@@ -70,7 +70,9 @@ def test_overall_accuracy_excludes_errors():
     assert st.accuracy == pytest.approx(4 / 6)
     assert s.micro_accuracy == pytest.approx(0.6666666667)
     assert st.ci_low <= st.accuracy <= st.ci_high
-    assert (st.ci_low, st.ci_high) == bootstrap_ci([1, 0, 1, 1, 0, 1], seed=0)
+    # 6 questions: below 30 the interval is Wilson's, and marked small (design 0040)
+    assert (st.ci_low, st.ci_high) == wilson_ci(4, 6)
+    assert st.ci_method == "wilson" and st.small_n
 
 
 def test_by_ability_hand_computed():
@@ -209,6 +211,7 @@ def test_to_dict_is_json_and_deterministic():
     assert da["overall"]["rule"] == {
         "n": 6, "accuracy": pytest.approx(4 / 6),
         "ci_low": a.overall["rule"].ci_low, "ci_high": a.overall["rule"].ci_high,
+        "ci_method": "wilson", "small_n": True,
     }
     assert da["by_ability"][KU]["scores"]["rule"]["accuracy"] is None
     assert da["by_ability"][IE]["n_errors"] == 1
@@ -226,3 +229,21 @@ def test_frozen():
 def test_accepts_a_generator():
     s = summarize(r for r in basic_records())
     assert s.n_records == 8
+
+
+def test_few_questions_get_a_wilson_interval_not_a_point():
+    # Three wrong answers: the bootstrap says [0, 0], as sure as a thousand would be.
+    s = summarize([rec(f"q{i}", IE, {"rule": 0.0}) for i in range(3)])
+    st = s.overall["rule"]
+    assert bootstrap_ci([0.0] * 3) == (0.0, 0.0)
+    assert (st.ci_low, st.ci_high) == wilson_ci(0, 3)
+    assert st.ci_high > 0.5 and st.ci_method == "wilson" and st.small_n
+    assert st.to_dict()["small_n"] is True and st.to_dict()["ci_method"] == "wilson"
+
+
+def test_thirty_questions_keep_the_bootstrap():
+    values = [float(i % 3 == 0) for i in range(30)]
+    s = summarize([rec(f"q{i}", IE, {"rule": v}) for i, v in enumerate(values)], seed=2)
+    st = s.overall["rule"]
+    assert (st.ci_low, st.ci_high) == bootstrap_ci(values, seed=2)
+    assert st.ci_method == "bootstrap" and not st.small_n

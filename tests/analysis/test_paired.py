@@ -81,6 +81,8 @@ def test_clustered_and_naive_se_hand_values():
     assert clustered_se(values, [1, 2, 3, 4]) == pytest.approx(0.2165064, abs=1e-7)
     assert math.isnan(clustered_se([], []))
     assert math.isnan(naive_se([]))
+    # one cluster: its deviations sum to 0, so the formula's 0 would read as certainty
+    assert math.isnan(clustered_se(values, ["tier"] * 4))
     with pytest.raises(ValueError):
         clustered_se([1, 2], ["a"])
 

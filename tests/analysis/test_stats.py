@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from memgauge.analysis import bootstrap_ci
-from memgauge.analysis._stats import mean
+from memgauge.analysis._stats import mean, mean_ci, wilson_ci
 
 
 def test_mean_hand_computed():
@@ -87,3 +87,22 @@ def test_bad_arguments(kwargs):
 def test_non_finite_rejected():
     with pytest.raises(ValueError):
         bootstrap_ci([1.0, float("nan")])
+
+
+def test_wilson_hand_computed_and_bounded():
+    # 0 of 3 at 95%: z = 1.96, upper = (z²/2n + z·sqrt(z²/4n²)) / (1 + z²/n) = z² / (n + z²)
+    z2 = 1.959963984540054 ** 2
+    low, high = wilson_ci(0, 3)
+    assert low == 0.0 and high == pytest.approx(z2 / (3 + z2))
+    assert wilson_ci(3, 3) == pytest.approx((1 - high, 1.0))
+    assert all(math.isnan(x) for x in wilson_ci(0, 0))
+    with pytest.raises(ValueError, match="successes"):
+        wilson_ci(4, 3)
+
+
+def test_mean_ci_switches_to_wilson_below_thirty():
+    assert mean_ci([1.0, 0.0] * 15)[2] == "bootstrap"
+    low, high, method = mean_ci([1.0, 0.0] * 14 + [1.0])
+    assert method == "wilson" and (low, high) == wilson_ci(15, 29)
+    assert mean_ci([0.5, 0.25, 1.0])[:2] == wilson_ci(1.75, 3)  # judge levels: their sum
+    assert mean_ci([2.0, -1.0])[2] == "bootstrap"  # not a share: no Wilson

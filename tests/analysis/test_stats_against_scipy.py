@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from memgauge.analysis._paired import mcnemar_exact, naive_se, spearman
-from memgauge.analysis._stats import bootstrap_ci
+from memgauge.analysis._stats import bootstrap_ci, wilson_ci
 
 stats = pytest.importorskip("scipy.stats")
 
@@ -68,3 +68,11 @@ def test_the_naive_standard_error_is_scipy_s_sem_without_bessel_s_correction():
     n = values.size
     assert naive_se(values.tolist()) == pytest.approx(
         float(stats.sem(values)) * math.sqrt((n - 1) / n), rel=1e-12)
+
+
+@pytest.mark.parametrize(("k", "n", "confidence"), [
+    (0, 1, 0.95), (0, 3, 0.95), (3, 3, 0.95), (7, 20, 0.95), (11, 29, 0.90), (5, 12, 0.99)])
+def test_the_wilson_interval_is_scipy_s(k, n, confidence):
+    theirs = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="wilson")
+    ours = wilson_ci(k, n, confidence=confidence)
+    assert ours == pytest.approx((theirs.low, theirs.high), abs=1e-12)

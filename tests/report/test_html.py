@@ -103,7 +103,7 @@ def test_script_json_cannot_close_the_element():
 
 
 def test_tables_and_question_rows(page):
-    assert "60.0% [20.0, 100.0] (n=5)" in page  # run A, as in the Markdown
+    assert "60.0% [23.1, 88.2] (small n: Wilson) (n=5)" in page  # run A, as in the Markdown
     assert "66.7% (n=3)" in page
     rows = re.findall(r"<tr data-run=", page)
     assert len(rows) == 17
@@ -233,3 +233,11 @@ def test_question_browser_has_search_and_pages(page):
     assert '<option value="50" selected>50</option>' in page
     assert '<option value="all">all</option>' in page
     assert 'id="q-prev"' in page and 'id="q-next"' in page
+
+
+def test_one_cluster_and_small_n_are_marked_on_the_page():
+    one = RunData("T", identity("s1", "8k"), [rec(f"q{i}", 0.0) for i in range(3)])
+    html = render_html(build_tables([one]), title="t")
+    # three wrong answers in one episode: neither [0.0, 0.0] nor ±0.0 pp
+    assert "0.0% [0.0, 56.1] (small n: Wilson) (n=3)" in html
+    assert "undefined (one cluster) (1)" in html and "±0.0 pp" not in html

@@ -76,9 +76,11 @@ def test_markdown_sections_and_rows():
     assert tr_row.endswith("| 0.0% | 100.0% | 50.0% | — | 1 |")
     # subtype rows
     assert f"| {IE}/a | 2 | 50.0% [" in md
-    assert f"| {IE}/- | 1 | 100.0% [100.0, 100.0] |" in md
+    # one question: a Wilson interval, marked, never the bootstrap's [100.0, 100.0]
+    assert f"| {IE}/- | 1 | 100.0% [20.7, 100.0] (small n: Wilson) |" in md
     # the CI note
-    assert "95% CI: percentile bootstrap over questions, 2000 resamples, seed 0" in md
+    assert ("95% CI: percentile bootstrap over questions from n = 30; Wilson score interval "
+            "below n = 30 (marked small n), 2000 resamples, seed 0") in md
 
 
 def test_error_rows_escaped_and_truncated():

@@ -10,7 +10,7 @@ import pytest
 from report_runs import AR, IE, TR, identity, rec, three_runs, write_run, write_three
 from typer.testing import CliRunner
 
-from memgauge.analysis import RunData, bootstrap_ci, build_tables, load_runs
+from memgauge.analysis import RunData, build_tables, load_runs, wilson_ci
 from memgauge.analysis._tables import run_labels, tier_sort_key
 from memgauge.cli import app
 from memgauge.errors import ConfigError, MemgaugeError
@@ -35,7 +35,8 @@ def test_leaderboard_counts_micro_macro_ci_se_and_coverage(tables):
     assert a.error_kinds == {"timeout": 1}
     assert a.accuracy == pytest.approx(3 / 5)  # the error (q5) is not counted as wrong
     assert a.macro_accuracy == pytest.approx((2 / 3 + 1 / 2) / 2)  # differs from micro
-    assert (a.ci_low, a.ci_high) == bootstrap_ci([1.0, 1.0, 0.0, 1.0, 0.0], seed=0)
+    assert (a.ci_low, a.ci_high) == wilson_ci(3, 5)  # 5 questions: Wilson, not bootstrap
+    assert a.ci_method == "wilson" and a.small_n
     assert a.ci_low < a.accuracy < a.ci_high
     # deviations from 0.6 summed per episode: e1 +0.8, e2 -0.6, e3 -0.2
     assert a.se_clustered == pytest.approx(math.sqrt(0.64 + 0.36 + 0.04) / 5)
@@ -201,7 +202,7 @@ def test_markdown_sections_carry_the_table_numbers(tables):
                   "Coverage vs per-answer", "Spearman"):
         assert title in md
     (lead, *_) = _md_lines(md, "A")
-    assert "60.0% [20.0, 100.0] (n=5)" in lead and "58.3% (2)" in lead
+    assert "60.0% [23.1, 88.2] (small n: Wilson) (n=5)" in lead and "58.3% (2)" in lead
     assert "80.0% (4/5)" in lead and "75.0% (n=4)" in lead and "±20.4 pp (3)" in lead
     assert "| information_extraction | 66.7% (n=3) | 33.3% (n=3) |" in md  # s1 tiers
     assert "| 0.0–0.2 | 66.7% (n=3) | — |" in md
@@ -230,7 +231,7 @@ def test_cli_md_json_and_errors(tmp_path):
     assert data["tables"]["tier_curves"] == expected["tier_curves"]
     assert data["tables"]["runs"][0]["accuracy"] == 0.6
     # the Markdown prints the same figure
-    assert "60.0% [20.0, 100.0] (n=5)" in md.stdout
+    assert "60.0% [23.1, 88.2] (small n: Wilson) (n=5)" in md.stdout
 
     one = json.loads(runner.invoke(app, ["report", dirs[0], "--format", "json"]).stdout)
     assert one["summary"]["n_records"] == 6 and one["runs"][0]["summary"] == one["summary"]
@@ -271,3 +272,14 @@ def test_question_rows_say_why_a_judged_run_left_an_answer_unscored():
     assert t.primary == "judge"
     assert (row.correct, row.error_kind, row.error_message) == ("unscored", "judge timeout",
                                                                 "judge slow")
+
+
+def test_one_cluster_says_its_standard_error_is_undefined(tmp_path):
+    # every question shares one episode (a timeline tier): CR0 gives 0, which is no measure
+    one = RunData("T", identity("s1", "8k"), [rec(f"q{i}", float(i % 2)) for i in range(4)])
+    t = build_tables([one])
+    row = by_run(t, "T")
+    assert math.isnan(row.se_clustered) and row.n_episodes == 1
+    assert "undefined (one cluster) (1)" in _md_lines(render_tables_markdown(t), "T")[0]
+    assert "±0.0 pp" not in render_tables_markdown(t)
+    assert t.to_dict()["runs"][0]["se_clustered"] is None

@@ -80,7 +80,7 @@ from memgauge.analysis._retrieval import (
     retrieval_recall,
     session_text,
 )
-from memgauge.analysis._stats import bootstrap_ci, mean
+from memgauge.analysis._stats import SMALL_N, bootstrap_ci, mean, mean_ci, wilson_ci
 from memgauge.analysis._tables import (
     Cell,
     QuestionRow,
@@ -99,6 +99,7 @@ __all__ = [
     "CLUE_METRICS",
     "LONG_CONTEXT",
     "MEMORY_AGENT",
+    "SMALL_N",
     "AccuracyGateResult",
     "AgreementStat",
     "Answerability",
@@ -157,6 +158,7 @@ __all__ = [
     "load_runs",
     "mcnemar_exact",
     "mean",
+    "mean_ci",
     "measure_of",
     "naive_se",
     "near_duplicates",
@@ -173,4 +175,5 @@ __all__ = [
     "spearman",
     "summarize",
     "visual_necessity_gate",
+    "wilson_ci",
 ]

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memgauge.analysis._stats import bootstrap_ci, mean
+from memgauge.analysis._stats import BOOTSTRAP, SMALL_N, mean, mean_ci
 from memgauge.schema import Ability, AnswerType, Record
 
 __all__ = [
@@ -27,6 +27,8 @@ __all__ = [
 
 _ABILITY_ORDER = {a.value: i for i, a in enumerate(Ability)}
 NO_SUBTYPE = "-"
+CI_METHOD = (f"percentile bootstrap over questions from n = {SMALL_N}; Wilson score interval "
+             f"below n = {SMALL_N} (marked small n)")
 
 
 def _json_float(x: float) -> float | None:
@@ -36,12 +38,21 @@ def _json_float(x: float) -> float | None:
 
 @dataclass(frozen=True)
 class ScorerStat:
-    """Accuracy of one scorer over one group of ok records that carry that score."""
+    """Accuracy of one scorer over one group of ok records that carry that score.
+
+    ``ci_method``: ``"bootstrap"``, or ``"wilson"`` below :data:`SMALL_N` questions
+    (design 0040); ``small_n`` says the group is that small, for every format to mark.
+    """
 
     n: int
     accuracy: float
     ci_low: float
     ci_high: float
+    ci_method: str = BOOTSTRAP
+
+    @property
+    def small_n(self) -> bool:
+        return 0 < self.n < SMALL_N
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +60,8 @@ class ScorerStat:
             "accuracy": _json_float(self.accuracy),
             "ci_low": _json_float(self.ci_low),
             "ci_high": _json_float(self.ci_high),
+            "ci_method": self.ci_method,
+            "small_n": self.small_n,
         }
 
 
@@ -140,7 +153,7 @@ class Summary:
     confidence: float = 0.95
     n_resamples: int = 2000
     seed: int = 0
-    ci_method: str = field(default="percentile bootstrap over questions")
+    ci_method: str = field(default=CI_METHOD)
     # Summed over answered records with usage: input, cached (prompt tokens the server's
     # prefix cache served), output; and how many answers carried usage.
     tokens: dict[str, int] = field(default_factory=dict)
@@ -258,9 +271,10 @@ def _scorer_stats(
     out: dict[str, ScorerStat] = {}
     for name in scorers:
         values = [r.scores[name] for r in ok if name in r.scores]
-        low, high = bootstrap_ci(values, n_resamples=n_resamples, confidence=confidence,
-                                 seed=seed)
-        out[name] = ScorerStat(n=len(values), accuracy=mean(values), ci_low=low, ci_high=high)
+        low, high, method = mean_ci(values, n_resamples=n_resamples, confidence=confidence,
+                                    seed=seed)
+        out[name] = ScorerStat(n=len(values), accuracy=mean(values), ci_low=low, ci_high=high,
+                               ci_method=method)
     return out
 
 
@@ -312,8 +326,8 @@ def summarize(
     - ``scorers`` is the sorted union of score names on ok records; ``primary`` is chosen by
       :func:`choose_primary`.
     - Each scorer's accuracy is the mean score over the ok records carrying it, with a
-      question-level percentile bootstrap CI (fixed ``seed``), overall, per ability and per
-      ``"{ability}/{subtype}"``.
+      question-level percentile bootstrap CI (fixed ``seed``), or a Wilson interval below
+      :data:`SMALL_N` questions, overall, per ability and per ``"{ability}/{subtype}"``.
     - Coverage / per-answer / refusal accuracy use the primary scorer (see
       :class:`CoverageStat`).
     - ``micro_accuracy`` is the primary scorer over all ok records; ``macro_accuracy`` is the

@@ -62,13 +62,15 @@ def clustered_se(values: Sequence[float], clusters: Sequence[Any]) -> float:
 
     ``sqrt(sum_g (sum_{i in g} (x_i - mean))^2) / n`` where ``g`` runs over the distinct
     labels in ``clusters`` (e.g. the episode a question belongs to: questions sharing a
-    history are not independent). ``nan`` when there are no values.
+    history are not independent). ``nan`` when there are no values, and when they all lie
+    in one cluster: its deviations sum to zero by construction, so the formula gives 0,
+    which is not a measured certainty but an undefined estimate (design 0040).
     """
     arr = _as_array(values)
     if len(clusters) != arr.size:
         raise ValueError(f"{arr.size} values but {len(clusters)} cluster labels")
     n = arr.size
-    if n == 0:
+    if n == 0 or len(set(clusters)) < 2:
         return math.nan
     dev = arr - arr.mean()
     sums: dict[Any, float] = {}

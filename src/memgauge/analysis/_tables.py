@@ -22,9 +22,15 @@ from memgauge.analysis._clues import cell_label, clue_groups, record_cells
 from memgauge.analysis._cost import ALL_TIERS, CostRow, Price, cost_row, family_kind
 from memgauge.analysis._errors import error_breakdown
 from memgauge.analysis._json import json_safe
-from memgauge.analysis._metrics import Summary, choose_primary, coverage_counts, summarize
+from memgauge.analysis._metrics import (
+    CI_METHOD,
+    Summary,
+    choose_primary,
+    coverage_counts,
+    summarize,
+)
 from memgauge.analysis._paired import clustered_se, spearman
-from memgauge.analysis._stats import mean
+from memgauge.analysis._stats import BOOTSTRAP, mean
 from memgauge.analysis._timeline import by_system as timeline_by_system
 from memgauge.analysis._xy import XYCell, rotation_summary, xy_matrices
 from memgauge.errors import ConfigError, MemgaugeError
@@ -74,7 +80,6 @@ X_LABELS = ("X1", "X2", "X3", "X4")
 Y_LABELS = ("Y1", "Y2", "Y3")
 DEPTH_BINS = ("0.0–0.2", "0.2–0.4", "0.4–0.6", "0.6–0.8", "0.8–1.0")
 MIN_SPEARMAN_RUNS = 3
-CI_METHOD = "percentile bootstrap over questions"
 _ABILITY_ORDER = {a.value: i for i, a in enumerate(Ability)}
 _TIER_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]?)\s*$", re.IGNORECASE)
 _TIER_SCALE = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
@@ -175,6 +180,8 @@ class RunRow:
     accuracy: float  # micro
     ci_low: float
     ci_high: float
+    ci_method: str  # bootstrap, or wilson below SMALL_N questions (design 0040)
+    small_n: bool  # fewer than SMALL_N scored questions: every format marks it
     macro_accuracy: float
     n_abilities: int
     se_clustered: float
@@ -449,6 +456,7 @@ def _run_row(run: RunData, system: str, tier: str, primary: str | None, *, seed:
         accuracy=head.accuracy if head else math.nan,
         ci_low=head.ci_low if head else math.nan,
         ci_high=head.ci_high if head else math.nan,
+        ci_method=head.ci_method if head else BOOTSTRAP, small_n=bool(head and head.small_n),
         macro_accuracy=summary.macro_accuracy if has_primary else math.nan,
         n_abilities=sum(1 for c in by_ability.values() if c.n),
         se_clustered=clustered_se(values, [r.episode_id for r in scored]),

@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from memgauge.analysis import PairedResult
+from memgauge.analysis._stats import SMALL_N
 from memgauge.report._md import cell, code, table
 from memgauge.schema import Record
 
@@ -30,7 +31,16 @@ def _diff(r: PairedResult) -> str:
     text = f"{_pp(r.difference)} pp"
     if math.isfinite(r.ci_low) and math.isfinite(r.ci_high):
         text += f" [{_pp(r.ci_low)}, {_pp(r.ci_high)}]"
+        if r.n < SMALL_N:  # a paired bootstrap on few questions is too narrow (design 0040)
+            text += f" (small n: under {SMALL_N} pairs, interval too narrow)"
     return text
+
+
+def _se(se: float, n_clusters: int) -> str:
+    """Clustered SE in pp; undefined with one cluster rather than the formula's 0."""
+    if n_clusters == 1:
+        return "undefined (one cluster)"
+    return f"{se * 100:.2f}" if math.isfinite(se) else MISSING
 
 
 def _p(p: float) -> str:
@@ -79,7 +89,7 @@ def render_compare_markdown(names: list[str], results: list[PairedResult],
     for name, r in zip(names[1:], results, strict=True):
         cover.append([cell(name), str(r.only_in_a), str(r.only_in_b), str(r.errors_a),
                       str(r.errors_b), str(r.unscored), str(r.n_clusters),
-                      f"{r.se_clustered * 100:.2f}" if math.isfinite(r.se_clustered) else MISSING])
+                      _se(r.se_clustered, r.n_clusters)])
     lines += ["## Unpaired and errors", "",
               table(["run", f"only in {base}", "only in run", f"errors {base}", "errors run",
                       "unscored", "episodes", "clustered SE (pp)"], cover), ""]

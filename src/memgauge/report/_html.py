@@ -277,9 +277,10 @@ def _leaderboard(t: ReportTables, plots: _Plots) -> str:
         if r.error_kinds:
             errors += " (" + ", ".join(f"{k}: {n}" for k, n in r.error_kinds.items()) + ")"
         rows.append([_e(r.run), _e(r.system), _e(r.tier), str(r.n_ok), _e(errors),
-                     _e(f"{fmt_pct(r.accuracy)} {fmt_ci(r.ci_low, r.ci_high)} (n={r.n})"),
+                     _e(f"{fmt_pct(r.accuracy)} {fmt_ci(r.ci_low, r.ci_high, small=r.small_n)}"
+                        f" (n={r.n})"),
                      _e(f"{fmt_pct(r.macro_accuracy)} ({r.n_abilities})"),
-                     _e(f"{fmt_se(r.se_clustered)} ({r.n_episodes})"),
+                     _e(f"{fmt_se(r.se_clustered, r.n_episodes)} ({r.n_episodes})"),
                      _e(f"{fmt_pct(r.coverage)} ({r.n_attempted}/{r.n_answerable})"),
                      _e(f"{fmt_pct(r.per_answer_accuracy)} (n={r.n_per_answer})"),
                      _e(f"{fmt_pct(r.refusal_accuracy)} (n={r.n_refusal})"),

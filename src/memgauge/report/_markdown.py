@@ -7,10 +7,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from memgauge.analysis import GroupStat, Summary, measure_of, scorer_label
+from memgauge.analysis import GroupStat, ScorerStat, Summary, measure_of, scorer_label
 from memgauge.analysis._games import ALL_GAMES, GameCell, GameReport
 from memgauge.analysis._json import json_safe
 from memgauge.report._md import cell, code, table
+from memgauge.report._tables_md import fmt_ci
 
 __all__ = ["render_games_markdown", "render_json", "render_markdown"]
 
@@ -25,10 +26,13 @@ def _pct(x: float | None) -> str:
     return f"{x * 100:.1f}%"
 
 
-def _ci(low: float, high: float) -> str:
-    if not (math.isfinite(low) and math.isfinite(high)):
-        return MISSING
-    return f"[{low * 100:.1f}, {high * 100:.1f}]"
+def _ci(low: float, high: float, *, small: bool = False) -> str:
+    return fmt_ci(low, high, small=small)
+
+
+def _stat(st: ScorerStat) -> str:
+    """``66.7% [20.8, 93.9] (small n: Wilson)``: a scorer's mean and its interval."""
+    return f"{_pct(st.accuracy)} {_ci(st.ci_low, st.ci_high, small=st.small_n)}"
 
 
 def _cell(value: Any) -> str:
@@ -62,8 +66,7 @@ def _group_table(summary: Summary, groups: Mapping[str, GroupStat], key_header: 
         row = [_cell(key), str(g.n)]
         if primary is not None:
             st = g.scores.get(primary)
-            row.append(MISSING if st is None or st.n == 0
-                       else f"{_pct(st.accuracy)} {_ci(st.ci_low, st.ci_high)}")
+            row.append(MISSING if st is None or st.n == 0 else _stat(st))
         for s in others:
             st = g.scores.get(s)
             row.append(MISSING if st is None else _pct(st.accuracy))
@@ -115,7 +118,8 @@ def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | N
             facts.append(("Why this scorer", _cell(summary.primary_note)))
         if head is not None:
             facts.append((f"{measure_of(summary.primary, title=True)} (micro)",
-                          f"{_pct(summary.micro_accuracy)} {_ci(head.ci_low, head.ci_high)}"))
+                          (f"{_pct(summary.micro_accuracy)} "
+                           f"{_ci(head.ci_low, head.ci_high, small=head.small_n)}")))
         n_abilities = sum(1 for g in summary.by_ability.values()
                           if summary.primary in g.scores and g.scores[summary.primary].n)
         facts.append(((f"Task-averaged {measure_of(summary.primary)} (macro over {n_abilities} "
@@ -136,7 +140,8 @@ def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | N
         rows = []
         for name, st in summary.overall.items():
             label = _cell(scorer_label(name)) + (" (primary)" if name == summary.primary else "")
-            rows.append([label, str(st.n), _pct(st.accuracy), _ci(st.ci_low, st.ci_high)])
+            rows.append([label, str(st.n), _pct(st.accuracy),
+                         _ci(st.ci_low, st.ci_high, small=st.small_n)])
         # "Mean": an accuracy for 0/1 scorers, a mean token-F1 for f1 (named in the row)
         out.append(table(["Scorer", "n", "Mean", _ci_label(summary)], rows))
     else:

@@ -28,6 +28,7 @@ __all__ = [
     "ROTATION_HEADER",
     "ROTATION_NOTE",
     "SIDE_BY_SIDE_NOTE",
+    "SMALL_N_MARK",
     "XY_CELLS_NOTE",
     "XY_NOTE",
     "X_LEVELS",
@@ -253,10 +254,15 @@ def fmt_pct(x: float | None) -> str:
     return f"{x * 100:.1f}%"
 
 
-def fmt_ci(low: float | None, high: float | None) -> str:
+SMALL_N_MARK = "(small n: Wilson)"
+
+
+def fmt_ci(low: float | None, high: float | None, *, small: bool = False) -> str:
+    """``[33.3, 100.0]``; with ``small`` (fewer than SMALL_N questions, a Wilson interval,
+    design 0040) marked so that no format shows a small sample's interval as a firm one."""
     if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
         return MISSING
-    return f"[{low * 100:.1f}, {high * 100:.1f}]"
+    return f"[{low * 100:.1f}, {high * 100:.1f}]" + (f" {SMALL_N_MARK}" if small else "")
 
 
 def fmt_cell(cell: Cell | None) -> str:
@@ -266,7 +272,11 @@ def fmt_cell(cell: Cell | None) -> str:
     return f"{fmt_pct(cell.accuracy)} (n={cell.n})"
 
 
-def fmt_se(se: float) -> str:
+def fmt_se(se: float, n_clusters: int | None = None) -> str:
+    """``±1.2 pp``; with one cluster the clustered SE is undefined, and says so rather than
+    show the formula's 0 (design 0040)."""
+    if n_clusters == 1:
+        return "undefined (one cluster)"
     return f"±{se * 100:.1f} pp" if math.isfinite(se) else MISSING
 
 
@@ -296,9 +306,10 @@ def _leaderboard(t: ReportTables) -> list[str]:
     rows = []
     for r in ranked(t.runs):
         row = [cell(r.run), cell(r.system), cell(r.tier), str(r.n_ok), str(r.n_errors),
-               f"{fmt_pct(r.accuracy)} {fmt_ci(r.ci_low, r.ci_high)} (n={r.n})",
+               (f"{fmt_pct(r.accuracy)} {fmt_ci(r.ci_low, r.ci_high, small=r.small_n)} "
+                f"(n={r.n})"),
                f"{fmt_pct(r.macro_accuracy)} ({r.n_abilities})",
-               f"{fmt_se(r.se_clustered)} ({r.n_episodes})",
+               f"{fmt_se(r.se_clustered, r.n_episodes)} ({r.n_episodes})",
                f"{fmt_pct(r.coverage)} ({r.n_attempted}/{r.n_answerable})",
                f"{fmt_pct(r.per_answer_accuracy)} (n={r.n_per_answer})",
                f"{fmt_pct(r.refusal_accuracy)} (n={r.n_refusal})",
