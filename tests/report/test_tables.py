@@ -283,3 +283,13 @@ def test_one_cluster_says_its_standard_error_is_undefined(tmp_path):
     assert "undefined (one cluster) (1)" in _md_lines(render_tables_markdown(t), "T")[0]
     assert "±0.0 pp" not in render_tables_markdown(t)
     assert t.to_dict()["runs"][0]["se_clustered"] is None
+
+
+@pytest.mark.parametrize("fmt", ["md", "json", "html"])
+def test_report_of_a_run_without_records_is_a_named_error(tmp_path, fmt):
+    run = write_run(tmp_path / "started", identity("s1", "8k"), [])
+    r = runner.invoke(app, ["report", run, "--format", fmt, "--out",
+                           str(tmp_path / "out")])
+    assert r.exit_code == 2, r.output
+    assert "started has a manifest but no records" in r.output
+    assert "Traceback" not in r.output and not (tmp_path / "out").exists()

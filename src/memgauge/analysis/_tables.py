@@ -126,7 +126,8 @@ def run_labels(paths: Sequence[str | Path]) -> list[str]:
 
 def load_runs(run_dirs: Sequence[str | Path]) -> list[RunData]:
     """Read run folders (manifest and latest record per question); a folder without a
-    manifest is a :class:`~memgauge.errors.MemgaugeError`."""
+    manifest, or with no record (a run that never answered: a report of it would show 0
+    questions as if that were a result), is a :class:`~memgauge.errors.MemgaugeError`."""
     from memgauge.runner import load_manifest, read_records  # runner pulls in systems
 
     if not run_dirs:
@@ -136,8 +137,13 @@ def load_runs(run_dirs: Sequence[str | Path]) -> list[RunData]:
         manifest = load_manifest(run_dir)
         if manifest is None:
             raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
-        runs.append(RunData(label=label, manifest=manifest,
-                            records=list(read_records(run_dir).values()), path=str(run_dir)))
+        records = list(read_records(run_dir).values())
+        if not records:
+            raise MemgaugeError(f"{run_dir} has a manifest but no records (records.jsonl is "
+                                "missing or empty): nothing to report yet; run it, or rerun "
+                                "the same command to resume")
+        runs.append(RunData(label=label, manifest=manifest, records=records,
+                            path=str(run_dir)))
     return runs
 
 
