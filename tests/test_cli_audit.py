@@ -119,3 +119,16 @@ def test_audit_errors(tmp_path):
     assert r.exit_code == 2 and "unknown format" in r.output
     r = runner.invoke(app, ["audit", run, "--threshold", "0"])
     assert r.exit_code == 2 and "threshold" in r.output
+
+
+def test_audit_sees_a_judge_whose_every_call_failed(tmp_path):
+    down = {"judge_errors": {"judge-b": {"kind": "http_500", "message": "judge down"}}}
+    run = write_run(tmp_path / "run1", [rec("q1", {"rule": 1, "judge": 1}, meta=down),
+                                        rec("q2", {"rule": 0, "judge": 0}, meta=down)])
+    r = runner.invoke(app, ["audit", run])
+    assert r.exit_code == 0, r.output
+    failures = r.stdout.split("## Judge failures")[1]
+    assert "judge-b" in failures and "- `q1` http_500: judge down" in failures
+    named = runner.invoke(app, ["audit", run, "--judge", "judge-b", "--format", "json"])
+    assert named.exit_code == 0, named.output
+    assert len(json.loads(named.stdout)["failures"]["judge-b"]) == 2

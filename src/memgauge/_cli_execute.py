@@ -86,14 +86,13 @@ def top_causes(run_dir: str | Path, which: str = "answer", n: int = 3) -> list[s
     kinds: Counter[str] = Counter()
     example: dict[str, str] = {}
     for rec in records.values():
-        if which == "judge":
-            err = rec.meta.get("judge_error")
-            kind, message = ((str(err.get("kind", "?")), str(err.get("message", "")))
-                             if isinstance(err, dict) else (None, ""))
+        if which == "judge":  # every judge's failure, each judge's counted (design 0040)
+            failures = [(f"{name}: {e['kind']}" if name else e["kind"], e["message"])
+                        for name, e in sorted(rec.judge_errors().items())]
         else:
             err = rec.response.error if rec.status == "error" else None
-            kind, message = (err.kind, err.message) if err is not None else (None, "")
-        if kind is not None:
+            failures = [(err.kind, err.message)] if err is not None else []
+        for kind, message in failures:
             kinds[kind] += 1
             example.setdefault(kind, " ".join(message.split())[:140])
     return [f"{kind} ×{count} ({example[kind]})" for kind, count in kinds.most_common(n)]

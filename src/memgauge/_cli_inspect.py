@@ -281,9 +281,9 @@ def question_view(record: Any, prompt: dict[str, Any] | None, *, full: bool) -> 
     if err is not None:
         lines.append(f"error {err.kind}: {err.message} (attempts {err.attempts}, "
                      f"{'retryable' if err.retryable else 'not retryable'})")
-    judge_error = record.meta.get("judge_error") if isinstance(record.meta, dict) else None
-    if judge_error:
-        lines.append(f"judge error: {judge_error}")
+    for name, judge_error in sorted(record.judge_errors().items()):  # every judge's
+        lines.append(f"judge error{f' ({name})' if name else ''}: {judge_error['kind']}: "
+                     f"{judge_error['message']}")
     if any(r.chosen for r in record.response.retrieved):
         got = ", ".join(r.pointer.session_id for r in record.response.retrieved if r.chosen)
         gold = ", ".join(p.session_id for p in record.evidence) or "none given"

@@ -14,6 +14,7 @@ from ._cli_common import (
     EXIT_BUDGET,
     EXIT_CONFIG,
     EXIT_INTERRUPTED,
+    EXIT_SOME_FAILED,
     err,
     fail,
     json_object,
@@ -743,6 +744,7 @@ def audit(
     import json
 
     from .analysis import audit as run_audit
+    from .analysis._audit import judge_names
     from .report import render_audit_markdown, show_controls
     from .runner import load_manifest, read_records
 
@@ -752,11 +754,14 @@ def audit(
         if load_manifest(run_dir) is None:
             raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
         records = read_records(run_dir)
-        present = {name for rec in records.values() for name in rec.scores}
+        ok = [r for r in records.values() if r.status == "ok"]
+        # a judge whose every call failed has only failures: it is audited all the same
+        failing = {name for rec in ok for name in rec.judge_errors() if name}
+        present = {name for rec in records.values() for name in rec.scores} | failing
         known = ", ".join(sorted(present)) or "none"
-        judges = list(judge) if judge else sorted(n for n in present if "judge" in n and n != rule)
+        judges = list(judge) if judge else judge_names(ok, rule)
         if not judges:
-            failed = sum(1 for r in records.values() if "judge_error" in r.meta)
+            failed = sum(1 for r in records.values() if r.judge_errors())
             note = f" ({failed} records carry judge errors)" if failed else ""
             raise MemgaugeError(f"no judge scores in {run_dir}{note}; add them with "
                                 f"`memgauge score {run_dir} --judge openai:<name>`")
@@ -823,7 +828,8 @@ def score(
     config_file: Annotated[str | None, typer.Option(
         "--config", help=_CONFIG_HELP, is_eager=True, callback=_config_file)] = None,
 ) -> None:
-    """Add LLM-judge scores to a finished run; a rerun only judges what is missing."""
+    """Add LLM-judge scores to a finished run; a rerun only judges what is missing. Exits 3
+    when some verdicts failed (recorded apart, never scored as 0; rerun to retry), as run."""
     import asyncio
 
     from .cache import ResponseCache
@@ -903,6 +909,8 @@ def score(
              "every invocation counted). Nothing more was sent; what was in flight is "
              "recorded. Rerun with a higher budget to judge the rest.", style="yellow")
         raise typer.Exit(EXIT_BUDGET)
+    if counts.get("failures"):  # verdicts missing, as run's failed questions (design 0040)
+        raise typer.Exit(EXIT_SOME_FAILED)
 
 
 def _score_budget(run_dir: str, manifest: dict | None, judge: str, prices: str | None,

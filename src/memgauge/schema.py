@@ -248,6 +248,23 @@ class Record(_Model):
                 raise ValueError(f"score {name!r} is {value}, outside [0, 1]")
         return scores
 
+    def judge_errors(self) -> dict[str, dict[str, str]]:
+        """Each judge's failure on this record, by score name: ``meta.judge_errors`` keeps
+        every judge's (design 0040); records written before it carry one
+        ``meta.judge_error``, the last judge's, which is read too: under its ``scorer``, or
+        under ``""`` when it names none (any judge whose score the record lacks)."""
+        out: dict[str, dict[str, str]] = {}
+        legacy = self.meta.get("judge_error")
+        if legacy is not None:
+            info = legacy if isinstance(legacy, dict) else {"message": str(legacy)}
+            out[str(info.get("scorer") or "")] = _judge_failure(info)
+        kept = self.meta.get("judge_errors")
+        if isinstance(kept, dict):
+            out.update({str(name): _judge_failure(info if isinstance(info, dict)
+                                                  else {"message": str(info)})
+                        for name, info in kept.items()})
+        return out
+
     def evidence_recall(self) -> float | None:
         """Share of the question's evidence sessions among what the system retrieved and
         chose (not the rest of its ranking); None when it chose nothing or the question has
@@ -260,3 +277,7 @@ class Record(_Model):
             return None
         return len(gold & got) / len(gold)
 
+
+def _judge_failure(info: dict[str, Any]) -> dict[str, str]:
+    """A judge failure as ``{"kind", "message"}`` strings, whatever an older writer kept."""
+    return {"kind": str(info.get("kind", "unknown")), "message": str(info.get("message", ""))}

@@ -261,3 +261,26 @@ def test_render_caps_disagreements_and_shows_undefined():
     assert "- … and 10 more" in md
     # judge always correct, rule always wrong: p_o = p_e = 0, kappa 0
     assert "| judge | 60 | 0.0% | 0.000 | 60 (100.0%) | 0 (0.0%) | 100.0% | 0.0% |" in md
+
+
+def test_a_judge_whose_every_call_failed_is_audited():
+    # judge-b never gave a verdict: it has no score anywhere, only failures
+    recs = [rec("q1", {"rule": 1, "judge": 1},
+                meta={"judge_errors": {"judge-b": {"kind": "http_500", "message": "down"}}}),
+            rec("q2", {"rule": 0, "judge": 0},
+                meta={"judge_errors": {"judge-b": {"kind": "timeout", "message": "slow"}}})]
+    result = audit(recs)
+    assert result.judges == ["judge", "judge-b"]
+    assert [(f.question_id, f.kind) for f in result.failures["judge-b"]] == [
+        ("q1", "http_500"), ("q2", "timeout")]
+    assert result.judge_vs_rule["judge-b"].overall.n == 0
+
+
+def test_two_judges_failing_on_one_record_are_both_listed():
+    recs = [rec("q1", {"rule": 1}, meta={"judge_errors": {
+        "judge": {"kind": "timeout", "message": "a"},
+        "judge-b": {"kind": "http_500", "message": "b"}}}),
+        rec("q2", {"rule": 1, "judge": 1, "judge-b": 1})]
+    result = audit(recs)
+    assert {j: [f.kind for f in fs] for j, fs in result.failures.items()} == {
+        "judge": ["timeout"], "judge-b": ["http_500"]}

@@ -218,9 +218,9 @@ def test_judge_faults_in_memgauge_score(tmp_path, data):
             "--concurrency", "16", "--no-label-errors"]
     with FaultServer(judge_answer, qid_of, plan, HANG_S, SCORE_ATTEMPTS) as judge:
         res = CliRunner().invoke(app, [*args, "--judge-base-url", judge.base_url])
-        assert res.exit_code == 0, res.output
         recs = _records(out)
         failed, wrong = _check(recs, plan, SCORE_ATTEMPTS, "judge")
+        assert res.exit_code == (3 if failed else 0), res.output  # failed verdicts: exit 3
         _figures("memgauge score, first", judge, recs, "judge", sum(judge.requests.values()))
         assert f"failures {len(failed)}" in res.output
 

@@ -221,7 +221,7 @@ def test_cli_score(tmp_path):
     with StubServer(answer=_answer) as stub:
         res = CliRunner().invoke(app, ["score", str(run_dir), "--judge", "openai:j",
                                        "--judge-base-url", stub.base_url])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 3, res.output  # a verdict failed: as run's failed questions
     assert "judged 3" in res.output and "failures 1" in res.output
     # the failure's cause is named, not only counted
     assert "judge failures (recorded apart, never scored as 0" in res.output

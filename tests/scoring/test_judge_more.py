@@ -304,3 +304,23 @@ def test_cli_run_and_score_with_judge_options(tmp_path):
         "run", "--bench", "memlens", "--data", str(data), "--model", "openai:m",
         "--out", str(tmp_path / "run2"), "--judge", "openai:j", "--judge-rubric", "nope"])
     assert bad.exit_code == 2 and "rubric" in bad.output
+
+
+def test_every_judge_keeps_its_own_failure(tmp_path):
+    # Two judges fail on the same record: both errors are kept, not just the last one's;
+    # a later verdict of one clears its own and leaves the other's.
+    run_dir = tmp_path / "run"
+    _write(run_dir, [_rec("q1", "Paris", "Paris")])
+    with StubServer(answer=lambda body: "I cannot grade this") as stub:
+        _judge(stub, tmp_path / "a", run_dir, label_errors=False)
+        _judge(stub, tmp_path / "b", run_dir, name="judge-b", label_errors=False)
+    rec = read_records(run_dir)["q1"]
+    assert set(rec.meta["judge_errors"]) == {"judge", "judge-b"}
+    assert {e["kind"] for e in rec.judge_errors().values()} == {"unparseable_reply"}
+    assert load_manifest(run_dir)["judges"]["judge"]["failures"] == 1
+    with StubServer(answer=lambda body: '{"score": 1}') as stub:
+        _judge(stub, tmp_path / "c", run_dir, label_errors=False)
+    rec = read_records(run_dir)["q1"]
+    assert rec.scores["judge"] == 1.0 and set(rec.judge_errors()) == {"judge-b"}
+    assert rec.meta["judge_error"]["scorer"] == "judge-b"  # the legacy field names one still failing
+    assert load_manifest(run_dir)["judges"]["judge"]["failures"] == 0

@@ -8,8 +8,9 @@ correct, rule wrong) or too strict (*under-credit*: judge wrong, rule correct) â
 answered item both scored. Agreement beyond chance is Cohen's Îº.
 
 Records with ``status == "error"`` are counted apart; records whose judge call failed
-(``record.meta["judge_error"]``, no judge score) are listed as judge failures, never as
-disagreements.
+(``Record.judge_errors()``, no judge score) are listed as judge failures, never as
+disagreements. A judge whose every call failed has no score anywhere and is still audited:
+its failures are what there is to see.
 """
 
 from __future__ import annotations
@@ -173,23 +174,25 @@ def subtype_key(rec: Record) -> str:
     return f"{rec.ability}/{rec.subtype if rec.subtype is not None else NO_SUBTYPE}"
 
 
-def _judge_names(ok: Iterable[Record], rule: str) -> list[str]:
-    return sorted({name for r in ok for name in r.scores if "judge" in name and name != rule})
+def judge_names(ok: Iterable[Record], rule: str) -> list[str]:
+    """Judges on ``ok`` records: those with a score and those with only failures (a judge
+    whose every call failed has no score at all, and must not vanish from the audit)."""
+    names = {name for r in ok for name in (*r.scores, *r.judge_errors())}
+    return sorted(n for n in names if "judge" in n and n != rule)
 
 
 def _failure_of(rec: Record, judge: str) -> JudgeFailureItem | None:
-    """The judge failure of ``rec`` for ``judge``, if any. ``meta["judge_error"]`` names no
-    judge unless it carries a ``scorer`` key; unnamed, it counts for every judge whose score
-    the record lacks (a record that has a judge's score was judged fine by that judge)."""
-    info = rec.meta.get("judge_error")
-    if info is None or judge in rec.scores:
+    """The judge failure of ``rec`` for ``judge``, if any: its own entry, or an older
+    record's unnamed one, which counts for every judge whose score the record lacks (a
+    record that has a judge's score was judged fine by that judge)."""
+    if judge in rec.scores:
         return None
-    info = info if isinstance(info, dict) else {"message": str(info)}
-    named = info.get("scorer")
-    if isinstance(named, str) and named != judge:
+    errors = rec.judge_errors()
+    info = errors.get(judge, errors.get(""))
+    if info is None:
         return None
-    return JudgeFailureItem(question_id=rec.question_id, kind=str(info.get("kind", "unknown")),
-                            message=str(info.get("message", "")))
+    return JudgeFailureItem(question_id=rec.question_id, kind=info["kind"],
+                            message=info["message"])
 
 
 def _grouped(keys: Sequence[str], judge_ok: Sequence[bool],
@@ -274,7 +277,7 @@ def audit(records: Iterable[Record] | Mapping[str, Record], *, rule: str = "rule
     recs = sorted(records.values() if isinstance(records, Mapping) else records,
                   key=lambda r: r.question_id)
     ok = [r for r in recs if r.status == "ok"]
-    names = _judge_names(ok, rule) if judges is None else list(dict.fromkeys(judges))
+    names = judge_names(ok, rule) if judges is None else list(dict.fromkeys(judges))
     failures: dict[str, list[JudgeFailureItem]] = {}
     for judge in names:
         items = [f for r in ok if (f := _failure_of(r, judge)) is not None]

@@ -565,11 +565,15 @@ def _question_rows(run: RunData, tier: str, primary: str | None,
     rows = []
     for r in sorted(run.records, key=lambda rec: rec.question_id):
         err = r.response.error
-        if err is None and isinstance(r.meta.get("judge_error"), dict):
-            # answered, but the judge gave no verdict: say why it is unscored
-            judged = r.meta["judge_error"]
-            err = ErrorInfo(kind=f"judge {judged.get('kind', 'error')}",
-                            message=str(judged.get("message", "")))
+        judged = r.judge_errors()
+        if err is None and judged:
+            # answered, but a judge gave no verdict: say why, the headline judge's first,
+            # then every other judge's (all are kept, design 0040)
+            first = primary if primary in judged else min(judged)
+            others = [f"{name or 'judge'}: {e['kind']}: {e['message']}"
+                      for name, e in sorted(judged.items()) if name != first]
+            err = ErrorInfo(kind=f"judge {judged[first]['kind']}",
+                            message="; ".join([judged[first]["message"], *others]))
         depth = r.meta.get("evidence_depth")
         rows.append(QuestionRow(
             run=run.label, question_id=r.question_id, episode_id=r.episode_id,

@@ -9,9 +9,10 @@ prompt version, mode or rubric:
 3. with ``label_errors=True``, for a wrong verdict the rules leave unlabelled, a judge error
    label in ``meta["judge_error_label"]``.
 
-A failure goes to ``meta["judge_error"]`` (or ``meta["extract_error"]``,
-``meta["judge_label_error"]``) and leaves the record without that score: it is reported
-apart, never as a wrong answer. Every call goes through the model's response cache, so a
+A judge's failure goes to ``meta["judge_errors"][name]``, one entry per judge, all kept
+(design 0040; ``meta["judge_error"]`` still holds the latest, for older readers), or to
+``meta["extract_error"]``, ``meta["judge_label_error"]``, and leaves the record without
+that score: it is reported apart, never as a wrong answer. Every call goes through the model's response cache, so a
 rerun makes no new calls for work already done (a failed reply is cached too).
 """
 
@@ -183,14 +184,12 @@ class JudgePipeline:
             if isinstance(res, JudgeFailure):
                 rec.scores.pop(scorer.name, None)  # never leave a stale verdict beside it
                 rec.score_details.pop(scorer.name, None)
-                rec.meta["judge_error"] = {"kind": res.kind, "message": res.message,
-                                           "scorer": scorer.name}
+                keep_judge_error(rec, scorer.name, {"kind": res.kind, "message": res.message})
                 done["failures"] += 1
             else:
                 rec.scores[scorer.name] = res.value
                 rec.score_details[scorer.name] = res
-                if rec.meta.get("judge_error", {}).get("scorer", scorer.name) == scorer.name:
-                    rec.meta.pop("judge_error", None)
+                keep_judge_error(rec, scorer.name, None)
                 done["judged"] += 1
                 done["auto_zero"] += bool(res.details.get("auto_zero"))
         if self.extractor is not None and not self._extract_current(rec):
@@ -231,12 +230,29 @@ class JudgePipeline:
         name = self.options.name
         entry = self.describe()
         entry["judged"] = sum(name in r.scores for r in records)
-        entry["failures"] = sum(r.meta.get("judge_error", {}).get("scorer", name) == name
-                                for r in records if "judge_error" in r.meta)
+        entry["failures"] = sum(name in r.judge_errors() for r in records)
         # the version of the MemLens rubric, kept under its historical key
         entry["prompt_version"] = self.scorers[
             self.prompt_file.name if self.prompt_file else "memlens"].version
         return entry
+
+
+def keep_judge_error(rec: Record, name: str, failure: dict[str, str] | None) -> None:
+    """Set (or, with ``None``, clear) judge ``name``'s failure on ``rec``, leaving the other
+    judges' as they are: ``meta.judge_errors`` by judge, and the single legacy
+    ``meta.judge_error`` (with its ``scorer``), which names a judge still failing, or is
+    gone."""
+    errors = {k: v for k, v in rec.judge_errors().items() if k}  # an unnamed one: this judge's
+    if failure is None:
+        errors.pop(name, None)
+    else:
+        errors[name] = failure
+    rec.meta.pop("judge_error", None)
+    rec.meta.pop("judge_errors", None)
+    if errors:
+        rec.meta["judge_errors"] = errors
+        last = name if name in errors else max(errors)
+        rec.meta["judge_error"] = {**errors[last], "scorer": last}
 
 
 async def judge_records(records: list[Record], pipeline: JudgePipeline, *,
