@@ -109,9 +109,12 @@ def run_overview(manifest: dict[str, Any], records: dict[str, Any], limit: int =
     failed = [r for r in records.values() if r.status != "ok"]
     model = cfg.get("model")
     model = "no model" if model in ("none:", "none") else model
+    from .analysis._tables import run_progress
+
+    progress = run_progress(manifest, len(records)).label  # "" when complete (design 0040)
     lines = [(f"{cfg.get('system')} on {cfg.get('bench')} {cfg.get('data')} with "
              f"{model}: {len(records)} questions recorded, {len(ok)} answered, "
-             f"{len(failed)} failed")]
+             f"{len(failed)} failed" + (f" ({progress})" if progress else ""))]
     for r in list(records.values())[:limit]:
         score = r.scores.get("rule")
         what = (f"rule {score:.2f}" if score is not None and r.status == "ok"

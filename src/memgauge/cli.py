@@ -266,6 +266,7 @@ def report(
 
     from ._cache_hits import count_records, describe_hits
     from .analysis import build_tables, error_breakdown, game_report, load_prices, load_runs
+    from .analysis._tables import run_progress
     from .report import (
         render_error_labels,
         render_games_markdown,
@@ -307,12 +308,23 @@ def report(
             h = hits[run.label]
             meta["response_cache"] = ("; ".join(describe_hits(h)) if fmt == "md"
                                       else {**h.to_dict(), "text": describe_hits(h)})
+            # a run with records missing says so first (design 0040)
+            progress = run_progress(run.manifest, summary.n_records)
+            title = f"memgauge report: {run.label}" + (
+                "" if progress.complete else f" ({progress.label})")
+            if fmt != "md":
+                meta["progress"] = {"complete": progress.complete,
+                                    "records": progress.n_records,
+                                    "planned": progress.planned, "state": progress.state,
+                                    "text": progress.label or "complete"}
+            elif not progress.complete:
+                meta["progress"] = progress.label
             scorer = summary.primary or "rule"
             labels = (tables.breakdowns[run.label] if scorer == tables.primary
                       else error_breakdown(run.records, scorer=scorer))
             games = game_report(run.records, scorer=scorer)  # None without game records
             if fmt == "md":
-                texts.append(render_markdown(summary, title=f"memgauge report: {run.label}",
+                texts.append(render_markdown(summary, title=title,
                                              meta=meta) + "\n\n" + render_error_labels(labels)
                              + ("" if games is None else "\n\n" + render_games_markdown(games)))
             else:

@@ -213,6 +213,14 @@ class Cost(_Model):
     memory_bytes: int | None = None
 
 
+# A run folder's manifest ``run_state`` (design 0040): written ``running`` before the first
+# request, then ``finished`` when an invocation went through to its end, or ``stopped`` when
+# it ended early (an interrupt, a failure, a budget). A manifest without one predates it.
+RUN_RUNNING = "running"
+RUN_FINISHED = "finished"
+RUN_STOPPED = "stopped"
+
+
 class Record(_Model):
     """One line of records.jsonl: one (run, episode, question)."""
 

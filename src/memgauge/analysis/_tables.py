@@ -34,7 +34,7 @@ from memgauge.analysis._stats import BOOTSTRAP, mean
 from memgauge.analysis._timeline import by_system as timeline_by_system
 from memgauge.analysis._xy import XYCell, rotation_summary, xy_matrices
 from memgauge.errors import ConfigError, MemgaugeError
-from memgauge.schema import Ability, ErrorInfo, Record
+from memgauge.schema import RUN_FINISHED, RUN_RUNNING, RUN_STOPPED, Ability, ErrorInfo, Record
 
 __all__ = [
     "DEPTH_BINS",
@@ -42,6 +42,7 @@ __all__ = [
     "QuestionRow",
     "ReportTables",
     "RunData",
+    "RunProgress",
     "RunRow",
     "SpearmanRow",
     "SystemInfo",
@@ -50,6 +51,7 @@ __all__ = [
     "measure_of",
     "model_label",
     "run_labels",
+    "run_progress",
     "scorer_label",
     "sent_modality",
     "tier_sort_key",
@@ -102,6 +104,45 @@ class RunData:
         config = self.manifest.get("config") if isinstance(self.manifest, dict) else None
         ident = config.get("identity") if isinstance(config, dict) else None
         return ident if isinstance(ident, dict) else {}
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """How much of what a run set out to answer has a record (design 0040): ``planned``
+    from the manifest (``None``: not known, e.g. stopped before its input was read
+    through), ``state`` the manifest's ``run_state`` (``None`` before it was written)."""
+
+    n_records: int
+    planned: int | None
+    state: str | None
+
+    @property
+    def complete(self) -> bool:
+        if self.state == RUN_RUNNING:
+            return False
+        if self.planned is not None:
+            return self.n_records >= self.planned
+        return self.state != RUN_STOPPED
+
+    @property
+    def label(self) -> str:
+        """``""`` for a complete run, else ``incomplete: 1 of 6`` (``of ?`` when the
+        planned count is not known), and ``, running`` while a run is in progress."""
+        if self.complete:
+            return ""
+        planned = "?" if self.planned is None else str(self.planned)
+        running = ", running" if self.state == RUN_RUNNING else ""
+        return f"incomplete: {self.n_records} of {planned}{running}"
+
+
+def run_progress(manifest: Mapping[str, Any], n_records: int) -> RunProgress:
+    """A run's :class:`RunProgress` from its manifest and its record count."""
+    planned = manifest.get("questions_planned")
+    state = manifest.get("run_state")
+    return RunProgress(
+        n_records=n_records,
+        planned=planned if isinstance(planned, int) and not isinstance(planned, bool) else None,
+        state=state if state in (RUN_RUNNING, RUN_FINISHED, RUN_STOPPED) else None)
 
 
 def run_labels(paths: Sequence[str | Path]) -> list[str]:
@@ -202,6 +243,13 @@ class RunRow:
     evidence_recall: float
     n_recall: int
     scores: dict[str, Cell]  # every scorer's accuracy over this run's ok records
+    # What the run set out to answer (design 0040): planned questions (None: not known),
+    # the manifest's run_state, and whether records are missing; ``progress`` says so
+    # ("incomplete: 1 of 6"), "" for a complete run. Incomplete runs rank apart.
+    n_planned: int | None = None
+    run_state: str | None = None
+    incomplete: bool = False
+    progress: str = ""
 
 
 @dataclass(frozen=True)
@@ -474,8 +522,14 @@ def _run_row(run: RunData, system: str, tier: str, primary: str | None, *, seed:
         n_refusal=sum(1 for r in scored if r.answer_type == "refusal"),
         evidence_recall=mean(recalls), n_recall=len(recalls),
         scores={name: Cell(st.accuracy, st.n) for name, st in summary.overall.items()},
+        **_progress_fields(run_progress(run.manifest, summary.n_records)),
     )
     return row, by_ability, summary
+
+
+def _progress_fields(p: RunProgress) -> dict[str, Any]:
+    return {"n_planned": p.planned, "run_state": p.state, "incomplete": not p.complete,
+            "progress": p.label}
 
 
 def _group_by_ability(records: Iterable[Record]) -> dict[str, list[Record]]:

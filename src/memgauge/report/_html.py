@@ -34,6 +34,7 @@ from memgauge.report._tables_md import (
     COST_HEADER,
     COST_NOTE,
     DEPTH_NOTE,
+    LEADERBOARD_NOTE,
     MISSING,
     ROTATION_HEADER,
     ROTATION_NOTE,
@@ -54,6 +55,7 @@ from memgauge.report._tables_md import (
     fmt_xy_cell,
     ranked,
     rotation_cells,
+    run_name,
     side_by_side_rows,
     timeline_grids,
 )
@@ -276,7 +278,7 @@ def _leaderboard(t: ReportTables, plots: _Plots) -> str:
         errors = str(r.n_errors)
         if r.error_kinds:
             errors += " (" + ", ".join(f"{k}: {n}" for k, n in r.error_kinds.items()) + ")"
-        rows.append([_e(r.run), _e(r.system), _e(r.tier), str(r.n_ok), _e(errors),
+        rows.append([_e(run_name(r)), _e(r.system), _e(r.tier), str(r.n_ok), _e(errors),
                      _e(f"{fmt_pct(r.accuracy)} {fmt_ci(r.ci_low, r.ci_high, small=r.small_n)}"
                         f" (n={r.n})"),
                      _e(f"{fmt_pct(r.macro_accuracy)} ({r.n_abilities})"),
@@ -290,8 +292,7 @@ def _leaderboard(t: ReportTables, plots: _Plots) -> str:
                    cls="wide")
     table = f'<div class="scroll">{table}</div>'
     plot = _fig(_leaderboard_plot(ranked_runs, plots))
-    return _section("leaderboard", "Leaderboard", _note("Best micro accuracy first."), table,
-                    plot)
+    return _section("leaderboard", "Leaderboard", _note(LEADERBOARD_NOTE), table, plot)
 
 
 def _leaderboard_plot(runs: Sequence[RunRow], plots: _Plots) -> str:
@@ -305,12 +306,15 @@ def _leaderboard_plot(runs: Sequence[RunRow], plots: _Plots) -> str:
             err = None
             if math.isfinite(r.ci_low) and math.isfinite(r.ci_high):
                 err = [[r.accuracy - r.ci_low], [r.ci_high - r.accuracy]]
-            ax.barh(y, r.accuracy, xerr=err, color="#4c72b0", capsize=3, height=0.6)
-            ax.text(min(r.accuracy, 1.0) + 0.01, y + 0.3, f"{r.accuracy * 100:.1f}% (n={r.n})",
-                    va="center", fontsize=8)
-        ax.set_yticks(ys, [_short(r.run, 40) for r in runs])
+            # an incomplete run's bar is grey and hatched: not a result to rank (0040)
+            ax.barh(y, r.accuracy, xerr=err, color="#b0b0b0" if r.incomplete else "#4c72b0",
+                    hatch="//" if r.incomplete else None, capsize=3, height=0.6)
+            small = ", small n" if r.small_n else ""
+            ax.text(min(r.accuracy, 1.0) + 0.01, y + 0.3,
+                    f"{r.accuracy * 100:.1f}% (n={r.n}{small})", va="center", fontsize=8)
+        ax.set_yticks(ys, [_short(run_name(r), 40) for r in runs])
         ax.set_xlim(0, 1.18)
-        ax.set_xlabel("accuracy (micro), error bars: bootstrap CI")
+        ax.set_xlabel("accuracy (micro), error bars: bootstrap CI (Wilson below n = 30)")
         return plots.img(fig, "Accuracy per run with confidence intervals")
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "CLUES_NOTE",
     "COST_HEADER",
     "COST_NOTE",
+    "LEADERBOARD_NOTE",
     "ROTATION_HEADER",
     "ROTATION_NOTE",
     "SIDE_BY_SIDE_NOTE",
@@ -46,6 +47,7 @@ __all__ = [
     "render_tables_json",
     "render_tables_markdown",
     "rotation_cells",
+    "run_name",
     "side_by_side_rows",
     "tables_payload",
 ]
@@ -285,9 +287,21 @@ def fmt_rho(rho: float) -> str:
 
 
 def ranked(runs: Sequence[RunRow]) -> list[RunRow]:
-    """Leaderboard order: micro accuracy, best first; runs without a score last, ties in
-    the given order."""
-    return sorted(runs, key=lambda r: -r.accuracy if math.isfinite(r.accuracy) else math.inf)
+    """Leaderboard order: finished runs first, then incomplete ones (design 0040), each by
+    micro accuracy, best first; runs without a score last, ties in the given order."""
+    return sorted(runs, key=lambda r: (r.incomplete,
+                                       -r.accuracy if math.isfinite(r.accuracy) else math.inf))
+
+
+def run_name(r: RunRow) -> str:
+    """A run as a leaderboard names it: its label, and ``(incomplete: 1 of 6)`` when
+    records are missing."""
+    return f"{r.run} ({r.progress})" if r.incomplete else r.run
+
+
+LEADERBOARD_NOTE = ("Best micro accuracy first. Incomplete runs (records missing: stopped, "
+                    "or still running) are ranked after the finished ones and marked "
+                    "\"incomplete: k of n\".")
 
 
 def _grid(rows: Mapping[str, Mapping[str, Cell]], cols: Sequence[str], corner: str) -> str:
@@ -305,7 +319,7 @@ def _leaderboard(t: ReportTables) -> list[str]:
     header += [cell(scorer_label(s)) for s in others]
     rows = []
     for r in ranked(t.runs):
-        row = [cell(r.run), cell(r.system), cell(r.tier), str(r.n_ok), str(r.n_errors),
+        row = [cell(run_name(r)), cell(r.system), cell(r.tier), str(r.n_ok), str(r.n_errors),
                (f"{fmt_pct(r.accuracy)} {fmt_ci(r.ci_low, r.ci_high, small=r.small_n)} "
                 f"(n={r.n})"),
                f"{fmt_pct(r.macro_accuracy)} ({r.n_abilities})",
@@ -316,7 +330,7 @@ def _leaderboard(t: ReportTables) -> list[str]:
                f"{fmt_pct(r.evidence_recall)} (n={r.n_recall})"]
         row += [fmt_cell(r.scores.get(s)) for s in others]
         rows.append(row)
-    return ["### Leaderboard", "", "Best micro accuracy first.", "",
+    return ["### Leaderboard", "", LEADERBOARD_NOTE, "",
             table(header, rows, right_from=3),
             ""]
 

@@ -28,7 +28,17 @@ from ..models import GenerateConfig, ModelSettings, create_model
 from ..models._aimd import PRIORITY
 from ..models.openai_compat import ROUTING_KEY
 from ..registry import lookup
-from ..schema import Cost, Episode, ErrorInfo, Question, Record, Response
+from ..schema import (
+    RUN_FINISHED,
+    RUN_RUNNING,
+    RUN_STOPPED,
+    Cost,
+    Episode,
+    ErrorInfo,
+    Question,
+    Record,
+    Response,
+)
 from ..scoring import (
     JudgeOptions,
     JudgePipeline,
@@ -696,8 +706,26 @@ class Runner:
                                   prior=prep.prior_manifest, packages=False)
         if s.captions is not None:
             manifest["captioner"] = s.captions.describe()
+        # Known before the first request, so that a run stopped early (Ctrl-C, a budget,
+        # a crash) says how much of it is missing (design 0040).
+        manifest["run_state"] = RUN_RUNNING
+        manifest["questions_planned"] = self.planned_count(s.bench, prep)
         write_json_atomic(self.run_dir / "manifest.json", manifest)
         return manifest
+
+    def planned_count(self, bench: Any, prep: Prepared) -> int | None:
+        """How many questions this run folder is meant to hold, when known before reading:
+        the benchmark's own count (or an earlier full pass's), cut to ``--limit``; unknown
+        (None) under ``--shard``, whose share is known only by reading."""
+        c = self.config
+        if c.shard is not None:
+            return None
+        count = getattr(bench, "question_count", lambda: None)()
+        if count is None:
+            count = (prep.prior_manifest or {}).get("questions_in_input")
+        if not isinstance(count, int) or isinstance(count, bool):
+            return None
+        return count if c.limit is None else min(count, c.limit)
 
     async def run(self) -> RunResult:
         prep = self.prepare()
@@ -742,9 +770,11 @@ class Runner:
                     bench_manifest = None
             if failed:  # the first error is the one to report (a full disk fails this too)
                 with contextlib.suppress(StorageError):
-                    self.finish(manifest, bench_manifest, cache=s.cache_summary())
+                    self.finish(manifest, bench_manifest, cache=s.cache_summary(),
+                                stopped=True)
             else:
-                self.finish(manifest, bench_manifest, cache=s.cache_summary())
+                self.finish(manifest, bench_manifest, cache=s.cache_summary(),
+                            stopped=bool(result.budget_stop))
             result.wall_s = time.perf_counter() - prep.t_start
         return result
 
@@ -890,26 +920,30 @@ class Runner:
         remaining = c.limit
         started = False
         in_input = 0  # questions in the input (after --question-ids), done ones included
+        selected = 0  # of those, the ones this run is meant to hold (--limit), done included
+        spent = False  # a budget stopped the run: the reader only counts on
         try:
             for episode in self._episodes(s.bench, part):
                 in_input += len(episode.questions)
                 if remaining is not None and remaining <= 0:
                     break
-                todo = [q for q in episode.questions if q.question_id not in done_ok]
+                keep = episode.questions
                 if remaining is not None:
                     # --limit counts questions (done ones included), in file order
                     keep = episode.questions[:remaining]
                     remaining -= len(keep)
-                    todo = [q for q in keep if q.question_id not in done_ok]
-                if not todo:
+                selected += len(keep)
+                todo = [q for q in keep if q.question_id not in done_ok]
+                if not todo or spent:
                     continue
                 result.queued += len(todo)
                 await episodes_in_flight.acquire()
                 if stopped:  # an episode stopped the run: start nothing more
                     raise stopped[0]
-                if budget.reason:  # spent: start nothing more (in-flight ones finish)
-                    episodes_in_flight.release()
-                    break
+                if budget.reason:  # spent: start nothing more (in-flight ones finish), but
+                    episodes_in_flight.release()  # read on, so the run knows its size (0040)
+                    spent = True
+                    continue
                 task = asyncio.create_task(do_episode(episode, todo))
                 tasks.add(task)
                 task.add_done_callback(finished)
@@ -928,6 +962,8 @@ class Runner:
                 result.total = result.queued
                 if remaining is None and c.shard is None and manifest is not None:
                     manifest["questions_in_input"] = in_input  # a later rerun's total
+                if manifest is not None:  # exact now: what a report counts the run against
+                    manifest["questions_planned"] = selected
                 if self.on_progress:
                     self.on_progress(result, None)
             if tasks:
@@ -951,9 +987,11 @@ class Runner:
             await writer.close()
 
     def finish(self, manifest: dict[str, Any], bench_manifest: dict[str, Any] | None,
-               cache: dict[str, Any] | None) -> None:
+               cache: dict[str, Any] | None, *, stopped: bool = False) -> None:
         """After answering (in the parent when there are workers): the status counts and the
-        final manifest."""
+        final manifest. ``stopped``: the invocation ended before every planned question had
+        a record (an interrupt, a failure, a budget), which a report must say (design
+        0040)."""
         hits = CacheHits()  # from the records: every invocation's answers (design 0018)
         reuse = PrefixReuse()  # the server's prefix cache over the answers sent (0031)
         status = _scan_status(self.run_dir, hits, reuse)
@@ -972,6 +1010,11 @@ class Runner:
             manifest["budget"] = self.budget.describe(ledger)
         manifest["benchmark"] = bench_manifest or manifest.get("benchmark")
         manifest["status"] = status
+        manifest["run_state"] = RUN_STOPPED if stopped else RUN_FINISHED
+        if not stopped and manifest.get("questions_planned") is None:
+            # through to the end (workers, Ray: no single reader counted): every planned
+            # question has its record
+            manifest["questions_planned"] = status["records"]
         if manifest.get("packages") is None:  # no episode was started
             manifest["packages"] = package_versions()
         manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

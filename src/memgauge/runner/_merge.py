@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
-from ..schema import Record
+from ..schema import RUN_FINISHED, RUN_STOPPED, Record
 from ._store import load_manifest, read_records, rewrite_records, write_json_atomic
 
 
@@ -62,6 +63,7 @@ def merge_runs(sources: list[str], out: str, *, partial: bool = False) -> dict[s
          "config_hash": m.get("config_hash"), "status": m.get("status")}
         for s, m in zip(sources, manifests, strict=True)]
     manifest["status"] = {"records": len(merged), "ok": ok, "errors": len(merged) - ok}
+    manifest.update(_merged_progress(manifests, missing))
     if missing:
         manifest["missing_shards"] = missing
     manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -70,6 +72,18 @@ def merge_runs(sources: list[str], out: str, *, partial: bool = False) -> dict[s
     manifest["config_hash"] = config_hash(manifest["config"]["identity"])
     write_json_atomic(out_dir / "manifest.json", manifest)
     return manifest["status"]
+
+
+def _merged_progress(manifests: list[dict], missing: list[str]) -> dict[str, Any]:
+    """The merged run's planned questions and state (design 0040): the parts' sum, when
+    every part knows its own and no shard is missing; finished only when every part is."""
+    planned = [m.get("questions_planned") for m in manifests]
+    known = not missing and all(isinstance(p, int) and not isinstance(p, bool)
+                                for p in planned)
+    states = {m.get("run_state") for m in manifests}
+    state = (RUN_FINISHED if states == {RUN_FINISHED} and not missing
+             else None if states == {None} and not missing else RUN_STOPPED)
+    return {"questions_planned": sum(planned) if known else None, "run_state": state}
 
 
 def _missing_shards(sources: list[str], manifests: list[dict]) -> list[str]:

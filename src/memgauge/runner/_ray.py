@@ -313,7 +313,8 @@ def _drive(runner: Runner, start: RayStart, phases: Phases) -> RunResult:
     bench_manifest = merge_bench_manifest(hashed.get("manifest"), ordered) if complete else None
     if s.judging is not None and complete:
         asyncio.run(judge_earlier(runner, s, manifest, prep.done_ok))
-    runner.finish(manifest, bench_manifest, cache=merge_cache_stats(ordered))
+    runner.finish(manifest, bench_manifest, cache=merge_cache_stats(ordered),
+                  stopped=not complete)
     phases.mark("finished")
     result.wall_s = time.perf_counter() - prep.t_start
     if interrupted is not None:

@@ -141,7 +141,8 @@ def run_with_workers(runner: Runner, n: int) -> RunResult:
         bench_manifest = merge_bench_manifest(hashed.get("manifest"), reports)
     if s.judging is not None and not failures and not interrupted:
         asyncio.run(judge_earlier(runner, s, manifest, prep.done_ok))
-    runner.finish(manifest, bench_manifest, cache=merge_cache_stats(reports))
+    runner.finish(manifest, bench_manifest, cache=merge_cache_stats(reports),
+                  stopped=bool(failures or missing_reports or interrupted))
     result.wall_s = time.perf_counter() - prep.t_start
     block.close()
     if interrupted is not None:
