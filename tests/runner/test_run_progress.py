@@ -4,6 +4,7 @@ budget or by Ctrl-C too; a report says "incomplete: k of n" and ranks such runs 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from memgauge.analysis import RunData, build_tables
 from memgauge.cli import app
 from memgauge.report import render_tables_markdown
 from memgauge.report._tables_md import ranked
-from memgauge.runner import RunConfig, Runner, load_manifest, read_records
+from memgauge.runner import RunConfig, Runner, load_manifest, merge_runs, read_records
 from memgauge.schema import BenchmarkInfo, Record, Response
 
 N = 6
@@ -137,3 +138,21 @@ def test_an_incomplete_run_ranks_after_finished_ones_however_high_its_score():
     md = render_tables_markdown(t)
     assert "| partial (incomplete: 1 of 6) |" in md and "| done |" in md
     assert md.index("| done |") < md.index("| partial (incomplete")
+
+
+def test_merged_shards_sum_their_plans_and_a_partial_merge_is_incomplete(tmp_path):
+    with StubServer() as stub:
+        for i in range(2):
+            config = dataclasses.replace(_config(tmp_path, stub.base_url), shard=(i, 2),
+                                         out=str(tmp_path / f"s{i}"))
+            Runner(config).run_sync()
+    parts = [load_manifest(tmp_path / f"s{i}") for i in range(2)]
+    assert sum(p["questions_planned"] for p in parts) == N  # each shard counted its own
+    merge_runs([str(tmp_path / "s0"), str(tmp_path / "s1")], str(tmp_path / "all"))
+    merged = load_manifest(tmp_path / "all")
+    assert (merged["questions_planned"], merged["run_state"]) == (N, "finished")
+    merge_runs([str(tmp_path / "s0")], str(tmp_path / "half"), partial=True)
+    half = load_manifest(tmp_path / "half")
+    assert (half["questions_planned"], half["run_state"]) == (None, "stopped")
+    t = build_tables([RunData("half", half, list(read_records(tmp_path / "half").values()))])
+    assert t.runs[0].progress.startswith("incomplete:") and t.runs[0].progress.endswith("of ?")
