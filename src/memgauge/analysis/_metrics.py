@@ -22,6 +22,10 @@ __all__ = [
     "ScorerStat",
     "Summary",
     "choose_primary",
+    "fmt_reply_labels",
+    "mixed_versions",
+    "reply_labels",
+    "scorer_versions",
     "summarize",
 ]
 
@@ -146,6 +150,13 @@ class Summary:
     tokens: dict[str, int] = field(default_factory=dict)
     primary_covers: int = 0  # answered records carrying the primary score
     primary_note: str | None = None  # why the headline is not a judge the records carry
+    # ok replies a rule scorer could not read as one answer, by label (design 0038):
+    # "hedged" (several candidates, none stated), "unparseable" (an MCQ reply with no letter)
+    reply_labels: dict[str, int] = field(default_factory=dict)
+    # scorer -> version -> ok records scored with it: a scorer's decisions change with its
+    # version (rule "4" gave hedges 0, design 0038); records keep theirs, so a run resumed
+    # across an upgrade can hold two, which the report says
+    scorer_versions: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A plain, JSON-serialisable dict (non-finite numbers become ``None``)."""
@@ -154,6 +165,8 @@ class Summary:
             "n_ok": self.n_ok,
             "n_errors": self.n_errors,
             "error_kinds": dict(self.error_kinds),
+            "reply_labels": dict(self.reply_labels),
+            "scorer_versions": {k: dict(v) for k, v in self.scorer_versions.items()},
             "errors": [e.to_dict() for e in self.errors],
             "scorers": list(self.scorers),
             "primary": self.primary,
@@ -241,6 +254,47 @@ def coverage_counts(records: Iterable[Record]) -> dict[str, int]:
     for r in records:
         counts.update(r.scores.keys())
     return dict(counts)
+
+
+REPLY_LABELS = ("hedged", "unparseable")
+
+
+def reply_labels(ok: Iterable[Record]) -> dict[str, int]:
+    """How many ok records a scorer labelled hedged or unparseable (each record once, by the
+    first such label among its scores); labels with no record are left out."""
+    counts: Counter[str] = Counter()
+    for r in ok:
+        labels = {d.details.get("label") for d in r.score_details.values()}
+        found = next((label for label in REPLY_LABELS if label in labels), None)
+        if found is not None:
+            counts[found] += 1
+    return {label: counts[label] for label in REPLY_LABELS if counts[label]}
+
+
+def scorer_versions(ok: Iterable[Record]) -> dict[str, dict[str, int]]:
+    """For each scorer, how many ok records carry each of its versions."""
+    out: dict[str, Counter[str]] = {}
+    for r in ok:
+        for name, score in r.score_details.items():
+            out.setdefault(name, Counter())[score.version] += 1
+    return {name: dict(sorted(c.items())) for name, c in sorted(out.items())}
+
+
+def mixed_versions(versions: dict[str, dict[str, int]]) -> str | None:
+    """ "rule: version 3 (12), 4 (8)" for each scorer whose records carry several versions,
+    or None when every scorer has one."""
+    mixed = [f"{name}: version " + ", ".join(f"{v} ({n})" for v, n in by.items())
+             for name, by in versions.items() if len(by) > 1]
+    return "; ".join(mixed) if mixed else None
+
+
+def fmt_reply_labels(labels: dict[str, int], n_ok: int) -> str:
+    """ "3 hedged, 1 unparseable (4 of 30 ok, scored 0)"; "0" when there are none."""
+    if not labels:
+        return "0"
+    total = sum(labels.values())
+    parts = ", ".join(f"{n} {label}" for label, n in labels.items())
+    return f"{parts} ({total} of {n_ok} ok, scored 0)"
 
 
 def _ability_key(ability: Ability | str) -> str:
@@ -385,6 +439,8 @@ def summarize(
         tokens=token_totals(ok),
         primary_covers=covered.get(chosen, 0) if chosen else 0,
         primary_note=primary_note(scorers, chosen, covered, len(ok)),
+        reply_labels=reply_labels(ok),
+        scorer_versions=scorer_versions(ok),
         n_records=len(all_records),
         n_ok=len(ok),
         n_errors=len(failed),

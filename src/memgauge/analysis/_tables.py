@@ -171,6 +171,7 @@ class RunRow:
     n_ok: int
     n_errors: int
     error_kinds: dict[str, int]
+    reply_labels: dict[str, int]  # hedged / unparseable ok replies (scored 0, counted apart)
     n: int  # ok records carrying the primary score
     accuracy: float  # micro
     ci_low: float
@@ -445,6 +446,7 @@ def _run_row(run: RunData, system: str, tier: str, primary: str | None, *, seed:
         modality=sent_modality(run),
         n_records=summary.n_records, n_ok=summary.n_ok, n_errors=summary.n_errors,
         error_kinds=dict(summary.error_kinds),
+        reply_labels=dict(summary.reply_labels),
         n=head.n if head else 0,
         accuracy=head.accuracy if head else math.nan,
         ci_low=head.ci_low if head else math.nan,

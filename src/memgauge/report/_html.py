@@ -23,6 +23,7 @@ from memgauge.analysis import (
     QuestionRow,
     ReportTables,
     RunRow,
+    fmt_reply_labels,
     measure_of,
     scorer_label,
 )
@@ -267,7 +268,8 @@ def _header(t: ReportTables, title: str,
 def _leaderboard(t: ReportTables, plots: _Plots) -> str:
     ranked_runs = ranked(t.runs)
     ci = f"{measure_of(t.primary, title=True)} (micro) {t.confidence * 100:g}% CI"
-    header = ["Run", "System", "Tier", "n ok", "Errors", ci, "Macro (abilities)",
+    header = ["Run", "System", "Tier", "n ok", "Errors", "Hedged / unparseable", ci,
+              "Macro (abilities)",
               "SE clustered (episodes)", "Coverage", "Per-answer acc.", "Refusal acc.",
               "Evidence recall"]
     others = [s for s in t.scorers if s != t.primary]
@@ -277,6 +279,7 @@ def _leaderboard(t: ReportTables, plots: _Plots) -> str:
         if r.error_kinds:
             errors += " (" + ", ".join(f"{k}: {n}" for k, n in r.error_kinds.items()) + ")"
         rows.append([_e(r.run), _e(r.system), _e(r.tier), str(r.n_ok), _e(errors),
+                     _e(fmt_reply_labels(r.reply_labels, r.n_ok)),
                      _e(f"{fmt_pct(r.accuracy)} {fmt_ci(r.ci_low, r.ci_high)} (n={r.n})"),
                      _e(f"{fmt_pct(r.macro_accuracy)} ({r.n_abilities})"),
                      _e(f"{fmt_se(r.se_clustered)} ({r.n_episodes})"),

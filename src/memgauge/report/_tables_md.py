@@ -15,6 +15,7 @@ from memgauge.analysis import (
     ReportTables,
     RunRow,
     Spread,
+    fmt_reply_labels,
     measure_of,
     scorer_label,
 )
@@ -287,7 +288,7 @@ def _grid(rows: Mapping[str, Mapping[str, Cell]], cols: Sequence[str], corner: s
 
 def _leaderboard(t: ReportTables) -> list[str]:
     ci = f"{t.confidence * 100:g}% CI"
-    header = ["Run", "System", "Tier", "n ok", "Errors",
+    header = ["Run", "System", "Tier", "n ok", "Errors", "Hedged / unparseable",
               f"{measure_of(t.primary, title=True)} (micro) {ci}",
               "Macro (abilities)", "SE clustered (episodes)", "Coverage", "Per-answer acc.",
               "Refusal acc.", "Evidence recall"]
@@ -296,6 +297,7 @@ def _leaderboard(t: ReportTables) -> list[str]:
     rows = []
     for r in ranked(t.runs):
         row = [cell(r.run), cell(r.system), cell(r.tier), str(r.n_ok), str(r.n_errors),
+               cell(fmt_reply_labels(r.reply_labels, r.n_ok)),
                f"{fmt_pct(r.accuracy)} {fmt_ci(r.ci_low, r.ci_high)} (n={r.n})",
                f"{fmt_pct(r.macro_accuracy)} ({r.n_abilities})",
                f"{fmt_se(r.se_clustered)} ({r.n_episodes})",
