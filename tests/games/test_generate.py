@@ -254,3 +254,29 @@ def test_configuration_mistakes_are_caught_before_anything_is_written(tmp_path,
         with pytest.raises(ConfigError, match=match):
             generate_games(GamesConfig(out=out, make_timeline=Timeline, **kw))
         assert not out.exists()
+
+
+def test_text_questions_naming_what_was_never_shown_are_dropped_and_counted(tmp_path):
+    """Design 0039: an item held from the start but never named in any text cannot be
+    asked about; the generator drops such questions and benchmark.json says how many."""
+    from memgauge.games import Step, TrajectoryMeta, TrajectoryWriter
+
+    writer = TrajectoryWriter(tmp_path / "traj", TrajectoryMeta(env="textworld", player="x"))
+    writer.start({"room": "Kitchen", "inventory": ["brass key"], "score": 0,
+                  "observation": "-= Kitchen =- A bare room.", "admissible": ["unlock door"]})
+    for t, (action, obs) in enumerate([("look", "-= Kitchen =- A bare room."),
+                                       ("take lamp", "You take the lamp."),
+                                       ("look", "-= Kitchen =- Still bare.")], 1):
+        inv = ["brass key"] + (["lamp"] if t >= 2 else [])
+        writer.add(Step(step=t, action=action, room="Kitchen", inventory=inv, score=0,
+                        observation=obs, admissible=["unlock door"],
+                        player={"reason": "walkthrough 2/5"}))
+    writer.finish(end="step_cap")
+    info = generate_games(GamesConfig([tmp_path / "traj"], tmp_path / "bench",
+                                      max_per_template=50))
+    rows = [json.loads(line) for line in (tmp_path / "bench" / "questions.jsonl").open()]
+    assert rows and not any("brass key" in json.dumps(r) for r in rows if r["answerable"])
+    assert not any("walkthrough" in json.dumps(r) or "unlock" in json.dumps(r) for r in rows)
+    dropped = info["view_check"]["dropped"]
+    assert dropped.get("text.inventory_at_step", 0) >= 1 and dropped.get("text.has_item", 0) >= 1
+    assert any(r["template"] == "text.has_item" and r["params"]["item"] == "lamp" for r in rows)

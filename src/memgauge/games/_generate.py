@@ -28,6 +28,7 @@ from typing import Any
 
 from ..errors import ConfigError, MemgaugeError
 from ._trajectory import Step, TrajectoryMeta, read_trajectory
+from ._view import question_names, shown_steps, unshown_names, view_text
 from .templates import ABILITIES, ANSWER_TYPES, NOT_ANSWERABLE, GameQuestion, templates_for
 
 BENCH_FORMAT = "memgauge.games-bench/1"
@@ -36,6 +37,9 @@ GENERATOR_VERSION = "1"
 # trajectory and horizon): an ability with many templates must not drown the others.
 MAX_ABILITY_RATIO = 2.0
 GAME_KIND = {"crafter": "crafter", "textworld": "text", "jericho": "text"}
+# Game kinds whose names are checked against the rendered text (Crafter's names are the
+# materials, items and creatures its frames draw, so its text is not the whole view).
+NAME_CHECKED = ("text",)
 _TIMELINES = {"crafter": ("._crafter_timeline", "CrafterTimeline"),
               "text": ("._text_timeline", "TextTimeline")}
 
@@ -168,17 +172,40 @@ def _run_template(tmpl: Any, timeline: Any, rng: random.Random, where: str) -> l
                             f"{exc}"[:500]) from exc
 
 
+@dataclass
+class GenerationReport:
+    """What the generator left out, per template, for ``benchmark.json``: questions naming
+    what the sessions never showed (``view_check``)."""
+
+    not_shown: dict[str, int] = field(default_factory=dict)
+
+    def drop_unshown(self, template_id: str) -> None:
+        self.not_shown[template_id] = self.not_shown.get(template_id, 0) + 1
+
+    def view_check(self) -> dict[str, Any]:
+        return {"rule": "every name an answerable text-game question asks about or answers "
+                        "with appears in the rendered sessions up to its horizon",
+                "dropped": dict(sorted(self.not_shown.items()))}
+
+
 def _from_template(tmpl: Any, timeline: Any, rng: random.Random, where: str, cut: int,
-                   cap: int) -> list[GameQuestion]:
-    """A template's questions at one horizon: checked, de-duplicated (first kept), then a
-    seeded choice of at most ``cap`` (a shuffle, so late variants are as likely as early
-    ones), in generation order."""
+                   cap: int, shown: str | None = None,
+                   report: GenerationReport | None = None) -> list[GameQuestion]:
+    """A template's questions at one horizon: checked, de-duplicated (first kept), those
+    naming what the view text ``shown`` never shows dropped (and counted), then a seeded
+    choice of at most ``cap`` (a shuffle, so late variants are as likely as early ones), in
+    generation order."""
     unique: dict[tuple[str, str], GameQuestion] = {}
     for q in _run_template(tmpl, timeline, rng, where):
         _check(q, f"{where}, template {tmpl.id}", cut)
         if q.template != tmpl.id:
             raise TemplateError(f"{where}: template {tmpl.id} yielded a question of "
                                 f"{q.template!r}")
+        if shown is not None and q.key() not in unique and unshown_names(
+                shown, question_names(q.params, q.answer_type, q.answer, q.answerable)):
+            if report is not None:
+                report.drop_unshown(tmpl.id)
+            continue
         unique.setdefault(q.key(), q)
     kept = list(unique.values())
     if len(kept) > cap:
@@ -212,17 +239,23 @@ def balance(by_template: dict[str, list[GameQuestion]],
     return out
 
 
-def build_questions(traj: _Trajectory, config: GamesConfig) -> list[dict[str, Any]]:
-    """Every question of one trajectory, as ``questions.jsonl`` rows, in a stable order."""
+def build_questions(traj: _Trajectory, config: GamesConfig,
+                    report: GenerationReport | None = None) -> list[dict[str, Any]]:
+    """Every question of one trajectory, as ``questions.jsonl`` rows, in a stable order.
+    The timeline is built from what the sessions show (``_view.shown_steps``) and cut at the
+    horizon, so a template can read neither a later step nor a field never rendered."""
     rows: list[dict[str, Any]] = []
+    report = report if report is not None else GenerationReport()
     templates = templates_for(traj.kind)
+    meta, steps = shown_steps(traj.meta, traj.steps)
     for cut in traj.horizons:
         make = config.make_timeline or default_timeline
-        timeline = make(traj.kind, traj.meta, traj.steps[:cut])
+        timeline = make(traj.kind, meta, steps[:cut])
         where = f"trajectory {traj.id}, horizon {cut}"
+        shown = view_text(meta, steps[:cut]) if traj.kind in NAME_CHECKED else None
         by_template = {
             t.id: _from_template(t, timeline, seeded_rng(config.seed, traj.id, cut, t.id),
-                                 where, cut, config.max_per_template)
+                                 where, cut, config.max_per_template, shown, report)
             for t in templates}
         for qs in balance(by_template).values():
             for k, q in enumerate(qs, 1):
@@ -260,7 +293,8 @@ def build_life_questions(trajectories: list[_Trajectory],
         if len(members) < 2:
             continue
         lid = life_id(kind)
-        life = Life(lid, kind, [(t.id, make(kind, t.meta, t.steps)) for t in members])
+        life = Life(lid, kind, [(t.id, make(kind, *shown_steps(t.meta, t.steps)))
+                                 for t in members])
         where = f"cross-episode {lid}"
         kept_any = 0
         for tmpl in templates_for(f"{kind}-life"):
@@ -346,7 +380,8 @@ def _dump(obj: Any) -> str:
 def generate_games(config: GamesConfig) -> dict[str, Any]:
     """Write the benchmark folder; returns what ``benchmark.json`` holds."""
     trajectories = _load(config)
-    rows = [r for t in trajectories for r in build_questions(t, config)]
+    report = GenerationReport()
+    rows = [r for t in trajectories for r in build_questions(t, config, report)]
     lives: list[dict[str, Any]] = []
     if config.cross_episode:
         life_rows, lives = build_life_questions(trajectories, config)
@@ -378,6 +413,7 @@ def generate_games(config: GamesConfig) -> dict[str, Any]:
                           "questions": sum(1 for r in rows if r["trajectory"] == t.id)}
                          for t in trajectories],
         "counts": _counts(rows),
+        "view_check": report.view_check(),
     }
     if lives:  # only then: a benchmark without cross-episode questions keeps its bytes
         summary["lives"] = lives
