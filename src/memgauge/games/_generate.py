@@ -32,7 +32,13 @@ from ._view import question_names, shown_steps, unshown_names, view_text
 from .templates import ABILITIES, ANSWER_TYPES, NOT_ANSWERABLE, GameQuestion, templates_for
 
 BENCH_FORMAT = "memgauge.games-bench/1"
-GENERATOR_VERSION = "1"
+# 1: design 0032. 2: design 0039 — templates see only what the sessions render (no player
+# reason, no admissible commands; text questions naming something never shown are dropped,
+# benchmark.json "view_check"), closed answers balanced ("answer_balance").
+GENERATOR_VERSION = "2"
+# Each answer value of a closed template (yes/no, before/after) keeps at least this share of
+# the template's questions at a trajectory and horizon, where the trajectory allows.
+MIN_VALUE_SHARE = 0.3
 # No ability may hold more than this many times the questions of the median ability (per
 # trajectory and horizon): an ability with many templates must not drown the others.
 MAX_ABILITY_RATIO = 2.0
@@ -178,9 +184,36 @@ class GenerationReport:
     what the sessions never showed (``view_check``)."""
 
     not_shown: dict[str, int] = field(default_factory=dict)
+    closed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def drop_unshown(self, template_id: str) -> None:
         self.not_shown[template_id] = self.not_shown.get(template_id, 0) + 1
+
+    def closed_kept(self, template_id: str, offered: list[GameQuestion], chosen: set[int],
+                    cap: int) -> None:
+        """One (trajectory, horizon) of a closed template: what was offered and kept per
+        answer value, and whether balance kept fewer than the cap allowed."""
+        entry = self.closed.setdefault(template_id, {"offered": {}, "kept": {},
+                                                     "one_sided": 0, "fewer": 0})
+        for i, q in enumerate(offered):
+            value = str(q.answer)
+            entry["offered"][value] = entry["offered"].get(value, 0) + 1
+            if i in chosen:
+                entry["kept"][value] = entry["kept"].get(value, 0) + 1
+        if offered and not chosen:
+            entry["one_sided"] += 1
+        elif len(chosen) < min(cap, len(offered)):
+            entry["fewer"] += 1
+
+    def answer_balance(self) -> dict[str, Any]:
+        return {"min_value_share": MIN_VALUE_SHARE,
+                "note": "closed templates keep each answer value at >= min_value_share of "
+                        "their questions per trajectory and horizon; one_sided counts the "
+                        "horizons where a value never occurred (nothing kept), fewer those "
+                        "where balance kept fewer than --max-per-template",
+                "templates": {t: {k: (dict(sorted(v.items())) if isinstance(v, dict) else v)
+                                  for k, v in e.items()}
+                              for t, e in sorted(self.closed.items())}}
 
     def view_check(self) -> dict[str, Any]:
         return {"rule": "every name an answerable text-game question asks about or answers "
@@ -208,17 +241,53 @@ def _from_template(tmpl: Any, timeline: Any, rng: random.Random, where: str, cut
             continue
         unique.setdefault(q.key(), q)
     kept = list(unique.values())
+    if getattr(tmpl, "values", ()):
+        chosen = balanced_choice(kept, tmpl.values, cap, rng)
+        if report is not None:
+            report.closed_kept(tmpl.id, kept, chosen, cap)
+        return [q for i, q in enumerate(kept) if i in chosen]
     if len(kept) > cap:
         chosen = set(rng.sample(range(len(kept)), cap))
         kept = [q for i, q in enumerate(kept) if i in chosen]
     return kept
 
 
-def balance(by_template: dict[str, list[GameQuestion]],
-            ratio: float = MAX_ABILITY_RATIO) -> dict[str, list[GameQuestion]]:
+def balanced_choice(questions: list[GameQuestion], values: Sequence[str], cap: int,
+                    rng: random.Random) -> set[int]:
+    """The indices of at most ``cap`` questions of a closed template in which every answer
+    value present (each of ``values``, and "not answerable" when asked) holds at least
+    ``MIN_VALUE_SHARE``. A value of ``values`` with no question makes the template one-sided
+    here: nothing is kept, since any kept question would be answered by a constant.
+    "Not answerable" questions take turns with the values but are not owed a share."""
+    groups: dict[str, list[int]] = {}
+    for i, q in enumerate(questions):
+        groups.setdefault(str(q.answer), []).append(i)
+    if any(v not in groups for v in values):
+        return set()
+    order = list(values) + ([NOT_ANSWERABLE] if NOT_ANSWERABLE in groups else [])
+    rng.shuffle(order)  # which value gets the odd question out is a seeded draw
+    pools = {v: rng.sample(groups[v], len(groups[v])) for v in order}
+    taken: dict[str, int] = dict.fromkeys(order, 0)
+    chosen: set[int] = set()
+    while len(chosen) < cap:
+        left = [v for v in order if taken[v] < len(pools[v])]
+        if not left:
+            break
+        value = min(left, key=lambda v: taken[v])
+        scarce = min(taken[v] for v in values)  # "not answerable" may run short freely
+        if scarce < MIN_VALUE_SHARE * (len(chosen) + 1) and taken[value] > scarce:
+            break  # one more of a plentiful value would push a scarce one under its share
+        chosen.add(pools[value][taken[value]])
+        taken[value] += 1
+    return chosen
+
+
+def balance(by_template: dict[str, list[GameQuestion]], ratio: float = MAX_ABILITY_RATIO,
+            closed: frozenset[str] = frozenset()) -> dict[str, list[GameQuestion]]:
     """Cut every ability to at most ``ceil(ratio * median)`` questions, the median taken
     over the abilities that have any. Cuts go round-robin from the end of the template with
-    the most questions left, so every template keeps as many as it can."""
+    the most questions left, so every template keeps as many as it can; from a ``closed``
+    template the cut takes its most common answer, so its answers stay balanced."""
     per_ability: dict[str, list[str]] = {}
     for tid, qs in by_template.items():
         if qs:
@@ -234,9 +303,21 @@ def balance(by_template: dict[str, list[GameQuestion]],
         total = sum(len(out[t]) for t in tids)
         while total > limit:
             biggest = max(tids, key=lambda t: (len(out[t]), t))
-            out[biggest].pop()
+            out[biggest].pop(_cut_index(out[biggest], biggest in closed))
             total -= 1
     return out
+
+
+def _cut_index(qs: list[GameQuestion], closed: bool) -> int:
+    """Which question an ability cut removes: the last, or for a closed template the last
+    of its most common answer."""
+    if not closed:
+        return -1
+    counts: dict[str, int] = {}
+    for q in qs:
+        counts[str(q.answer)] = counts.get(str(q.answer), 0) + 1
+    common = max(counts, key=lambda a: (counts[a], a))
+    return max(i for i, q in enumerate(qs) if str(q.answer) == common)
 
 
 def build_questions(traj: _Trajectory, config: GamesConfig,
@@ -257,7 +338,8 @@ def build_questions(traj: _Trajectory, config: GamesConfig,
             t.id: _from_template(t, timeline, seeded_rng(config.seed, traj.id, cut, t.id),
                                  where, cut, config.max_per_template, shown, report)
             for t in templates}
-        for qs in balance(by_template).values():
+        closed = frozenset(t.id for t in templates if getattr(t, "values", ()))
+        for qs in balance(by_template, closed=closed).values():
             for k, q in enumerate(qs, 1):
                 rows.append(_row(traj, cut, k, q))
     return rows
@@ -414,6 +496,7 @@ def generate_games(config: GamesConfig) -> dict[str, Any]:
                          for t in trajectories],
         "counts": _counts(rows),
         "view_check": report.view_check(),
+        "answer_balance": report.answer_balance(),
     }
     if lives:  # only then: a benchmark without cross-episode questions keeps its bytes
         summary["lives"] = lives
