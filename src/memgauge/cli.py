@@ -468,8 +468,16 @@ def validate(
         elif bench == "games":
             from .analysis._game_gates import validate_games
             from .benchmarks._validate_labelled import default_out
+            from .errors import ConfigError
 
             games_dir = _synth_dir(bench_dir, data)
+            given = [flag for flag, value in (("--model", model != "none:"),
+                                              ("--base-url", base_url),
+                                              ("--captioner", captioner)) if value]
+            if given:
+                raise ConfigError(f"{given[0]} does not apply to --bench games: its gates "
+                                  "(constant answer, blind baseline) read the gold answers "
+                                  "and need no model")
             target = Path(out) if out else default_out(games_dir)
             results = validate_games(games_dir, target, progress=say)
             md = target / "gates.md"

@@ -98,3 +98,9 @@ def test_validate_games_on_a_folder_that_is_not_a_games_benchmark(tmp_path):
     result = CliRunner().invoke(app, ["validate", "--bench", "games", "--data", str(tmp_path)])
     assert result.exit_code != 0 and "Traceback" not in result.output
     assert "benchmark.json" in result.output
+
+
+def test_validate_games_refuses_a_model_it_would_not_use(tmp_path):
+    result = CliRunner().invoke(app, ["validate", "--bench", "games", "--data", str(tmp_path),
+                                      "--model", "openai:gpt-4o"])
+    assert result.exit_code != 0 and "--model does not apply to --bench games" in result.output
