@@ -229,17 +229,21 @@ def _from_template(tmpl: Any, timeline: Any, rng: random.Random, where: str, cut
     choice of at most ``cap`` (a shuffle, so late variants are as likely as early ones), in
     generation order."""
     unique: dict[tuple[str, str], GameQuestion] = {}
+    dropped: set[tuple[str, str]] = set()
     for q in _run_template(tmpl, timeline, rng, where):
         _check(q, f"{where}, template {tmpl.id}", cut)
         if q.template != tmpl.id:
             raise TemplateError(f"{where}: template {tmpl.id} yielded a question of "
                                 f"{q.template!r}")
-        if shown is not None and q.key() not in unique and unshown_names(
+        if q.key() in unique or q.key() in dropped:
+            continue  # the first of equal questions decides
+        if shown is not None and unshown_names(
                 shown, question_names(q.params, q.answer_type, q.answer, q.answerable)):
+            dropped.add(q.key())
             if report is not None:
                 report.drop_unshown(tmpl.id)
             continue
-        unique.setdefault(q.key(), q)
+        unique[q.key()] = q
     kept = list(unique.values())
     if getattr(tmpl, "values", ()):
         chosen = balanced_choice(kept, tmpl.values, cap, rng)
