@@ -325,3 +325,19 @@ def test_generation_balances_a_closed_template_and_says_so(tmp_path, test_templa
     assert sorted(r["answer"] for r in rows) == ["no", "yes"]
     assert {r["horizon"][1] for r in rows} == {8}
     assert info["generator_version"] == "2"
+
+
+def test_a_repeated_unshown_question_is_dropped_and_counted_once(tmp_path, test_templates):
+    @template("test.ghost", ability="single_hop", answer_type="string", games=("text",))
+    def ghost(tl: Timeline, rng) -> Any:
+        for _ in range(3):  # the same question three times; "ghost" is in no text
+            yield tl.question("test.ghost", "single_hop", "string", {"item": "ghost"},
+                              "ghost", "Which item haunted you?", [1])
+        yield tl.question("test.ghost", "single_hop", "string", {"item": "obs"}, "obs",
+                          "Which word began every reply?", [1])  # shown: kept
+
+    traj = write_trajectory(tmp_path / "traj-t", env="textworld")
+    info = generate_games(GamesConfig(trajectories=[traj], out=tmp_path / "bench",
+                                      make_timeline=Timeline, horizons=[4]))
+    assert info["view_check"]["dropped"] == {"test.ghost": 2}  # once per horizon (4 and 8)
+    assert [r["answer"] for r in _rows(tmp_path / "bench")] == ["obs", "obs"]
