@@ -427,7 +427,8 @@ def validate(
     ocr: Annotated[bool | None, typer.Option(
         "--ocr/--no-ocr", help="Caption-proof gate with offline OCR (default: if installed)")] = None,
     bench: Annotated[str, typer.Option(
-        help="Benchmark loader; other than synth: the labelled-benchmark gates")] = "synth",
+        help="Benchmark loader; games: the constant-answer and blind gates of a "
+             "`generate games` folder; others: the labelled-benchmark gates")] = "synth",
     data: Annotated[str | None, typer.Option(help="Data path for --bench")] = None,
     model: Annotated[str, typer.Option(
         help="Answering model of the gates (none: = the offline baselines)")] = "none:",
@@ -450,8 +451,9 @@ def validate(
     out: Annotated[str | None, typer.Option(
         help="Folder for the gates' runs and results (default: DATA/validation)")] = None,
 ) -> None:
-    """Run the validation gates on a generated benchmark, or with --bench/--data on a
-    labelled one (shortcut audits, oracle screening, Caption-Proof); exit 1 if a gate fails."""
+    """Run the validation gates on a generated benchmark (synth; games: constant answer and
+    blind baseline), or with --bench/--data on a labelled one (shortcut audits, oracle
+    screening, Caption-Proof); exit 1 if a gate fails."""
     from .benchmarks._validate_labelled import validate_from_cli
     from .benchmarks.synth._validate import validate as run_validate
 
@@ -463,6 +465,22 @@ def validate(
             bench_dir = _synth_dir(bench_dir, data)
             results = run_validate(bench_dir, ocr=ocr, progress=say)
             md = Path(bench_dir) / "validation" / "gates.md"
+        elif bench == "games":
+            from .analysis._game_gates import validate_games
+            from .benchmarks._validate_labelled import default_out
+            from .errors import ConfigError
+
+            games_dir = _synth_dir(bench_dir, data)
+            given = [flag for flag, value in (("--model", model != "none:"),
+                                              ("--base-url", base_url),
+                                              ("--captioner", captioner)) if value]
+            if given:
+                raise ConfigError(f"{given[0]} does not apply to --bench games: its gates "
+                                  "(constant answer, blind baseline) read the gold answers "
+                                  "and need no model")
+            target = Path(out) if out else default_out(games_dir)
+            results = validate_games(games_dir, target, progress=say)
+            md = target / "gates.md"
         else:
             results, md = validate_from_cli(
                 bench, data or bench_dir, model=model, base_url=base_url, image_dir=image_dir,

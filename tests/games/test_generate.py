@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -254,3 +255,89 @@ def test_configuration_mistakes_are_caught_before_anything_is_written(tmp_path,
         with pytest.raises(ConfigError, match=match):
             generate_games(GamesConfig(out=out, make_timeline=Timeline, **kw))
         assert not out.exists()
+
+
+def test_text_questions_naming_what_was_never_shown_are_dropped_and_counted(tmp_path):
+    """Design 0039: an item held from the start but never named in any text cannot be
+    asked about; the generator drops such questions and benchmark.json says how many."""
+    from memgauge.games import Step, TrajectoryMeta, TrajectoryWriter
+
+    writer = TrajectoryWriter(tmp_path / "traj", TrajectoryMeta(env="textworld", player="x"))
+    writer.start({"room": "Kitchen", "inventory": ["brass key"], "score": 0,
+                  "observation": "-= Kitchen =- A bare room.", "admissible": ["unlock door"]})
+    for t, (action, obs) in enumerate([("look", "-= Kitchen =- A bare room."),
+                                       ("take lamp", "You take the lamp."),
+                                       ("look", "-= Kitchen =- Still bare.")], 1):
+        inv = ["brass key"] + (["lamp"] if t >= 2 else [])
+        writer.add(Step(step=t, action=action, room="Kitchen", inventory=inv, score=0,
+                        observation=obs, admissible=["unlock door"],
+                        player={"reason": "walkthrough 2/5"}))
+    writer.finish(end="step_cap")
+    info = generate_games(GamesConfig([tmp_path / "traj"], tmp_path / "bench",
+                                      max_per_template=50))
+    rows = [json.loads(line) for line in (tmp_path / "bench" / "questions.jsonl").open()]
+    assert rows and not any("brass key" in json.dumps(r) for r in rows if r["answerable"])
+    assert not any("walkthrough" in json.dumps(r) or "unlock" in json.dumps(r) for r in rows)
+    dropped = info["view_check"]["dropped"]
+    assert dropped.get("text.inventory_at_step", 0) >= 1 and dropped.get("text.has_item", 0) >= 1
+    assert any(r["template"] == "text.has_item" and r["params"]["item"] == "lamp" for r in rows)
+
+
+def _closed(answers: list[str]) -> list[GameQuestion]:
+    return [GameQuestion(template="t", params={"i": i}, ability="logical",
+                         answer_type="yes_no", answer=a, evidence_steps=[], horizon=(1, 9),
+                         text=f"q{i}", answerable=a != "not answerable")
+            for i, a in enumerate(answers)]
+
+
+def test_closed_answers_keep_each_value_at_thirty_percent_or_nothing():
+    """Design 0039: two random steps asked "could you craft it?" were "no" 44 of 44 times;
+    the balance keeps each value at >= 30 %, and a one-sided horizon keeps nothing."""
+    import random
+
+    from memgauge.games._generate import MIN_VALUE_SHARE, balanced_choice
+
+    qs = _closed(["no"] * 20 + ["yes"] * 2)
+    for seed in range(5):
+        kept = [qs[i].answer for i in balanced_choice(qs, ("yes", "no"), 6, random.Random(seed))]
+        assert kept.count("yes") == 2 and len(kept) == 6
+        assert min(kept.count(v) for v in ("yes", "no")) >= MIN_VALUE_SHARE * len(kept)
+    assert balanced_choice(_closed(["no"] * 9), ("yes", "no"), 6, random.Random(0)) == set()
+    few = _closed(["no"] * 9 + ["yes"] * 9 + ["not answerable"])  # a scarce NA throttles nothing
+    kept = [few[i].answer for i in balanced_choice(few, ("yes", "no"), 7, random.Random(0))]
+    assert len(kept) == 7 and kept.count("not answerable") == 1
+
+
+def test_generation_balances_a_closed_template_and_says_so(tmp_path, test_templates):
+    @template("test.had_wood", ability="logical", answer_type="yes_no", games=("crafter",))
+    def had_wood(tl: Timeline, rng) -> Any:  # "no" at most steps of the fixture
+        for s in tl.steps:
+            yield tl.question("test.had_wood", "logical", "yes_no", {"step": s.step},
+                              "yes" if s.inventory["wood"] >= 3 else "no",
+                              f"Did you have 3 wood after step {s.step}?", [s.step])
+
+    out = _generate_to(tmp_path, horizons=[6], max_per_template=4)
+    rows = [r for r in _rows(out) if r["template"] == "test.had_wood"]
+    info = json.loads((out / "benchmark.json").read_text())
+    entry = info["answer_balance"]["templates"]["test.had_wood"]
+    assert entry["one_sided"] == 1 and entry["offered"] == {"no": 13, "yes": 1}
+    # the full trajectory only; the ability cut (logical: 3 > 2) took a "no", not the "yes"
+    assert sorted(r["answer"] for r in rows) == ["no", "yes"]
+    assert {r["horizon"][1] for r in rows} == {8}
+    assert info["generator_version"] == "2"
+
+
+def test_a_repeated_unshown_question_is_dropped_and_counted_once(tmp_path, test_templates):
+    @template("test.ghost", ability="single_hop", answer_type="string", games=("text",))
+    def ghost(tl: Timeline, rng) -> Any:
+        for _ in range(3):  # the same question three times; "ghost" is in no text
+            yield tl.question("test.ghost", "single_hop", "string", {"item": "ghost"},
+                              "ghost", "Which item haunted you?", [1])
+        yield tl.question("test.ghost", "single_hop", "string", {"item": "obs"}, "obs",
+                          "Which word began every reply?", [1])  # shown: kept
+
+    traj = write_trajectory(tmp_path / "traj-t", env="textworld")
+    info = generate_games(GamesConfig(trajectories=[traj], out=tmp_path / "bench",
+                                      make_timeline=Timeline, horizons=[4]))
+    assert info["view_check"]["dropped"] == {"test.ghost": 2}  # once per horizon (4 and 8)
+    assert [r["answer"] for r in _rows(tmp_path / "bench")] == ["obs", "obs"]

@@ -28,14 +28,24 @@ from typing import Any
 
 from ..errors import ConfigError, MemgaugeError
 from ._trajectory import Step, TrajectoryMeta, read_trajectory
+from ._view import question_names, shown_steps, unshown_names, view_text
 from .templates import ABILITIES, ANSWER_TYPES, NOT_ANSWERABLE, GameQuestion, templates_for
 
 BENCH_FORMAT = "memgauge.games-bench/1"
-GENERATOR_VERSION = "1"
+# 1: design 0032. 2: design 0039 — templates see only what the sessions render (no player
+# reason, no admissible commands; text questions naming something never shown are dropped,
+# benchmark.json "view_check"), closed answers balanced ("answer_balance").
+GENERATOR_VERSION = "2"
+# Each answer value of a closed template (yes/no, before/after) keeps at least this share of
+# the template's questions at a trajectory and horizon, where the trajectory allows.
+MIN_VALUE_SHARE = 0.3
 # No ability may hold more than this many times the questions of the median ability (per
 # trajectory and horizon): an ability with many templates must not drown the others.
 MAX_ABILITY_RATIO = 2.0
 GAME_KIND = {"crafter": "crafter", "textworld": "text", "jericho": "text"}
+# Game kinds whose names are checked against the rendered text (Crafter's names are the
+# materials, items and creatures its frames draw, so its text is not the whole view).
+NAME_CHECKED = ("text",)
 _TIMELINES = {"crafter": ("._crafter_timeline", "CrafterTimeline"),
               "text": ("._text_timeline", "TextTimeline")}
 
@@ -168,30 +178,120 @@ def _run_template(tmpl: Any, timeline: Any, rng: random.Random, where: str) -> l
                             f"{exc}"[:500]) from exc
 
 
+@dataclass
+class GenerationReport:
+    """What the generator left out, per template, for ``benchmark.json``: questions naming
+    what the sessions never showed (``view_check``)."""
+
+    not_shown: dict[str, int] = field(default_factory=dict)
+    closed: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def drop_unshown(self, template_id: str) -> None:
+        self.not_shown[template_id] = self.not_shown.get(template_id, 0) + 1
+
+    def closed_kept(self, template_id: str, offered: list[GameQuestion], chosen: set[int],
+                    cap: int) -> None:
+        """One (trajectory, horizon) of a closed template: what was offered and kept per
+        answer value, and whether balance kept fewer than the cap allowed."""
+        entry = self.closed.setdefault(template_id, {"offered": {}, "kept": {},
+                                                     "one_sided": 0, "fewer": 0})
+        for i, q in enumerate(offered):
+            value = str(q.answer)
+            entry["offered"][value] = entry["offered"].get(value, 0) + 1
+            if i in chosen:
+                entry["kept"][value] = entry["kept"].get(value, 0) + 1
+        if offered and not chosen:
+            entry["one_sided"] += 1
+        elif len(chosen) < min(cap, len(offered)):
+            entry["fewer"] += 1
+
+    def answer_balance(self) -> dict[str, Any]:
+        return {"min_value_share": MIN_VALUE_SHARE,
+                "note": "closed templates keep each answer value at >= min_value_share of "
+                        "their questions per trajectory and horizon; one_sided counts the "
+                        "horizons where a value never occurred (nothing kept), fewer those "
+                        "where balance kept fewer than --max-per-template",
+                "templates": {t: {k: (dict(sorted(v.items())) if isinstance(v, dict) else v)
+                                  for k, v in e.items()}
+                              for t, e in sorted(self.closed.items())}}
+
+    def view_check(self) -> dict[str, Any]:
+        return {"rule": "every name an answerable text-game question asks about or answers "
+                        "with appears in the rendered sessions up to its horizon",
+                "dropped": dict(sorted(self.not_shown.items()))}
+
+
 def _from_template(tmpl: Any, timeline: Any, rng: random.Random, where: str, cut: int,
-                   cap: int) -> list[GameQuestion]:
-    """A template's questions at one horizon: checked, de-duplicated (first kept), then a
-    seeded choice of at most ``cap`` (a shuffle, so late variants are as likely as early
-    ones), in generation order."""
+                   cap: int, shown: str | None = None,
+                   report: GenerationReport | None = None) -> list[GameQuestion]:
+    """A template's questions at one horizon: checked, de-duplicated (first kept), those
+    naming what the view text ``shown`` never shows dropped (and counted), then a seeded
+    choice of at most ``cap`` (a shuffle, so late variants are as likely as early ones), in
+    generation order."""
     unique: dict[tuple[str, str], GameQuestion] = {}
+    dropped: set[tuple[str, str]] = set()
     for q in _run_template(tmpl, timeline, rng, where):
         _check(q, f"{where}, template {tmpl.id}", cut)
         if q.template != tmpl.id:
             raise TemplateError(f"{where}: template {tmpl.id} yielded a question of "
                                 f"{q.template!r}")
-        unique.setdefault(q.key(), q)
+        if q.key() in unique or q.key() in dropped:
+            continue  # the first of equal questions decides
+        if shown is not None and unshown_names(
+                shown, question_names(q.params, q.answer_type, q.answer, q.answerable)):
+            dropped.add(q.key())
+            if report is not None:
+                report.drop_unshown(tmpl.id)
+            continue
+        unique[q.key()] = q
     kept = list(unique.values())
+    if getattr(tmpl, "values", ()):
+        chosen = balanced_choice(kept, tmpl.values, cap, rng)
+        if report is not None:
+            report.closed_kept(tmpl.id, kept, chosen, cap)
+        return [q for i, q in enumerate(kept) if i in chosen]
     if len(kept) > cap:
         chosen = set(rng.sample(range(len(kept)), cap))
         kept = [q for i, q in enumerate(kept) if i in chosen]
     return kept
 
 
-def balance(by_template: dict[str, list[GameQuestion]],
-            ratio: float = MAX_ABILITY_RATIO) -> dict[str, list[GameQuestion]]:
+def balanced_choice(questions: list[GameQuestion], values: Sequence[str], cap: int,
+                    rng: random.Random) -> set[int]:
+    """The indices of at most ``cap`` questions of a closed template in which every answer
+    value present (each of ``values``, and "not answerable" when asked) holds at least
+    ``MIN_VALUE_SHARE``. A value of ``values`` with no question makes the template one-sided
+    here: nothing is kept, since any kept question would be answered by a constant.
+    "Not answerable" questions take turns with the values but are not owed a share."""
+    groups: dict[str, list[int]] = {}
+    for i, q in enumerate(questions):
+        groups.setdefault(str(q.answer), []).append(i)
+    if any(v not in groups for v in values):
+        return set()
+    order = list(values) + ([NOT_ANSWERABLE] if NOT_ANSWERABLE in groups else [])
+    rng.shuffle(order)  # which value gets the odd question out is a seeded draw
+    pools = {v: rng.sample(groups[v], len(groups[v])) for v in order}
+    taken: dict[str, int] = dict.fromkeys(order, 0)
+    chosen: set[int] = set()
+    while len(chosen) < cap:
+        left = [v for v in order if taken[v] < len(pools[v])]
+        if not left:
+            break
+        value = min(left, key=lambda v: taken[v])
+        scarce = min(taken[v] for v in values)  # "not answerable" may run short freely
+        if scarce < MIN_VALUE_SHARE * (len(chosen) + 1) and taken[value] > scarce:
+            break  # one more of a plentiful value would push a scarce one under its share
+        chosen.add(pools[value][taken[value]])
+        taken[value] += 1
+    return chosen
+
+
+def balance(by_template: dict[str, list[GameQuestion]], ratio: float = MAX_ABILITY_RATIO,
+            closed: frozenset[str] = frozenset()) -> dict[str, list[GameQuestion]]:
     """Cut every ability to at most ``ceil(ratio * median)`` questions, the median taken
     over the abilities that have any. Cuts go round-robin from the end of the template with
-    the most questions left, so every template keeps as many as it can."""
+    the most questions left, so every template keeps as many as it can; from a ``closed``
+    template the cut takes its most common answer, so its answers stay balanced."""
     per_ability: dict[str, list[str]] = {}
     for tid, qs in by_template.items():
         if qs:
@@ -207,24 +307,43 @@ def balance(by_template: dict[str, list[GameQuestion]],
         total = sum(len(out[t]) for t in tids)
         while total > limit:
             biggest = max(tids, key=lambda t: (len(out[t]), t))
-            out[biggest].pop()
+            out[biggest].pop(_cut_index(out[biggest], biggest in closed))
             total -= 1
     return out
 
 
-def build_questions(traj: _Trajectory, config: GamesConfig) -> list[dict[str, Any]]:
-    """Every question of one trajectory, as ``questions.jsonl`` rows, in a stable order."""
+def _cut_index(qs: list[GameQuestion], closed: bool) -> int:
+    """Which question an ability cut removes: the last, or for a closed template the last
+    of its most common answer."""
+    if not closed:
+        return -1
+    counts: dict[str, int] = {}
+    for q in qs:
+        counts[str(q.answer)] = counts.get(str(q.answer), 0) + 1
+    common = max(counts, key=lambda a: (counts[a], a))
+    return max(i for i, q in enumerate(qs) if str(q.answer) == common)
+
+
+def build_questions(traj: _Trajectory, config: GamesConfig,
+                    report: GenerationReport | None = None) -> list[dict[str, Any]]:
+    """Every question of one trajectory, as ``questions.jsonl`` rows, in a stable order.
+    The timeline is built from what the sessions show (``_view.shown_steps``) and cut at the
+    horizon, so a template can read neither a later step nor a field never rendered."""
     rows: list[dict[str, Any]] = []
+    report = report if report is not None else GenerationReport()
     templates = templates_for(traj.kind)
+    meta, steps = shown_steps(traj.meta, traj.steps)
     for cut in traj.horizons:
         make = config.make_timeline or default_timeline
-        timeline = make(traj.kind, traj.meta, traj.steps[:cut])
+        timeline = make(traj.kind, meta, steps[:cut])
         where = f"trajectory {traj.id}, horizon {cut}"
+        shown = view_text(meta, steps[:cut]) if traj.kind in NAME_CHECKED else None
         by_template = {
             t.id: _from_template(t, timeline, seeded_rng(config.seed, traj.id, cut, t.id),
-                                 where, cut, config.max_per_template)
+                                 where, cut, config.max_per_template, shown, report)
             for t in templates}
-        for qs in balance(by_template).values():
+        closed = frozenset(t.id for t in templates if getattr(t, "values", ()))
+        for qs in balance(by_template, closed=closed).values():
             for k, q in enumerate(qs, 1):
                 rows.append(_row(traj, cut, k, q))
     return rows
@@ -260,7 +379,8 @@ def build_life_questions(trajectories: list[_Trajectory],
         if len(members) < 2:
             continue
         lid = life_id(kind)
-        life = Life(lid, kind, [(t.id, make(kind, t.meta, t.steps)) for t in members])
+        life = Life(lid, kind, [(t.id, make(kind, *shown_steps(t.meta, t.steps)))
+                                 for t in members])
         where = f"cross-episode {lid}"
         kept_any = 0
         for tmpl in templates_for(f"{kind}-life"):
@@ -346,7 +466,8 @@ def _dump(obj: Any) -> str:
 def generate_games(config: GamesConfig) -> dict[str, Any]:
     """Write the benchmark folder; returns what ``benchmark.json`` holds."""
     trajectories = _load(config)
-    rows = [r for t in trajectories for r in build_questions(t, config)]
+    report = GenerationReport()
+    rows = [r for t in trajectories for r in build_questions(t, config, report)]
     lives: list[dict[str, Any]] = []
     if config.cross_episode:
         life_rows, lives = build_life_questions(trajectories, config)
@@ -378,6 +499,8 @@ def generate_games(config: GamesConfig) -> dict[str, Any]:
                           "questions": sum(1 for r in rows if r["trajectory"] == t.id)}
                          for t in trajectories],
         "counts": _counts(rows),
+        "view_check": report.view_check(),
+        "answer_balance": report.answer_balance(),
     }
     if lives:  # only then: a benchmark without cross-episode questions keeps its bytes
         summary["lives"] = lives

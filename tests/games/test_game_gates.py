@@ -1,0 +1,106 @@
+"""The games benchmark's gates (design 0039): a constant answer and a blind (no-history)
+answerer must stay near chance."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+from typing import Any
+
+from typer.testing import CliRunner
+
+from memgauge.analysis._game_gates import blind_baseline, constant_answer_gate
+from memgauge.cli import app
+
+
+def row(template: str, answer: Any, trajectory: str = "a", text: str = "Q at step 3?",
+        alternatives: list[Any] | None = None) -> SimpleNamespace:
+    return SimpleNamespace(template=template, answer=answer, answerable=answer != "not answerable",
+                           alternatives=alternatives or [], trajectory=trajectory, text=text)
+
+
+YES_NO = {"t.closed": ("yes", "no")}
+
+
+def test_a_one_sided_closed_template_fails_the_constant_answer_gate():
+    rows = [row("t.closed", "no") for _ in range(12)]
+    gate = constant_answer_gate(rows, YES_NO)
+    t = gate["templates"]["t.closed"]
+    assert (t["constant"], t["accuracy"], t["chance"], t["verdict"]) == ("no", 1.0, 0.5, "FAIL")
+    assert gate["verdict"] == "FAIL" and gate["failed_templates"] == ["t.closed"]
+
+
+def test_a_balanced_closed_template_passes_and_too_few_questions_are_not_judged():
+    rows = [row("t.closed", v) for v in ["yes"] * 6 + ["no"] * 6]
+    rows += [row("t.small", "no") for _ in range(3)]
+    gate = constant_answer_gate(rows, {**YES_NO, "t.small": ("yes", "no")})
+    assert gate["templates"]["t.closed"]["verdict"] == "PASS"
+    assert gate["templates"]["t.small"]["verdict"] == "N/A"
+
+
+def test_an_open_template_with_a_dominant_answer_is_listed_not_failed():
+    rows = [row("t.open", 0) for _ in range(9)] + [row("t.open", n) for n in (1, 2, 3)]
+    rows += [row("t.closed", v) for v in ["yes", "no"] * 6]
+    gate = constant_answer_gate(rows, YES_NO)
+    assert gate["templates"]["t.open"]["verdict"] == "WARN"
+    assert gate["warned_templates"] == ["t.open"] and gate["templates"]["t.open"]["chance"] == 0.25
+    # overall: "0" answers 9 of 24; chance weighs 12 at 1/4 and 12 at 1/2
+    assert gate["overall"]["accuracy"] == 0.375 and gate["overall"]["chance"] == 0.375
+    assert gate["verdict"] == "PASS"
+
+
+def test_alternatives_and_not_answerable_are_constants_too():
+    rows = [row("t.open", "kitchen", alternatives=["hall"]), row("t.open", "hall"),
+            row("t.open", "not answerable")]
+    templates = constant_answer_gate(rows, {})["templates"]
+    assert templates["t.open"]["constant"] == "hall"
+    assert templates["t.open"]["accuracy"] == round(2 / 3, 4)
+
+
+def test_blind_baseline_learns_only_from_other_trajectories():
+    # the same wording always has the same answer: a blind answerer gets every one right
+    leaky = [row("t.closed", "no", trajectory=tr) for tr in "abc" for _ in range(4)]
+    assert blind_baseline(leaky, 0.5)["verdict"] == "FAIL"
+    # answers that flip between trajectories cannot be learnt from the question
+    fair = [row("t.closed", "yes" if tr == "a" else "no", trajectory=tr) for tr in "ab"
+            for _ in range(4)]
+    assert blind_baseline(fair, 0.5)["accuracy"] == 0.0
+    assert blind_baseline(fair[:4], 0.5)["verdict"] == "N/A"  # one trajectory only
+
+
+def test_validate_games_writes_the_gates_and_exits_by_the_verdict(tmp_path):
+    from memgauge.games import TrajectoryMeta, TrajectoryWriter
+    from memgauge.games._generate import GamesConfig, generate_games
+
+    from .text_fixtures import house
+
+    meta, steps = house()
+    trajectories = []
+    for name in ("house-1", "house-2"):
+        writer = TrajectoryWriter(tmp_path / name, TrajectoryMeta(env="textworld", player="x"))
+        writer.start(meta.initial)
+        for step in steps:
+            writer.add(step)
+        writer.finish(end="step_cap")
+        trajectories.append(tmp_path / name)
+    generate_games(GamesConfig(trajectories, tmp_path / "bench", horizons=[5]))
+    result = CliRunner().invoke(app, ["validate", "--bench", "games", "--data",
+                                      str(tmp_path / "bench"), "--out", str(tmp_path / "v")])
+    gates = json.loads((tmp_path / "v" / "gates.json").read_text())
+    assert result.exit_code == (0 if gates["passed"] else 1), result.output
+    assert {"constant_answer", "blind_baseline"} <= set(gates)
+    # two copies of one trajectory: the blind answerer learns every answer from the other
+    assert gates["blind_baseline"]["verdict"] == "FAIL" and result.exit_code == 1
+    assert "Constant answer" in (tmp_path / "v" / "gates.md").read_text()
+
+
+def test_validate_games_on_a_folder_that_is_not_a_games_benchmark(tmp_path):
+    result = CliRunner().invoke(app, ["validate", "--bench", "games", "--data", str(tmp_path)])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert "benchmark.json" in result.output
+
+
+def test_validate_games_refuses_a_model_it_would_not_use(tmp_path):
+    result = CliRunner().invoke(app, ["validate", "--bench", "games", "--data", str(tmp_path),
+                                      "--model", "openai:gpt-4o"])
+    assert result.exit_code != 0 and "--model does not apply to --bench games" in result.output
