@@ -61,3 +61,15 @@ def test_two_scorer_versions_in_one_run_are_flagged() -> None:
     assert summary.scorer_versions["rule"] == {"3": 1, "4": 4}
     assert "Scorer versions MIXED" in render_markdown(summary, title="run")
     assert "MIXED" not in render_markdown(summarize(records()), title="run")
+
+
+def test_the_run_command_says_how_many_replies_were_hedged(tmp_path) -> None:
+    from memgauge._cli_execute import reply_labels_line
+
+    (tmp_path / "records.jsonl").write_text(
+        "".join(r.model_dump_json() + "\n" for r in records()))
+    assert reply_labels_line(tmp_path) == (
+        "replies not read as one answer (several candidates and none stated, or no letter): "
+        "2 hedged (2 of 4 ok, scored 0)")
+    (tmp_path / "records.jsonl").write_text(records()[0].model_dump_json() + "\n")
+    assert reply_labels_line(tmp_path) is None
