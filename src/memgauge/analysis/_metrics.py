@@ -202,11 +202,17 @@ def token_totals(records: Sequence[Record]) -> dict[str, int]:
     return totals if totals["answers"] else {}
 
 
+# Scorers shown beside the headline, never as it: SubEM credits any reply containing the
+# gold, a dump of the history or a list of every candidate included (design 0038).
+SECONDARY_ONLY = frozenset({"subem"})
+
+
 def choose_primary(scorers: Sequence[str], primary: str | None = None, *,
                    covered: dict[str, int] | None = None, n_ok: int | None = None) -> str | None:
     """The headline scorer: ``primary`` if given, else the first (sorted) name containing
-    "judge", else "rule", else a name containing "rule", else the first name; ``None`` when
-    there are no scorers. A given ``primary`` absent from non-empty ``scorers`` is an error.
+    "judge", else "rule", else a name containing "rule", else the first name that is not
+    secondary only (:data:`SECONDARY_ONLY`); ``None`` when there is none. A given
+    ``primary`` absent from non-empty ``scorers``, or secondary only, is an error.
 
     With ``covered`` (score name -> answered records carrying it) and ``n_ok``, a judge that
     did not score every answered question is passed over: a headline over the few it could
@@ -216,6 +222,10 @@ def choose_primary(scorers: Sequence[str], primary: str | None = None, *,
     if primary is None and covered is not None and n_ok is not None:
         names = [n for n in names if "judge" not in n.lower() or covered.get(n, 0) >= n_ok] \
             or names
+    if primary in SECONDARY_ONLY:
+        raise ValueError(
+            f"{primary!r} cannot be the primary scorer: containment credits a reply that dumps "
+            "text or lists every candidate (design 0038); it is reported beside the primary")
     if primary is not None:
         if names and primary not in names:
             raise ValueError(
@@ -229,7 +239,7 @@ def choose_primary(scorers: Sequence[str], primary: str | None = None, *,
         [n for n in names if "judge" in n.lower()],
         [n for n in names if n == "rule"],
         [n for n in names if "rule" in n.lower()],
-        names,
+        [n for n in names if n not in SECONDARY_ONLY],
     ):
         if candidates:
             return candidates[0]
