@@ -80,6 +80,7 @@ class RunConfig:
     model: str = "replay:"
     image_dir: str | None = None
     allow_missing_images: bool = False
+    allow_inconsistent: bool = False  # --allow-inconsistent: warnings in the manifest
     question_ids: str | None = None
     tier: str | None = None
     base_url: str | None = None
@@ -612,8 +613,8 @@ class Runner:
         c = self.config
         bench = lookup("benchmark", c.bench)(BenchmarkOptions(
             data=c.data, image_dir=c.image_dir, allow_missing_images=c.allow_missing_images,
-            question_ids=c.question_ids, tier=c.tier, extra=dict(c.bench_options),
-            protocol=c.protocol))
+            allow_inconsistent=c.allow_inconsistent, question_ids=c.question_ids, tier=c.tier,
+            extra=dict(c.bench_options), protocol=c.protocol))
         if c.bench_options and not getattr(bench, "options", None):
             raise ConfigError(f"--bench-option: {c.bench} takes no benchmark options")
         policy = ImagePolicy(max_side=c.image_max_side, format=c.image_format)
