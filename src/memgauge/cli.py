@@ -269,7 +269,14 @@ def report(
     import json
 
     from ._cache_hits import count_records, describe_hits
-    from .analysis import build_tables, error_breakdown, game_report, load_prices, load_runs
+    from .analysis import (
+        build_tables,
+        error_breakdown,
+        game_report,
+        load_prices,
+        load_runs,
+        row_of,
+    )
     from .report import (
         render_error_labels,
         render_games_markdown,
@@ -304,7 +311,7 @@ def report(
         for run in runs:
             summary = tables.summaries[run.label]  # computed once, with the tables
             meta = _report_meta(run.path, run.manifest)
-            row = next(r for r in tables.runs if r.run == run.label)
+            row = row_of(tables, run.label)
             if row.model:  # "no model" for none:, and what reached the model, not the flag
                 meta = {("input" if k == "context_mode" else k): v for k, v in
                         {**meta, "model": row.model, "context_mode": row.modality}.items()}

@@ -92,6 +92,7 @@ from memgauge.analysis._tables import (
     build_tables,
     load_runs,
     measure_of,
+    row_of,
     scorer_label,
 )
 
@@ -168,6 +169,7 @@ __all__ = [
     "recency_rerank",
     "render_gates_markdown",
     "retrieval_recall",
+    "row_of",
     "scorer_label",
     "session_text",
     "spearman",

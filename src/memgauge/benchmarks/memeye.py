@@ -39,6 +39,7 @@ from ..schema import (
     EvidenceRef,
     ImageRef,
     Labels,
+    Measure,
     Question,
     Session,
     Turn,
@@ -554,6 +555,7 @@ class MemEyeBenchmark:
                          labels=c["labels"], evidence=c["evidence"], options=texts,
                          images=c["images"],
                          meta={**c["meta"], "rotation": n, "rotations": len(rotations),
+                               "measure": Measure.LETTER.value,
                                "gold_option": texts[letters.index(gold)]})
             out.append(self._finish(q, sessions))
         return out, gold_text
@@ -574,7 +576,7 @@ class MemEyeBenchmark:
         q = Question(question_id=f"{c['base']}:open", text=c["text"], answer=answer,
                      answer_type=AnswerType.FREE_TEXT, ability=c["ability"],
                      subtype=c["subtype"], labels=c["labels"], evidence=c["evidence"],
-                     images=c["images"], meta=c["meta"])
+                     images=c["images"], meta={**c["meta"], "measure": Measure.JUDGE.value})
         return self._finish(q, sessions)
 
     @staticmethod

@@ -36,6 +36,7 @@ from ..scoring import (
     is_refusal,
     judge_records,
     record_judging,
+    rule_scorers_for,
 )
 from ..systems import SystemContext
 from ..tokens import TokenCounter
@@ -475,7 +476,7 @@ def make_record(episode: Episode, question: Question, response: Response,
     if status == "ok":
         prediction = response.text or ""
         refused = is_refusal(prediction)
-        for scorer in scorers:
+        for scorer in rule_scorers_for(question, scorers):  # MemEye: letter or judge only
             s = scorer.score(question, prediction)
             if s is not None:
                 scores[s.scorer] = s.value
@@ -518,7 +519,7 @@ def _record_meta(episode: Episode, question: Question,
         meta["options"] = question.options  # extract-then-match rescoring needs them
     if isinstance(question.meta.get("game"), dict):
         meta["game"] = question.meta["game"]  # game scoring and the game report (design 0032)
-    for key in ("base_question_id", "rotation", "rotations", "xy_cells"):  # MemEye (0036)
+    for key in ("base_question_id", "rotation", "rotations", "xy_cells", "measure"):  # 0036
         if key in question.meta:
             meta[key] = question.meta[key]
     depth = evidence_depth(episode, question)
