@@ -442,7 +442,8 @@ def _side_by_side_section(t: ReportTables) -> list[str]:
 FORMS_NOTE = ("`<run> · MCQ` and `<run> · open` are one run's two forms, each by its own "
               "measure whatever the primary scorer: MCQ rotations by their letter (`rule`, "
               "per rotation; per question, the debiased EM below), open questions by the "
-              "judge (a judge error is left out and counted, never given a rule score).")
+              "judge (a judge error is left out, its row's n then under n ok, never given "
+              "a rule score).")
 
 
 def render_tables_markdown(tables: ReportTables) -> str:
