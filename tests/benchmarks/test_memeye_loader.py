@@ -437,6 +437,9 @@ def test_run_allow_inconsistent_puts_the_warnings_in_the_run_manifest(tmp_path, 
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     [warning] = manifest["benchmark"]["inconsistencies"]
     assert warning["item"] == "Demo_Task:demo_q1" and warning["field"] == "answer"
+    shown = runner.invoke(app, ["show", str(tmp_path / "run"), "Demo_Task:demo_q1:open"])
+    assert shown.exit_code == 0 and "What colour is my desk mug now?" in shown.output, \
+        shown.output  # the prompt is rebuilt from the same data
 
 
 # --- end to end -------------------------------------------------------------------------
