@@ -125,6 +125,10 @@ def run(
     shard: Annotated[str | None, typer.Option(help="i/N: this run's share (0 <= i < N)")] = None,
     allow_missing_images: Annotated[bool, typer.Option(
         help="Record missing images per item instead of stopping")] = False,
+    allow_inconsistent: Annotated[bool, typer.Option(
+        help="Load gold that contradicts itself (a rotation's letter off its gold text, an "
+             "open twin with another gold, an evidence pointer to no turn) with a warning "
+             "per question in the manifest, instead of stopping")] = False,
     question_ids: Annotated[str | None, typer.Option(help="File of question ids to keep")] = None,
     tier: Annotated[str | None, typer.Option(help="Tier label (e.g. 32k)")] = None,
     bench_option: Annotated[list[str] | None, typer.Option(
@@ -205,7 +209,8 @@ def run(
             model_options=parse_options(model_option or [], "--model-option"),
             judge_model_options=parse_options(judge_model_option or [], "--judge-model-option"),
             bench_options=parse_options(bench_option or [], "--bench-option"),
-            allow_missing_images=allow_missing_images, question_ids=question_ids, tier=tier,
+            allow_missing_images=allow_missing_images, allow_inconsistent=allow_inconsistent,
+            question_ids=question_ids, tier=tier,
             base_url=",".join(base_url) if base_url else None, api_key_env=api_key_env,
             concurrency=concurrency, limit=limit,
             adaptive_concurrency=adaptive_concurrency, min_concurrency=min_concurrency,
@@ -264,7 +269,14 @@ def report(
     import json
 
     from ._cache_hits import count_records, describe_hits
-    from .analysis import build_tables, error_breakdown, game_report, load_prices, load_runs
+    from .analysis import (
+        build_tables,
+        error_breakdown,
+        game_report,
+        load_prices,
+        load_runs,
+        row_of,
+    )
     from .report import (
         render_error_labels,
         render_games_markdown,
@@ -299,7 +311,7 @@ def report(
         for run in runs:
             summary = tables.summaries[run.label]  # computed once, with the tables
             meta = _report_meta(run.path, run.manifest)
-            row = next(r for r in tables.runs if r.run == run.label)
+            row = row_of(tables, run.label)
             if row.model:  # "no model" for none:, and what reached the model, not the flag
                 meta = {("input" if k == "context_mode" else k): v for k, v in
                         {**meta, "model": row.model, "context_mode": row.modality}.items()}
@@ -442,6 +454,9 @@ def validate(
     image_dir: Annotated[str | None, typer.Option(help="Image root for --bench")] = None,
     bench_option: Annotated[list[str] | None, typer.Option(
         help="key=value for the benchmark loader (repeatable)")] = None,
+    allow_inconsistent: Annotated[bool, typer.Option(
+        help="Load gold that contradicts itself with a warning per question in each "
+             "gate's manifest, instead of stopping")] = False,
     captioner: Annotated[str | None, typer.Option(
         help="Captioner of the Caption-Proof arms (dense and task prompts)")] = None,
     captioner_base_url: Annotated[str | None, typer.Option(
@@ -490,7 +505,7 @@ def validate(
                 captioner=captioner, captioner_base_url=captioner_base_url, out=out,
                 captioner_model_options=parse_options(captioner_model_option or [],
                                                  "--captioner-model-option"),
-                progress=say)
+                allow_inconsistent=allow_inconsistent, progress=say)
     except MemgaugeError as exc:
         fail(exc)
     from .report import show_controls

@@ -96,6 +96,7 @@ from memgauge.analysis._tables import (
     build_tables,
     load_runs,
     measure_of,
+    row_of,
     scorer_label,
 )
 
@@ -175,6 +176,7 @@ __all__ = [
     "render_gates_markdown",
     "reply_labels",
     "retrieval_recall",
+    "row_of",
     "scorer_label",
     "scorer_versions",
     "session_text",

@@ -14,6 +14,7 @@ from typing import Any
 
 from memgauge.analysis._stats import bootstrap_ci, mean
 from memgauge.schema import Ability, AnswerType, Record
+from memgauge.scoring import judge_applies
 
 __all__ = [
     "CoverageStat",
@@ -259,10 +260,16 @@ def primary_note(scorers: Sequence[str], chosen: str | None, covered: dict[str, 
 
 
 def coverage_counts(records: Iterable[Record]) -> dict[str, int]:
-    """Score name -> how many of ``records`` carry it."""
+    """Score name -> how many of ``records`` carry it. A judge also covers the MCQ
+    rotations it never scores (scoring/_route.py): they are not judge errors."""
     counts: Counter[str] = Counter()
+    letters = []
     for r in records:
         counts.update(r.scores.keys())
+        if not judge_applies(r):
+            letters.append(r)
+    for name in [n for n in counts if "judge" in n.lower()]:
+        counts[name] += sum(name not in r.scores for r in letters)
     return dict(counts)
 
 

@@ -26,9 +26,16 @@ from memgauge.analysis._metrics import Summary, choose_primary, coverage_counts,
 from memgauge.analysis._paired import clustered_se, spearman
 from memgauge.analysis._stats import mean
 from memgauge.analysis._timeline import by_system as timeline_by_system
-from memgauge.analysis._xy import XYCell, rotation_summary, xy_matrices
+from memgauge.analysis._xy import (
+    LETTER_SCORER,
+    XYCell,
+    judge_name,
+    rotation_summary,
+    xy_matrices,
+)
 from memgauge.errors import ConfigError, MemgaugeError
-from memgauge.schema import Ability, ErrorInfo, Record
+from memgauge.schema import Ability, ErrorInfo, Measure, Record
+from memgauge.scoring import record_measure
 
 __all__ = [
     "DEPTH_BINS",
@@ -190,6 +197,9 @@ class RunRow:
     evidence_recall: float
     n_recall: int
     scores: dict[str, Cell]  # every scorer's accuracy over this run's ok records
+    # "MCQ" or "open" for one form of a run holding both (MemEye): its row is then
+    # "<run> · <form>", valued by that form's own measure (see _form_parts)
+    form: str = ""
 
 
 @dataclass(frozen=True)
@@ -466,6 +476,43 @@ def _run_row(run: RunData, system: str, tier: str, primary: str | None, *, seed:
     return row, by_ability, summary
 
 
+FORMS = {Measure.LETTER.value: "MCQ", Measure.JUDGE.value: "open"}
+
+
+def _form_parts(run: RunData) -> list[tuple[str, RunData]]:
+    """A run holding both MemEye forms as two leaderboard parts, ``<run> · MCQ`` and
+    ``<run> · open`` (the reference's ``overall`` mixes a letter rate with judge levels);
+    any other run whole, with no form."""
+    by_measure: dict[str | None, list[Record]] = {}
+    for r in run.records:
+        by_measure.setdefault(record_measure(r), []).append(r)
+    if len(by_measure) < 2:
+        return [("", run)]
+    order = [Measure.LETTER.value, Measure.JUDGE.value, None]
+    return [(form, replace(run, label=f"{run.label} · {form}", records=by_measure[m]))
+            for m in order if m in by_measure
+            for form in [FORMS.get(m or "", "other")]]
+
+
+def _form_primary(records: Sequence[Record], chosen: str | None,
+                  judge: str | None) -> str | None:
+    """What values a part's headline: the letter rule for MCQ rotations alone, the judge
+    for judge-only questions alone (``judge`` when no judge ran: no accuracy, never a
+    rule score in its place), else the report's primary scorer."""
+    measures = {record_measure(r) for r in records}
+    if measures == {Measure.LETTER.value}:
+        return LETTER_SCORER
+    if measures == {Measure.JUDGE.value}:
+        return judge or "judge"
+    return chosen
+
+
+def row_of(tables: ReportTables, label: str) -> RunRow:
+    """The leaderboard row of run ``label``, or its first part's."""
+    return next(r for r in tables.runs
+                if r.run == label or (r.form and r.run == f"{label} · {r.form}"))
+
+
 def _group_by_ability(records: Iterable[Record]) -> dict[str, list[Record]]:
     groups: dict[str, list[Record]] = {}
     for r in records:
@@ -661,10 +708,17 @@ def build_tables(runs: Sequence[RunData], *, primary: str | None = None, seed: i
     summaries: dict[str, Summary] = {}
     breakdowns: dict[str, dict[str, Any]] = {}
     for run in runs:
-        row, cells, summaries[run.label] = _run_row(run, system_of[run.label],
-                                                    tiers[run.label], chosen, **kw)
-        rows.append(row)
-        matrix[run.label] = cells
+        parts = _form_parts(run)
+        judge = judge_name(run.records, chosen)
+        for form, part in parts:
+            row, cells, summaries[run.label] = _run_row(
+                part, system_of[run.label], tiers[run.label],
+                _form_primary(part.records, chosen, judge), **kw)
+            rows.append(replace(row, form=form))
+            matrix[part.label] = cells
+        if len(parts) > 1:  # the run's own summary (its per-run section), as before
+            summaries[run.label] = _run_row(run, system_of[run.label], tiers[run.label],
+                                            chosen, **kw)[2]
         if chosen is not None:
             bd = breakdowns[run.label] = error_breakdown(run.records, scorer=chosen)
             error_labels[run.label] = {"n_wrong": bd["n_wrong"], "by_label": bd["by_label"],

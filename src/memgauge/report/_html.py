@@ -35,6 +35,7 @@ from memgauge.report._tables_md import (
     COST_HEADER,
     COST_NOTE,
     DEPTH_NOTE,
+    FORMS_NOTE,
     MISSING,
     ROTATION_HEADER,
     ROTATION_NOTE,
@@ -255,6 +256,7 @@ def _header(t: ReportTables, title: str,
         *((("timeline", "Timeline"),) if t.timeline else ()), ("abilities", "Abilities"),
         ("depth", "Evidence depth"), ("xy", "X×Y"), ("errors", "Error labels"),
         ("coverage", "Coverage"), ("spearman", "Spearman"), ("questions", "Questions")))
+    forms = f"<li>{_e(FORMS_NOTE)}</li>" if any(r.form for r in t.runs) else ""
     return (f"<header><h1>{_e(title)}</h1><nav>{nav}</nav>"
             f"<ul class=facts><li>Primary scorer: <code>{_e(t.primary or 'none')}</code> "
             f"(other scorers: {_e(', '.join(s for s in t.scorers if s != t.primary) or '—')})"
@@ -262,7 +264,7 @@ def _header(t: ReportTables, title: str,
             f"resamples, seed {t.seed}; SE clustered by episode.</li>"
             "<li>Accuracy counts status=ok records carrying the primary score; errors are "
             "counted apart, never as wrong. <i>n</i> is the number of scored questions behind "
-            f"a figure.</li></ul><h3>Runs</h3><ul>{runs}</ul></header>")
+            f"a figure.</li>{forms}</ul><h3>Runs</h3><ul>{runs}</ul></header>")
 
 
 def _leaderboard(t: ReportTables, plots: _Plots) -> str:

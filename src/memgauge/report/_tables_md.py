@@ -441,6 +441,13 @@ def _side_by_side_section(t: ReportTables) -> list[str]:
     return out
 
 
+FORMS_NOTE = ("`<run> · MCQ` and `<run> · open` are one run's two forms, each by its own "
+              "measure whatever the primary scorer: MCQ rotations by their letter (`rule`, "
+              "per rotation; per question, the debiased EM below), open questions by the "
+              "judge (a judge error is left out, its row's n then under n ok, never given "
+              "a rule score).")
+
+
 def render_tables_markdown(tables: ReportTables) -> str:
     """The cross-run sections as Markdown (the per-question rows are left to the HTML)."""
     t = tables
@@ -452,6 +459,7 @@ def render_tables_markdown(tables: ReportTables) -> str:
             f"seed {t.seed}; SE clustered by episode"),
            ("- Accuracy counts status=ok records carrying the primary score; errors are counted "
             "apart, never as wrong. `(n=…)` is the number of scored questions behind a figure."),
+           *([f"- {FORMS_NOTE}"] if any(r.form for r in t.runs) else []),
            ""]
     out += _leaderboard(t)
     out += ["### Accuracy by ability", "",
