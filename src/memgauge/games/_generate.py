@@ -9,7 +9,9 @@ steps are cut at N *before* the timeline is built, so no template can read a lat
 Every template of the game kind runs with its own RNG, seeded from (seed, trajectory,
 horizon, template); the questions are de-duplicated, capped per template, balanced across
 abilities, checked, given the window phrase and a stable id, and written with a copy of
-each trajectory. Same inputs and seed give the same bytes.
+each trajectory. No single answer may be right for more than chance + 10 points of a
+template family's questions, per trajectory and horizon and over the benchmark (design
+0039). Same inputs and seed give the same bytes.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import random
 import re
 import shutil
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -312,16 +314,13 @@ def most_dominated(groups: Sequence[object]) -> Callable[[list[int], set[int]], 
     and horizon) where the constant's candidates hold the largest share of what is kept,
     the latest there; so a drop first takes from where the answer varies least."""
     def pick(candidates: list[int], kept: set[int]) -> int:
-        answered = set(candidates)
-
-        def share(j: int) -> tuple[float, int]:
-            same = [m for m in kept if groups[m] == groups[j]]
-            return sum(m in answered for m in same) / len(same), j
-        return max(candidates, key=share)
+        size = Counter(groups[m] for m in kept)  # one pass each, not one per candidate
+        answered = Counter(groups[m] for m in candidates)
+        return max(candidates, key=lambda j: (answered[groups[j]] / size[groups[j]], j))
     return pick
 
 
-def _families(template_ids: Sequence[str]) -> dict[str, list[str]]:
+def _families(template_ids: Iterable[str]) -> dict[str, list[str]]:
     """The template ids by family (a template with the adversarial templates worded as
     it), each family's members in id order."""
     from .templates import all_templates
@@ -335,6 +334,7 @@ def _families(template_ids: Sequence[str]) -> dict[str, list[str]]:
 
 
 def _closed_values(template_ids: Sequence[str]) -> tuple[str, ...]:
+    """A family's declared answer values (its closed member's; none for open families)."""
     from .templates import all_templates
 
     registered = all_templates()
