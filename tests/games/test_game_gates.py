@@ -38,15 +38,40 @@ def test_a_balanced_closed_template_passes_and_too_few_questions_are_not_judged(
     assert gate["templates"]["t.small"]["verdict"] == "N/A"
 
 
-def test_an_open_template_with_a_dominant_answer_is_listed_not_failed():
+def test_an_open_template_with_a_dominant_answer_fails_like_a_closed_one():
+    """Design 0039: "0" right for 97 % of `text.score_after_step` was only listed (WARN)."""
     rows = [row("t.open", 0) for _ in range(9)] + [row("t.open", n) for n in (1, 2, 3)]
     rows += [row("t.closed", v) for v in ["yes", "no"] * 6]
     gate = constant_answer_gate(rows, YES_NO)
-    assert gate["templates"]["t.open"]["verdict"] == "WARN"
-    assert gate["warned_templates"] == ["t.open"] and gate["templates"]["t.open"]["chance"] == 0.25
+    assert gate["templates"]["t.open"]["verdict"] == "FAIL"
+    assert gate["failed_templates"] == ["t.open"] and gate["templates"]["t.open"]["chance"] == 0.25
+    assert "warned_templates" not in gate
     # overall: "0" answers 9 of 24; chance weighs 12 at 1/4 and 12 at 1/2
     assert gate["overall"]["accuracy"] == 0.375 and gate["overall"]["chance"] == 0.375
-    assert gate["verdict"] == "PASS"
+    assert gate["overall"]["verdict"] == "PASS" and gate["verdict"] == "FAIL"
+    varied = [row("t.open", n % 4) for n in range(12)]  # "0" right 3 of 12 against 1/4
+    assert constant_answer_gate(varied, {})["verdict"] == "PASS"
+
+
+def test_an_open_template_with_one_answer_is_not_passed_by_a_chance_of_100_percent():
+    """With k = 1 the chance was 1/1 and a template always answered "0" passed."""
+    gate = constant_answer_gate([row("t.open", 0) for _ in range(12)], {})
+    t = gate["templates"]["t.open"]
+    assert (t["accuracy"], t["chance"], t["verdict"]) == (1.0, 0.5, "FAIL")
+
+
+def test_an_adversarial_template_is_judged_with_the_template_it_is_worded_as():
+    """`text.adv_path_length` is always "not answerable" but worded as `text.path_length`:
+    an answerer cannot tell them apart, so the gate measures the family."""
+    rows = [row("t.adv", "not answerable") for _ in range(4)]
+    rows += [row("t.twin", n) for n in (1, 2, 3, 4, 1, 2, 3, 4)]
+    alone = constant_answer_gate(rows, {})["templates"]
+    assert alone["t.adv"]["verdict"] == "N/A" and alone["t.twin"]["verdict"] == "N/A"
+    family = constant_answer_gate(rows, {}, {"t.adv": "t.twin"})["templates"]
+    assert set(family) == {"t.twin"} and family["t.twin"]["members"] == ["t.adv", "t.twin"]
+    assert family["t.twin"]["n"] == 12 and family["t.twin"]["verdict"] == "FAIL"  # 4/12 > 0.3
+    rows = rows[1:] + [row("t.twin", 5)]  # 3 of 12 against 1/5 + 10 points
+    assert constant_answer_gate(rows, {}, {"t.adv": "t.twin"})["verdict"] == "PASS"
 
 
 def test_alternatives_and_not_answerable_are_constants_too():

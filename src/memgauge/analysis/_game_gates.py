@@ -4,10 +4,11 @@
 - **Constant answer.** For each template, the best single answer given to every question
   (its most frequent gold value, or "not answerable"); its accuracy must stay at or under
   chance + 10 points, chance being 1/k for the k answer values the template's questions
-  have (a closed template: its declared values, "not answerable" too when asked). Gated per
-  closed template with at least ``MIN_QUESTIONS`` questions (fewer: listed, not judged; an
-  open template over the limit: WARN, listed), and over the whole benchmark (the best
-  single answer to every question against the question-weighted mean chance).
+  have (a closed template: its declared values, "not answerable" too when asked; an open
+  one: its distinct answers, at least 2). Gated per template, open or closed, with at
+  least ``MIN_QUESTIONS`` questions (fewer: listed, not judged), and over the whole
+  benchmark (the best single answer to every question against the question-weighted mean
+  chance). The measure is ``games._constant``'s, which the generator caps.
 - **Blind baseline.** An answerer that sees the question but no history: for each question
   the most frequent gold of the same template and question wording (step numbers blanked)
   in the *other* trajectories, else the template's most frequent there. Its accuracy must
@@ -26,62 +27,47 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..games import _constant
+from ..games._constant import MARGIN, Answer, answer_of
 from ._gates import FAIL, NOT_APPLICABLE, PASS, overall_verdict
 
-MARGIN = 0.10  # a constant or a blind answerer may beat chance by at most 10 points
 MIN_QUESTIONS = 10  # below this a template's best constant is noise, listed but not judged
-NOT_ANSWERABLE = "not answerable"
-# An open template (counts, names, steps) whose best constant beats 1/k (k: the distinct
-# answers it has) by more than the margin is listed, not failed: its answer space is the
-# game's (a TextWorld score is mostly 0), which balancing yes against no cannot change.
-WARN = "WARN"
 
 
-def _canon(value: Any) -> str:
-    from ..benchmarks.games import answer_text
-
-    return " ".join(answer_text(value).lower().split())
+def _answer(row: Any) -> Answer:
+    return answer_of(row.answer, row.answerable, row.alternatives)
 
 
-def golds(row: Any) -> set[str]:
+def golds(row: Any) -> frozenset[str]:
     """Every answer that is right for the question, canonical (case, spaces)."""
-    if not row.answerable:
-        return {NOT_ANSWERABLE}
-    return {_canon(row.answer), *(_canon(a) for a in row.alternatives)}
-
-
-def _chance(rows: Sequence[Any], values: Sequence[str]) -> float:
-    """1/k for the k answer values the template's questions can have."""
-    seen = {_canon(r.answer) if r.answerable else NOT_ANSWERABLE for r in rows}
-    k = len(set(values) | ({NOT_ANSWERABLE} & seen)) if values else len(seen)
-    return 1.0 / max(k, 1)
+    return _answer(row).golds
 
 
 def best_constant(rows: Sequence[Any]) -> tuple[str | None, float]:
     """The single answer right for the most questions, and the share it gets right."""
-    if not rows:
-        return None, 0.0
-    hits: Counter[str] = Counter(g for r in rows for g in golds(r))
-    answer, n = max(hits.items(), key=lambda kv: (kv[1], kv[0]))
-    return answer, n / len(rows)
+    answer, hits = _constant.best_constant([_answer(r) for r in rows])
+    return answer, hits / len(rows) if rows else 0.0
 
 
-def constant_answer_gate(rows: Sequence[Any], values: dict[str, tuple[str, ...]]) -> dict[str, Any]:
+def constant_answer_gate(rows: Sequence[Any], values: dict[str, tuple[str, ...]],
+                         families: dict[str, str] | None = None) -> dict[str, Any]:
+    """The gate per template family (``families`` maps an adversarial template to the
+    answerable one it is worded as: an answerer cannot tell their questions apart) and over
+    all questions."""
+    family = families or {}
     by_template: dict[str, list[Any]] = {}
     for r in rows:
-        by_template.setdefault(r.template, []).append(r)
+        by_template.setdefault(family.get(r.template, r.template), []).append(r)
     templates: dict[str, Any] = {}
     for tid, trs in sorted(by_template.items()):
         answer, acc = best_constant(trs)
-        chance = _chance(trs, values.get(tid, ()))
+        chance = _constant.chance([_answer(r) for r in trs], values.get(tid, ()))
         closed = bool(values.get(tid))
         ok = acc <= chance + MARGIN + 1e-9
-        if len(trs) < MIN_QUESTIONS:
-            verdict = NOT_APPLICABLE
-        else:
-            verdict = PASS if ok else (FAIL if closed else WARN)
+        verdict = NOT_APPLICABLE if len(trs) < MIN_QUESTIONS else PASS if ok else FAIL
         templates[tid] = {"n": len(trs), "constant": answer, "accuracy": round(acc, 4),
-                          "chance": round(chance, 4), "closed": closed, "verdict": verdict}
+                          "chance": round(chance, 4), "closed": closed, "verdict": verdict,
+                          "members": sorted({r.template for r in trs})}
     answer, acc = best_constant(rows)
     chance = sum(t["chance"] * t["n"] for t in templates.values()) / max(len(rows), 1)
     failed = sorted(t for t, g in templates.items() if g["verdict"] == FAIL)
@@ -91,7 +77,6 @@ def constant_answer_gate(rows: Sequence[Any], values: dict[str, tuple[str, ...]]
                         "chance": round(chance, 4),
                         "verdict": PASS if overall_ok else FAIL},
             "templates": templates, "failed_templates": failed,
-            "warned_templates": sorted(t for t, g in templates.items() if g["verdict"] == WARN),
             "verdict": PASS if overall_ok and not failed else FAIL}
 
 
@@ -138,10 +123,11 @@ def validate_games(data: str | Path, out: Path,
     say = progress or (lambda msg: None)
     bench = GamesBenchmark(BenchmarkOptions(data=str(data)))
     registered = all_templates()
-    values = {tid: registered[tid].values for tid in {r.template for r in bench.rows}
-              if tid in registered and registered[tid].values}
+    asked = {r.template for r in bench.rows} & set(registered)
+    values = {tid: registered[tid].values for tid in asked if registered[tid].values}
+    families = {tid: registered[tid].family for tid in asked if registered[tid].twin}
     say("constant-answer gate")
-    constant = constant_answer_gate(bench.rows, values)
+    constant = constant_answer_gate(bench.rows, values, families)
     say("blind baseline")
     blind = blind_baseline(bench.rows, constant["overall"]["chance"])
     results: dict[str, Any] = {
@@ -171,12 +157,13 @@ def render_markdown(r: dict[str, Any]) -> str:
              (f"Best single answer to every question: `{o['constant']}`, "
              f"{_pct(o['accuracy'])} (chance {_pct(o['chance'])}, limit chance + "
              f"{100 * c['margin']:.0f} points): {o['verdict']}."), "",
-             (f"Per template (judged from {c['min_questions']} questions; closed templates "
-             "gate, open ones over the limit are WARN):"), "",
+             (f"Per template (judged from {c['min_questions']} questions, open and closed "
+             "alike; an adversarial template is counted with the one it is worded as):"), "",
              "| template | n | best constant | accuracy | chance | verdict |",
              "|---|---:|---|---:|---:|---|"]
     for tid, t in c["templates"].items():
-        lines.append(f"| {tid} | {t['n']} | `{t['constant']}` | {_pct(t['accuracy'])} | "
+        name = " + ".join(t.get("members") or [tid])
+        lines.append(f"| {name} | {t['n']} | `{t['constant']}` | {_pct(t['accuracy'])} | "
                      f"{_pct(t['chance'])} | {t['verdict']} |")
     lines += ["", "## Blind baseline (no history)", ""]
     if b["verdict"] == NOT_APPLICABLE:
