@@ -53,6 +53,9 @@ def execute_run(config) -> None:  # type: ignore[no-untyped-def]
          f" ({result.wall_s:.1f} s)")
     for line in run_cache_lines(result.run_dir):
         say(line)
+    hedged = reply_labels_line(result.run_dir)
+    if hedged:
+        say(hedged, style="yellow")
     reuse = prefix_cache_fact(result.run_dir)
     if reuse:
         say(f"prefix cache: {reuse}")
@@ -70,6 +73,21 @@ def execute_run(config) -> None:  # type: ignore[no-untyped-def]
         if causes:
             say("top causes: " + "; ".join(causes), style="yellow")
         raise typer.Exit(EXIT_SOME_FAILED)
+
+
+def reply_labels_line(run_dir: str | Path) -> str | None:
+    """ "replies not read as one answer: 3 hedged (3 of 30 ok, scored 0)" for a run whose ok
+    records a scorer labelled hedged or unparseable (design 0038); None when there are
+    none."""
+    from .analysis import fmt_reply_labels, reply_labels
+    from .runner import read_records
+
+    ok = [r for r in read_records(run_dir).values() if r.status == "ok"]
+    labels = reply_labels(ok)
+    if not labels:
+        return None
+    return ("replies not read as one answer (several candidates and none stated, or no "
+            f"letter): {fmt_reply_labels(labels, len(ok))}")
 
 
 def top_causes(run_dir: str | Path, which: str = "answer", n: int = 3) -> list[str]:

@@ -185,7 +185,8 @@ def rebuild_prompt(manifest: dict[str, Any], record: Any) -> dict[str, Any]:
                 raise InputError("the run's input is gone: the prompt cannot be rebuilt",
                                  file=path)
     bench = lookup("benchmark", c.bench)(BenchmarkOptions(
-        data=c.data, image_dir=c.image_dir, allow_missing_images=True, tier=c.tier,
+        data=c.data, image_dir=c.image_dir, allow_missing_images=True,
+        allow_inconsistent=True, tier=c.tier,
         extra=dict(c.bench_options)))
     episode = next((ep for ep in bench.episodes() if ep.episode_id == record.episode_id), None)
     if episode is None:

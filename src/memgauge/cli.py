@@ -126,6 +126,10 @@ def run(
     shard: Annotated[str | None, typer.Option(help="i/N: this run's share (0 <= i < N)")] = None,
     allow_missing_images: Annotated[bool, typer.Option(
         help="Record missing images per item instead of stopping")] = False,
+    allow_inconsistent: Annotated[bool, typer.Option(
+        help="Load gold that contradicts itself (a rotation's letter off its gold text, an "
+             "open twin with another gold, an evidence pointer to no turn) with a warning "
+             "per question in the manifest, instead of stopping")] = False,
     question_ids: Annotated[str | None, typer.Option(help="File of question ids to keep")] = None,
     tier: Annotated[str | None, typer.Option(help="Tier label (e.g. 32k)")] = None,
     bench_option: Annotated[list[str] | None, typer.Option(
@@ -206,7 +210,8 @@ def run(
             model_options=parse_options(model_option or [], "--model-option"),
             judge_model_options=parse_options(judge_model_option or [], "--judge-model-option"),
             bench_options=parse_options(bench_option or [], "--bench-option"),
-            allow_missing_images=allow_missing_images, question_ids=question_ids, tier=tier,
+            allow_missing_images=allow_missing_images, allow_inconsistent=allow_inconsistent,
+            question_ids=question_ids, tier=tier,
             base_url=",".join(base_url) if base_url else None, api_key_env=api_key_env,
             concurrency=concurrency, limit=limit,
             adaptive_concurrency=adaptive_concurrency, min_concurrency=min_concurrency,
@@ -265,7 +270,14 @@ def report(
     import json
 
     from ._cache_hits import count_records, describe_hits
-    from .analysis import build_tables, error_breakdown, game_report, load_prices, load_runs
+    from .analysis import (
+        build_tables,
+        error_breakdown,
+        game_report,
+        load_prices,
+        load_runs,
+        row_of,
+    )
     from .analysis._tables import run_progress
     from .report import (
         render_error_labels,
@@ -301,7 +313,7 @@ def report(
         for run in runs:
             summary = tables.summaries[run.label]  # computed once, with the tables
             meta = _report_meta(run.path, run.manifest)
-            row = next(r for r in tables.runs if r.run == run.label)
+            row = row_of(tables, run.label)
             if row.model:  # "no model" for none:, and what reached the model, not the flag
                 meta = {("input" if k == "context_mode" else k): v for k, v in
                         {**meta, "model": row.model, "context_mode": row.modality}.items()}
@@ -440,7 +452,8 @@ def validate(
     ocr: Annotated[bool | None, typer.Option(
         "--ocr/--no-ocr", help="Caption-proof gate with offline OCR (default: if installed)")] = None,
     bench: Annotated[str, typer.Option(
-        help="Benchmark loader; other than synth: the labelled-benchmark gates")] = "synth",
+        help="Benchmark loader; games: the constant-answer and blind gates of a "
+             "`generate games` folder; others: the labelled-benchmark gates")] = "synth",
     data: Annotated[str | None, typer.Option(help="Data path for --bench")] = None,
     model: Annotated[str, typer.Option(
         help="Answering model of the gates (none: = the offline baselines)")] = "none:",
@@ -454,6 +467,9 @@ def validate(
     image_dir: Annotated[str | None, typer.Option(help="Image root for --bench")] = None,
     bench_option: Annotated[list[str] | None, typer.Option(
         help="key=value for the benchmark loader (repeatable)")] = None,
+    allow_inconsistent: Annotated[bool, typer.Option(
+        help="Load gold that contradicts itself with a warning per question in each "
+             "gate's manifest, instead of stopping")] = False,
     captioner: Annotated[str | None, typer.Option(
         help="Captioner of the Caption-Proof arms (dense and task prompts)")] = None,
     captioner_base_url: Annotated[str | None, typer.Option(
@@ -463,8 +479,9 @@ def validate(
     out: Annotated[str | None, typer.Option(
         help="Folder for the gates' runs and results (default: DATA/validation)")] = None,
 ) -> None:
-    """Run the validation gates on a generated benchmark, or with --bench/--data on a
-    labelled one (shortcut audits, oracle screening, Caption-Proof); exit 1 if a gate fails."""
+    """Run the validation gates on a generated benchmark (synth; games: constant answer and
+    blind baseline), or with --bench/--data on a labelled one (shortcut audits, oracle
+    screening, Caption-Proof); exit 1 if a gate fails."""
     from .benchmarks._validate_labelled import validate_from_cli
     from .benchmarks.synth._validate import validate as run_validate
 
@@ -476,6 +493,22 @@ def validate(
             bench_dir = _synth_dir(bench_dir, data)
             results = run_validate(bench_dir, ocr=ocr, progress=say)
             md = Path(bench_dir) / "validation" / "gates.md"
+        elif bench == "games":
+            from .analysis._game_gates import validate_games
+            from .benchmarks._validate_labelled import default_out
+            from .errors import ConfigError
+
+            games_dir = _synth_dir(bench_dir, data)
+            given = [flag for flag, value in (("--model", model != "none:"),
+                                              ("--base-url", base_url),
+                                              ("--captioner", captioner)) if value]
+            if given:
+                raise ConfigError(f"{given[0]} does not apply to --bench games: its gates "
+                                  "(constant answer, blind baseline) read the gold answers "
+                                  "and need no model")
+            target = Path(out) if out else default_out(games_dir)
+            results = validate_games(games_dir, target, progress=say)
+            md = target / "gates.md"
         else:
             results, md = validate_from_cli(
                 bench, data or bench_dir, model=model, base_url=base_url, image_dir=image_dir,
@@ -485,7 +518,7 @@ def validate(
                 captioner=captioner, captioner_base_url=captioner_base_url, out=out,
                 captioner_model_options=parse_options(captioner_model_option or [],
                                                  "--captioner-model-option"),
-                progress=say)
+                allow_inconsistent=allow_inconsistent, progress=say)
     except MemgaugeError as exc:
         fail(exc)
     from .report import show_controls

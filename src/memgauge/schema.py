@@ -57,6 +57,15 @@ class AnswerType(StrEnum):
     PATH = "path"  # a sequence of moves such as "2 left, 3 up"
 
 
+class Measure(StrEnum):
+    """What alone scores a question, where its benchmark says so (``meta["measure"]``;
+    scoring/_route.py): MemEye's MCQ rotations by their letter, its open questions by the
+    judge."""
+
+    LETTER = "letter"
+    JUDGE = "judge"
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 

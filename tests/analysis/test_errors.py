@@ -275,3 +275,14 @@ def test_error_breakdown_empty():
     out = error_breakdown([])
     assert out == {"n_wrong": 0, "by_label": {}, "by_category": {}, "by_ability": {},
                    "items": []}
+
+
+def test_a_hedged_reply_is_a_non_answer() -> None:
+    r = rec("It could be 3, 4 or 7.", answer_type="integer", gold="7",
+            details={"label": "hedged", "candidates": ["3", "4", "7"]})
+    labelled = label_error(r)
+    assert labelled is not None
+    assert labelled.label == "non_answer" and labelled.detail.startswith("hedged")
+    # the same reply without the scorer's label is read by the other rules
+    assert label_error(rec("It could be 3, 4 or 7.", answer_type="integer", gold="7",
+                           details={})).label != "non_answer"

@@ -312,6 +312,25 @@ def test_cli_validate_bench_data(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "out" / "gates.json").read_text())["passed"] is True
 
 
+def test_cli_validate_takes_allow_inconsistent(tmp_path: Path) -> None:
+    """A rotation whose gold letter points off the gold text stops validate before its
+    first gate; --allow-inconsistent runs the gates, the warning in each gate's manifest."""
+    root = write_set(tmp_path / "set", None)
+    path = root / "dialog" / "Leak_Task.json"
+    doc = json.loads(path.read_text())
+    doc["human-annotated QAs"][0]["options"][1]["answer"] = "A"  # the gold is at B
+    path.write_text(json.dumps(doc))
+    args = ["validate", "--bench", "memeye", "--data", str(root), "--out", str(tmp_path / "o")]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2 and "options[1].answer" in res.output, res.output
+    assert "--allow-inconsistent" in res.output and not (tmp_path / "o").exists()
+    res = CliRunner().invoke(app, [*args, "--allow-inconsistent"])
+    assert res.exit_code in (0, 1), res.output  # the audits' verdict
+    manifest = json.loads((tmp_path / "o" / "options-only" / "manifest.json").read_text())
+    [warning] = manifest["benchmark"]["inconsistencies"]
+    assert (warning["item"], warning["field"]) == ("Leak_Task:q0", "options[1].answer")
+
+
 def test_cli_validate_mistakes_are_named_errors(tmp_path: Path) -> None:
     runner = CliRunner()
     res = runner.invoke(app, ["validate", "--bench", "memeye"])

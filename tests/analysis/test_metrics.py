@@ -164,6 +164,13 @@ def test_primary_selection(names, given, expected):
     assert summarize(records, primary=given).primary == expected
 
 
+def test_subem_is_never_the_primary():
+    # a reply dumping the history contains most golds: containment is not a headline
+    assert summarize([rec("q1", IE, {"subem": 1.0, "f1": 0.1})]).primary == "f1"
+    with pytest.raises(ValueError, match="cannot be the primary"):
+        summarize([rec("q1", IE, {"rule": 0.0, "subem": 1.0})], primary="subem")
+
+
 def test_unknown_primary_is_an_error():
     with pytest.raises(ValueError, match="nope"):
         summarize([rec("q1", IE, {"rule": 1.0})], primary="nope")

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from memgauge.benchmarks import BenchmarkOptions
 from memgauge.benchmarks.locomo import locomo
 from memgauge.cli import app
-from memgauge.errors import ConfigError
+from memgauge.errors import ConfigError, InputError
 from memgauge.registry import system
 from memgauge.runner import RunConfig, read_records, run
 from memgauge.schema import Response
@@ -40,7 +40,9 @@ def _conv() -> dict:
                 "evidence": ["D1:2"], "category": 5},
                {"question": "What did they talk about?", "answer": "greetings",
                 "evidence": [], "category": 3},
-               {"question": "Where?", "answer": "home", "evidence": ["D99:1"], "category": 4}],
+               # a pointer to no turn, in a session before its latest evidence: harmless
+               {"question": "Where?", "answer": "home", "evidence": ["D2:9", "D10:1"],
+                "category": 4}],
     }
 
 
@@ -57,9 +59,34 @@ def _asked(path: Path, **extra: str) -> list[int | None]:
 
 
 def test_asked_after_the_latest_evidence_session(conv_file):
-    # sessions in order: session_1 (0), session_2 (1), session_10 (2); adversarial, no
-    # evidence and only unreadable evidence: at the end
-    assert _asked(conv_file, asked_after="evidence") == [0, 2, 1, None, None, None]
+    # sessions in order: session_1 (0), session_2 (1), session_10 (2); adversarial and no
+    # evidence: at the end
+    assert _asked(conv_file, asked_after="evidence") == [0, 2, 1, None, None, 2]
+
+
+@pytest.mark.parametrize(("evidence", "asked_without"), [
+    (["D1:40"], "at the end"),  # session 1 has two turns: it moved to the end
+    (["D1:1", "D2:40"], "after session_1"),  # it may be in session 2
+    (["D1:1", "D"], "after session_1"),  # no session at all
+])
+def test_an_evidence_pointer_to_no_turn_that_could_move_the_question_is_named(
+        tmp_path, evidence, asked_without):
+    conv = _conv()
+    conv["qa"][0]["evidence"] = evidence
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(conv))
+    with pytest.raises(InputError) as got:
+        _asked(path, asked_after="evidence")
+    err = got.value
+    assert (err.file, err.item, err.field) == (str(path), "c:q0", "qa[0].evidence")
+    assert f"asked {asked_without}" in str(err) and "--allow-inconsistent" in str(err)
+    assert _asked(path)[0] is None  # asked at the end anyway: the pointer decides nothing
+    bench = locomo(BenchmarkOptions(data=str(path), allow_inconsistent=True,
+                                    extra={"asked_after": "evidence"}))
+    asked = [q.asked_after for ep in bench.episodes() for q in ep.questions]
+    assert asked[0] == (None if asked_without == "at the end" else 0)
+    [warning] = bench.manifest()["inconsistencies"]
+    assert (warning["item"], warning["field"]) == ("c:q0", "qa[0].evidence")
 
 
 def test_the_default_asks_every_question_at_the_end(conv_file):

@@ -211,8 +211,6 @@ def first_qa(doc: dict[str, Any]) -> dict[str, Any]:
      "Demo_Task", None, "no questions"),
     ("Demo_Task_Open.json", lambda d: first_qa(d).update(question="Something else?"),
      "Demo_Task:demo_q1", "question", "differs from its MCQ twin"),
-    ("Demo_Task_Open.json", lambda d: d["human-annotated QAs"].pop(),
-     "Demo_Task:demo_q3", "question_id", "no open twin"),
     ("Demo_Task_Open.json",
      lambda d: d["multi_session_dialogues"][2]["dialogues"][0].update(round="D3:9"),
      "Demo_Task", "multi_session_dialogues", "dialogue differs"),
@@ -299,6 +297,151 @@ def test_whole_file_garbage_is_one_error_line_naming_the_file(tmp_path, content)
     assert "Traceback" not in result.output
 
 
+# --- the open twins as released: ids that differ, questions without a twin ---------------
+
+
+def suffix_open_ids(doc: dict[str, Any]) -> None:
+    for qa in doc["human-annotated QAs"]:
+        qa["question_id"] += "_open"
+
+
+def test_open_ids_that_differ_pair_by_sessions_and_question_text(tmp_path):
+    root = copy_fixture(tmp_path)
+    edit(root, "Demo_Task_Open.json", suffix_open_ids)
+    bench = MemEyeBenchmark(BenchmarkOptions(data=str(root)))
+    qs = by_id({ep.episode_id: ep for ep in bench.episodes()}["Demo_Task"])
+    twin = qs["Demo_Task:demo_q1:open"]  # the MCQ twin's id: rotations and twin share a base
+    assert twin.meta["base_question_id"] == qs["Demo_Task:demo_q1:r1"].meta["base_question_id"]
+    assert twin.meta["source_question_id"] == "Demo_Task:demo_q1_open"
+    assert twin.answer == "Red"
+    assert bench.manifest()["pairing"] == {"by_id": 1, "by_text": 3, "open_alone": 0,
+                                           "mcq_alone": 0}
+
+
+def test_a_question_without_a_twin_is_loaded_as_its_own(tmp_path):
+    def extra_open(doc: dict[str, Any]) -> None:
+        doc["human-annotated QAs"].pop()  # demo_q3 has no open twin now
+        doc["human-annotated QAs"].append({
+            "question_id": "demo_only_open", "point": [["X1"], ["Y1"]],
+            "question": "What did I have for lunch?", "answer": "Soup",
+            "session_id": ["D1"], "clue": ["D1:2"]})
+
+    root = copy_fixture(tmp_path)
+    edit(root, "Demo_Task_Open.json", extra_open)
+    bench = MemEyeBenchmark(BenchmarkOptions(data=str(root)))
+    qs = by_id({ep.episode_id: ep for ep in bench.episodes()}["Demo_Task"])
+    alone = qs["Demo_Task:demo_only_open:open"]
+    assert alone.answer == "Soup" and alone.meta["base_question_id"] == "Demo_Task:demo_only_open"
+    assert "Demo_Task:demo_q3:r1" in qs and "Demo_Task:demo_q3:open" not in qs
+    assert bench.manifest()["pairing"] == {"by_id": 3, "by_text": 0, "open_alone": 1,
+                                           "mcq_alone": 1}
+
+
+def test_an_id_less_open_question_without_a_twin_keeps_its_own_base(tmp_path):
+    def no_ids(doc: dict[str, Any]) -> None:
+        for qa in doc["human-annotated QAs"]:
+            qa.pop("question_id")
+        doc["human-annotated QAs"][0]["question"] = "What did I have for lunch?"
+
+    root = copy_fixture(tmp_path)
+    edit(root, "Demo_Task_Open.json", no_ids)
+    edit(root, "Demo_Task.json", lambda d: [qa.pop("question_id")
+                                            for qa in d["human-annotated QAs"]])
+    qs = by_id(load(root)["Demo_Task"])
+    assert qs["Demo_Task:q1:open"].answer == "A mug"  # paired by text
+    alone = qs["Demo_Task:open-q0:open"]  # not "q0": no MCQ question's place id
+    assert alone.meta["base_question_id"] == "Demo_Task:open-q0"
+
+
+def test_a_run_on_open_ids_with_a_suffix_answers_every_question(tmp_path, episodes):
+    root = copy_fixture(tmp_path)
+    edit(root, "Demo_Task_Open.json", suffix_open_ids)
+    preds = {q.question_id: q.answer for ep in episodes.values() for q in ep.questions}
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["run", "--bench", "memeye", "--data", str(root), "--model",
+                                 f"replay:{write_preds(tmp_path, preds)}", "--out", str(out)])
+    assert result.exit_code == 0, result.output  # was 2: "has no twin in the MCQ file"
+    assert len((out / "records.jsonl").read_text().splitlines()) == 17
+
+
+# --- inconsistent gold --------------------------------------------------------------------
+
+
+def rotation(d: dict[str, Any], n: int) -> dict[str, Any]:
+    return first_qa(d)["options"][n]
+
+
+def drop_answer_and_move_gold(d: dict[str, Any]) -> None:
+    first_qa(d).pop("answer")  # no gold text: the rotations must agree among themselves
+    rotation(d, 1)["answer"] = "A"
+
+
+INCONSISTENT = [
+    ("Demo_Task.json", lambda d: rotation(d, 2).update(answer="A"), "options[2].answer",
+     "points at 'White with a blue rim', not the gold 'Red'"),
+    ("Demo_Task.json", drop_answer_and_move_gold, "options[1].answer",
+     "rotation 2's gold 'White with a blue rim' differs from rotation 1's 'Red'"),
+    ("Demo_Task.json", lambda d: rotation(d, 0).update(C="red"), "options[0]",
+     "options A and C have the same text"),
+    ("Demo_Task.json", lambda d: first_qa(d)["options"].__setitem__(
+        3, {"A": "Blue", "B": "Red", "answer": "B"}), "options[3]",
+     "2 options where the first rotation has 4"),
+    ("Demo_Task_Open.json", lambda d: first_qa(d).update(answer="Blue"), "answer",
+     "the open gold 'Blue' is not its MCQ twin's gold option 'Red'"),
+    ("Demo_Task_Open.json", lambda d: first_qa(d).update(question="Something else?"),
+     "question", "differs from its MCQ twin"),
+]
+
+
+@pytest.mark.parametrize(("name", "change", "field", "words"), INCONSISTENT)
+def test_inconsistent_gold_is_a_named_error(tmp_path, name, change, field, words):
+    root = copy_fixture(tmp_path)
+    path = edit(root, name, change)
+    err = refused(root)
+    assert (err.file, err.item, err.field) == (str(path), "Demo_Task:demo_q1", field)
+    assert words in str(err) and "--allow-inconsistent" in str(err)
+
+
+@pytest.mark.parametrize(("name", "change", "field", "words"), INCONSISTENT)
+def test_allow_inconsistent_loads_it_with_a_warning_in_the_manifest(tmp_path, name, change,
+                                                                    field, words):
+    root = copy_fixture(tmp_path)
+    path = edit(root, name, change)
+    bench = MemEyeBenchmark(BenchmarkOptions(data=str(root), allow_inconsistent=True))
+    assert sum(len(ep.questions) for ep in bench.episodes()) > 0
+    [warning] = bench.manifest()["inconsistencies"]
+    assert (warning["file"], warning["item"], warning["field"]) == (
+        str(path), "Demo_Task:demo_q1", field)
+    assert words in str(warning["problem"])
+
+
+def test_an_open_reference_that_says_more_than_its_option_is_consistent(episodes):
+    q = by_id(episodes["Demo_Task"])["Demo_Task:demo_q3:open"]  # "Yes" in the MCQ file
+    assert q.answer == "Yes, it is the same plant"
+    bench = MemEyeBenchmark(BenchmarkOptions(data=str(FIXTURE), allow_inconsistent=True))
+    assert bench.manifest()["inconsistencies"] == []
+    assert "inconsistencies" not in MemEyeBenchmark(BenchmarkOptions(
+        data=str(FIXTURE))).manifest()
+
+
+def test_run_allow_inconsistent_puts_the_warnings_in_the_run_manifest(tmp_path, episodes):
+    root = copy_fixture(tmp_path)
+    edit(root, "Demo_Task_Open.json", lambda d: first_qa(d).update(answer="Blue"))
+    preds = {q.question_id: q.answer for ep in episodes.values() for q in ep.questions}
+    args = ["run", "--bench", "memeye", "--data", str(root), "--model",
+            f"replay:{write_preds(tmp_path, preds)}", "--out", str(tmp_path / "run")]
+    refused_run = runner.invoke(app, args)
+    assert refused_run.exit_code == 2 and "--allow-inconsistent" in refused_run.output
+    result = runner.invoke(app, [*args, "--allow-inconsistent"])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    [warning] = manifest["benchmark"]["inconsistencies"]
+    assert warning["item"] == "Demo_Task:demo_q1" and warning["field"] == "answer"
+    shown = runner.invoke(app, ["show", str(tmp_path / "run"), "Demo_Task:demo_q1:open"])
+    assert shown.exit_code == 0 and "What colour is my desk mug now?" in shown.output, \
+        shown.output  # the prompt is rebuilt from the same data
+
+
 # --- end to end -------------------------------------------------------------------------
 
 
@@ -338,8 +481,17 @@ def test_run_end_to_end_with_a_replay_model(tmp_path, episodes):
     # demo_q1: 3 of 4 rotations; the other three questions every rotation
     assert rot["n_questions"] == 4 and rot["debiased_em"] == pytest.approx((0.75 + 3) / 4)
     assert rot["all_rotations_correct"] == pytest.approx(3 / 4) and rot["unparseable"] == 1
-    assert set(tables["xy"]) == {"run · MCQ (debiased EM)", "run · open"}
+    # open questions are the judge's alone: no judge ran, so no open grid and no rule score
+    assert set(tables["xy"]) == {"run · MCQ (debiased EM)"}
     assert tables["xy"]["run · MCQ (debiased EM)"]["X4"]["Y3"]["accuracy"] == 0.75
+    assert all(r.scores == {} for q, r in records.items() if q.endswith(":open"))
+    assert all(set(r.scores) == {"rule"} for q, r in records.items() if ":r" in q)
+    assert all(r.meta["measure"] == ("judge" if q.endswith(":open") else "letter")
+               for q, r in records.items())
+    rows = {r["run"]: r for r in tables["runs"]}  # the headline keeps the forms apart
+    assert set(rows) == {"run · MCQ", "run · open"}
+    assert rows["run · MCQ"]["accuracy"] == pytest.approx(12 / 13)  # 13 rotations, 1 wrong
+    assert rows["run · open"]["accuracy"] is None and rows["run · open"]["n"] == 0
 
 
 def test_a_limit_through_a_questions_rotations_leaves_it_incomplete(tmp_path, episodes):
@@ -359,7 +511,7 @@ def test_a_limit_through_a_questions_rotations_leaves_it_incomplete(tmp_path, ep
     assert rot["n_questions"] == 1 and rot["incomplete_questions"] == 1
 
 
-def test_judge_rubric_auto_picks_the_memeye_five_levels_for_open_questions(tmp_path,
+def test_judge_rubric_auto_picks_the_memeye_five_levels_for_the_open_questions_only(tmp_path,
                                                                             episodes):
     from memgauge.scoring._judge_run import JudgeOptions, JudgePipeline
 
@@ -376,5 +528,5 @@ def test_judge_rubric_auto_picks_the_memeye_five_levels_for_open_questions(tmp_p
     records = [Record.model_validate_json(line)
                for line in (out / "records.jsonl").read_text().splitlines()]
     rubrics = {r.question_id.rsplit(":", 1)[1][:1]: pipeline.scorer_for(r).rubric.name
-               for r in records}
-    assert rubrics == {"o": "memeye", "r": "memlens"}
+               for r in records if pipeline.needs(r)}
+    assert rubrics == {"o": "memeye"}  # the rotations are the letter rule's alone

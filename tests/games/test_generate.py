@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -67,10 +68,12 @@ def test_cap_and_deduplication_per_trajectory_horizon_and_template(tmp_path, tes
     per = {}
     for r in rows:
         per.setdefault((r["horizon"][1], r["template"]), []).append(r)
+    # test.diamond and test.twice ask one question with one answer at each horizon: over
+    # the benchmark a constant would win them, so one of each is kept (design 0039); the
+    # cap also took a repeated wood count from the full trajectory
     assert {k: len(v) for k, v in per.items()} == {
         (5, "test.diamond"): 1, (5, "test.last_step"): 1, (5, "test.twice"): 1,
-        (5, "test.wood_at"): 2, (8, "test.diamond"): 1, (8, "test.last_step"): 1,
-        (8, "test.twice"): 1, (8, "test.wood_at"): 2}
+        (5, "test.wood_at"): 2, (8, "test.last_step"): 1, (8, "test.wood_at"): 1}
     keys = [(r["trajectory"], r["horizon"][1], r["template"], json.dumps(r["params"]))
             for r in rows]
     assert len(keys) == len(set(keys))
@@ -116,7 +119,7 @@ def test_benchmark_json_and_the_copied_trajectory(tmp_path, test_templates):
     assert entry["sha256"] == hashlib.sha256((traj / "trajectory.jsonl").read_bytes()).hexdigest()
     rows = _rows(bench)
     assert info["counts"]["questions"] == len(rows)
-    assert info["counts"]["per_ability"]["adversarial"] == 2
+    assert info["counts"]["per_ability"]["adversarial"] == 1  # "not answerable" twice: capped
     assert info["counts"]["answerable_share"] == round(
         sum(r["answerable"] for r in rows) / len(rows), 4)
     frames = sorted((traj / "frames").iterdir())
@@ -254,3 +257,174 @@ def test_configuration_mistakes_are_caught_before_anything_is_written(tmp_path,
         with pytest.raises(ConfigError, match=match):
             generate_games(GamesConfig(out=out, make_timeline=Timeline, **kw))
         assert not out.exists()
+
+
+def test_text_questions_naming_what_was_never_shown_are_dropped_and_counted(tmp_path):
+    """Design 0039: an item held from the start but never named in any text cannot be
+    asked about; the generator drops such questions and benchmark.json says how many."""
+    from memgauge.games import Step, TrajectoryMeta, TrajectoryWriter
+
+    writer = TrajectoryWriter(tmp_path / "traj", TrajectoryMeta(env="textworld", player="x"))
+    writer.start({"room": "Kitchen", "inventory": ["brass key"], "score": 0,
+                  "observation": "-= Kitchen =- A bare room.", "admissible": ["unlock door"]})
+    for t, (action, obs) in enumerate([("look", "-= Kitchen =- A bare room."),
+                                       ("take lamp", "You take the lamp."),
+                                       ("look", "-= Kitchen =- Still bare.")], 1):
+        inv = ["brass key"] + (["lamp"] if t >= 2 else [])
+        writer.add(Step(step=t, action=action, room="Kitchen", inventory=inv, score=0,
+                        observation=obs, admissible=["unlock door"],
+                        player={"reason": "walkthrough 2/5"}))
+    writer.finish(end="step_cap")
+    info = generate_games(GamesConfig([tmp_path / "traj"], tmp_path / "bench",
+                                      max_per_template=50))
+    rows = [json.loads(line) for line in (tmp_path / "bench" / "questions.jsonl").open()]
+    assert rows and not any("brass key" in json.dumps(r) for r in rows if r["answerable"])
+    assert not any("walkthrough" in json.dumps(r) or "unlock" in json.dumps(r) for r in rows)
+    dropped = info["view_check"]["dropped"]
+    assert dropped.get("text.inventory_at_step", 0) >= 1 and dropped.get("text.has_item", 0) >= 1
+    assert any(r["template"] == "text.has_item" and r["params"]["item"] == "lamp" for r in rows)
+
+
+def _closed(answers: list[str]) -> list[GameQuestion]:
+    return [GameQuestion(template="t", params={"i": i}, ability="logical",
+                         answer_type="yes_no", answer=a, evidence_steps=[], horizon=(1, 9),
+                         text=f"q{i}", answerable=a != "not answerable")
+            for i, a in enumerate(answers)]
+
+
+def test_closed_answers_keep_each_value_at_thirty_percent_or_nothing():
+    """Design 0039: two random steps asked "could you craft it?" were "no" 44 of 44 times;
+    the balance keeps each value at >= 30 %, and a one-sided horizon keeps nothing."""
+    import random
+
+    from memgauge.games._generate import MIN_VALUE_SHARE, balanced_choice
+
+    qs = _closed(["no"] * 20 + ["yes"] * 2)
+    for seed in range(5):
+        kept = [qs[i].answer for i in balanced_choice(qs, ("yes", "no"), 6, random.Random(seed))]
+        assert kept.count("yes") == 2 and len(kept) == 6
+        assert min(kept.count(v) for v in ("yes", "no")) >= MIN_VALUE_SHARE * len(kept)
+    assert balanced_choice(_closed(["no"] * 9), ("yes", "no"), 6, random.Random(0)) == set()
+    few = _closed(["no"] * 9 + ["yes"] * 9 + ["not answerable"])  # a scarce NA throttles nothing
+    kept = [few[i].answer for i in balanced_choice(few, ("yes", "no"), 7, random.Random(0))]
+    assert len(kept) == 7 and kept.count("not answerable") == 1
+
+
+def test_generation_balances_a_closed_template_and_says_so(tmp_path, test_templates):
+    @template("test.had_wood", ability="logical", answer_type="yes_no", games=("crafter",))
+    def had_wood(tl: Timeline, rng) -> Any:  # "no" at most steps of the fixture
+        for s in tl.steps:
+            yield tl.question("test.had_wood", "logical", "yes_no", {"step": s.step},
+                              "yes" if s.inventory["wood"] >= 3 else "no",
+                              f"Did you have 3 wood after step {s.step}?", [s.step])
+
+    out = _generate_to(tmp_path, horizons=[6], max_per_template=4)
+    rows = [r for r in _rows(out) if r["template"] == "test.had_wood"]
+    info = json.loads((out / "benchmark.json").read_text())
+    entry = info["answer_balance"]["templates"]["test.had_wood"]
+    assert entry["one_sided"] == 1 and entry["offered"] == {"no": 13, "yes": 1}
+    # the full trajectory only; the ability cut (logical: 3 > 2) took a "no", not the "yes"
+    assert sorted(r["answer"] for r in rows) == ["no", "yes"]
+    assert {r["horizon"][1] for r in rows} == {8}
+    assert info["generator_version"] == "3"
+
+
+def test_a_repeated_unshown_question_is_dropped_and_counted_once(tmp_path, test_templates):
+    @template("test.ghost", ability="single_hop", answer_type="string", games=("text",))
+    def ghost(tl: Timeline, rng) -> Any:
+        for _ in range(3):  # the same question three times; "ghost" is in no text
+            yield tl.question("test.ghost", "single_hop", "string", {"item": "ghost"},
+                              "ghost", "Which item haunted you?", [1])
+        yield tl.question("test.ghost", "single_hop", "string", {"item": "obs"},
+                          f"obs {tl.last}", "What was the last reply?", [1])  # shown: kept
+
+    traj = write_trajectory(tmp_path / "traj-t", env="textworld")
+    info = generate_games(GamesConfig(trajectories=[traj], out=tmp_path / "bench",
+                                      make_timeline=Timeline, horizons=[4]))
+    assert info["view_check"]["dropped"] == {"test.ghost": 2}  # once per horizon (4 and 8)
+    assert [r["answer"] for r in _rows(tmp_path / "bench")] == ["obs 4", "obs 8"]
+
+
+def _open(answers: list, template_id: str = "t") -> list[GameQuestion]:
+    return [GameQuestion(template=template_id, params={"i": i}, ability="temporal",
+                         answer_type="integer", answer=a, evidence_steps=[], horizon=(1, 9),
+                         text=f"q{i}", answerable=a != "not answerable")
+            for i, a in enumerate(answers)]
+
+
+def test_an_open_template_samples_every_answer_value_it_offers():
+    """A plain random sample of a mostly-0 score was mostly 0 (`text.score_after_step`: 0
+    right 97 %); the round-robin over answer values keeps the rare ones."""
+    import random
+
+    from memgauge.games._generate import spread_choice
+
+    qs = _open([0] * 20 + [1, 2])
+    for seed in range(8):
+        kept = sorted(qs[i].answer for i in spread_choice(qs, 6, random.Random(seed)))
+        assert kept == [0, 0, 0, 0, 1, 2]
+    assert len(spread_choice(qs, 30, random.Random(0))) == 22
+
+
+def test_one_trajectory_and_horizon_keeps_no_constant_over_chance_plus_ten_points():
+    from memgauge.games._generate import GenerationReport, cap_per_horizon
+
+    report = GenerationReport()
+    out = cap_per_horizon({"a": _open([0] * 6, "a"), "b": _open([0, 0, 0, 0, 1, 2], "b"),
+                           "c": _open([1, 2, 3, 0, 1, 2], "c")}, report)
+    assert [q.answer for q in out["a"]] == [0]  # never varies here: one question, not six
+    # b: k = 3, so "0" may answer floor(0.433 n) questions: 0, 0, 1, 2 (2 of 4 is 50 %: cut)
+    assert sorted(q.answer for q in out["b"]) == [0, 1, 2]
+    assert len(out["c"]) == 6  # 2 of 6 against 1/4 + 10 points
+    assert report.cut_per_horizon == {"a": {"questions": 5, "horizons": 1},
+                                      "b": {"questions": 3, "horizons": 1}}
+
+
+def test_an_adversarial_template_is_capped_with_its_answerable_twin(monkeypatch):
+    from memgauge.games._generate import cap_per_horizon
+    from memgauge.games.templates import _base
+
+    monkeypatch.setattr(_base, "_TEMPLATES", {})
+    template("t.adv", ability="adversarial", answer_type="integer", games=("text",),
+             twin="t.twin")(lambda tl, rng: iter(()))
+    template("t.twin", ability="spatial", answer_type="integer", games=("text",))(
+        lambda tl, rng: iter(()))
+    adversarial = _open(["not answerable"] * 2, "t.adv")
+    assert len(cap_per_horizon({"t.adv": adversarial})["t.adv"]) == 1  # alone: a constant
+    out = cap_per_horizon({"t.adv": adversarial, "t.twin": _open([1, 2, 1, 2, 3, 3], "t.twin")})
+    # with its twin k = 4, and any one answer may be right for floor(0.35 * 8) = 2 of 8
+    assert len(out["t.adv"]) == 2 and len(out["t.twin"]) == 6
+
+
+def test_generated_benchmark_passes_the_constant_answer_gate_and_says_what_it_cut(
+        tmp_path, test_templates):
+    """A mostly-0 score asked at every step (as `text.score_after_step` was): every
+    template family's best constant is at most chance + 10 points over the benchmark."""
+    from types import SimpleNamespace
+
+    from memgauge.analysis._game_gates import constant_answer_gate
+
+    @template("test.score", ability="spatial", answer_type="integer", games=("crafter",))
+    def score(tl: Timeline, rng) -> Any:  # spatial: an ability of its own, not cut here
+        for s in tl.steps:
+            yield tl.question("test.score", "spatial", "integer", {"step": s.step},
+                              int(s.step == 8), f"What was your score after step {s.step}?",
+                              [s.step])
+
+    for name in ("traj-a", "traj-b"):
+        write_trajectory(tmp_path / name)
+    info = generate_games(GamesConfig([tmp_path / "traj-a", tmp_path / "traj-b"],
+                                      tmp_path / "bench", make_timeline=Timeline,
+                                      horizons=[3, 5], max_per_template=6))
+    rows = [SimpleNamespace(**r) for r in _rows(tmp_path / "bench")]
+    gate = constant_answer_gate(rows, {})
+    for tid, t in gate["templates"].items():  # one question alone is no constant exploited
+        assert t["accuracy"] <= t["chance"] + 0.1 + 1e-9 or t["n"] == 1, (tid, t)
+    answers = sorted(r.answer for r in rows if r.template == "test.score")
+    # the 1s exist only at step 8 of each trajectory; 28 questions sampled, 8 left after
+    # each horizon's cap (one 0 at horizons 3 and 5, a 0 and the 1 at 8), 5 over both
+    assert answers == [0, 0, 0, 1, 1]
+    cap = info["answer_balance"]["constant_cap"]
+    assert cap["open_templates"]["test.score"] == {"offered": 32, "sampled": 28}
+    assert cap["cut_per_horizon"]["test.score"] == {"questions": 20, "horizons": 6}
+    assert cap["cut_over_benchmark"]["test.score"] == 3

@@ -736,3 +736,21 @@ def test_displacement_told_in_either_order_is_an_alternative(tl):
     assert q.answer == "1 step right and 1 step up"
     assert q.alternatives == ["1 step up and 1 step right"]
     assert sp.ask_displacement(tl, 2, 3).alternatives == []  # one part: one order
+
+
+def test_closed_templates_offer_every_candidate_so_the_rare_answer_is_found(tl):
+    """Design 0039: two random steps found a feasible craft or placement in 0 of 44
+    questions. Every step and option is offered now (the generator balances them), and the
+    closed templates declare their answer values."""
+    placed = {(q.params["what"], q.params["step"]): q.answer
+              for q in all_templates()["crafter.place_feasible"].fn(tl, random.Random(0))}
+    assert placed[("table", 7)] == "yes" and placed[("table", 5)] == "no"
+    assert {w for w, _ in placed} == {"table", "furnace", "stone", "plant"}
+    crafted = list(all_templates()["crafter.craft_feasible"].fn(tl, random.Random(0)))
+    assert len(crafted) == 12 * 6  # every step with every tool
+    ordered = list(all_templates()["crafter.event_order"].fn(tl, random.Random(0)))
+    pairs = {frozenset((q.params["a"], q.params["b"])) for q in ordered if q.answerable}
+    assert pairs == {frozenset(p) for p in itertools.combinations(ev._happened(tl), 2)
+                     if ev._first(tl, p[0]) != ev._first(tl, p[1])}  # a tie is not asked
+    assert all_templates()["crafter.event_order"].values == ("before", "after")
+    assert all_templates()["crafter.craft_feasible"].values == ("yes", "no")

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memgauge.games import Step, TrajectoryMeta
+from memgauge.games._view import question_names, shown_steps, unshown_names, view_text
 from memgauge.games.templates import NOT_ANSWERABLE, GameQuestion, all_templates, templates_for
 from memgauge.games.templates._text_timeline import (
     MAX_SHORTEST_PATHS,
@@ -180,10 +181,45 @@ def test_action_at_step():
     assert qs[key(step=4)].alternatives == []
 
 
-def test_reason_at_step():
-    assert answers("text.reason_at_step", timeline(reasons=True)) == \
-        {key(step=t): f"Step {t} plan." for t in range(1, 11)}
-    assert answers("text.reason_at_step", timeline()) == {}
+def shown_timeline(cut: int | None = None, **kw: Any) -> TextTimeline:
+    """The house as the generator hands it to templates: only what the sessions show."""
+    return TextTimeline(*shown_steps(*house(cut, **kw)))
+
+
+def test_view_rule_the_reason_and_the_accepted_commands_never_reach_a_template():
+    """Design 0039: the player's stated reason and the game's admissible commands are never
+    rendered in a session, so the generator removes them before the timeline is built."""
+    meta, steps = shown_steps(*house(reasons=True))
+    assert "admissible" not in meta.initial
+    assert all(s.player is None and s.admissible is None for s in steps)
+    assert "text.reason_at_step" not in all_templates()
+    assert "text.valid_action" not in all_templates()
+
+
+def test_every_text_template_asks_only_about_what_the_view_shows():
+    """Every answerable question of every text template names only things the rendered
+    sessions show up to its horizon (here every name of the house is in some text, so no
+    template may need the generator's drop)."""
+    for cut in (4, None):
+        meta, steps = shown_steps(*house(cut, reasons=True))
+        shown, tl = view_text(meta, steps), TextTimeline(meta, steps)
+        for tmpl in templates_for("text"):
+            for q in tmpl.fn(tl, random.Random(0)):
+                names = question_names(q.params, q.answer_type, q.answer, q.answerable)
+                assert not unshown_names(shown, names), (tmpl.id, q.params, q.answer)
+                assert q.params.get("source", "observation") == "observation", tmpl.id
+
+
+def test_view_names_are_whole_words_of_the_rendered_text():
+    meta, steps = simple([{"action": "north", "room": "West House",
+                           "observation": "West of House. You are in an open field."}],
+                         room="Field", observation="A field_gate.")
+    shown = view_text(meta, steps)
+    assert unshown_names(shown, ["West House", "field", "North", "field gate", "gate"]) == \
+        ["West House"]
+    assert question_names({"room": "West House", "step": 1, "when": "after"}, "string",
+                          "West House", True) == ["West House", "West House"]
+    assert question_names({"room": "Attic"}, "integer", "not answerable", False) == []
 
 
 def test_room_at_step():
@@ -215,19 +251,13 @@ def test_keyword_step_against_a_plain_regex():
         NOT_ANSWERABLE
 
 
-def test_keyword_step_in_reasons_and_a_missing_second_mention_is_not_answerable():
-    tl = timeline(reasons=True)
+def test_a_missing_second_mention_is_not_answerable_and_reasons_are_never_searched():
+    tl = shown_timeline(reasons=True)
     qs = ask("text.keyword_step", tl)
-    reasons = {t: f"Step {t} plan. I want to {a}." for t, a in ACTIONS.items()}
-    assert qs[key(source="reason", keyword="lamp", ordinal="first")].answer == 3
-    na = qs[key(source="reason", keyword="lamp", ordinal="second")]
+    na = qs[key(source="observation", keyword="Study", ordinal="second")]
     assert na.answer == NOT_ANSWERABLE and not na.answerable
-    for k, q in qs.items():
-        p = json.loads(k)
-        if p["source"] == "reason":
-            hits = regex_hits(reasons, p["keyword"])
-            needed = {"first": 1, "second": 2, "last": 1, "second_last": 2}[p["ordinal"]]
-            assert q.answerable == (len(hits) >= needed)
+    assert {json.loads(k)["source"] for k in qs} == {"observation"}
+    assert "plan" not in {json.loads(k)["keyword"] for k in qs}  # a word of the reasons only
 
 
 def test_reference_bug_keyword_steps_name_the_step_the_text_is_shown_under():
@@ -271,27 +301,6 @@ def test_item_gain_step():
     assert answers("text.item_gain_step", TextTimeline(meta, steps)) == {
         key(item="a", ordinal="first"): 1, key(item="a", ordinal="second"): 3,
         key(item="a", ordinal="last"): 3}
-
-
-def test_valid_action_only_where_the_commands_are_known():
-    accepted = {1: {"take knife", "north", "east", "look"},
-                2: {"north", "east", "look", "drop knife"},
-                3: {"south", "east", "take lamp", "look", "drop knife"}}
-    qs = ask("text.valid_action", timeline())
-    assert {json.loads(k)["step"] for k in qs} == {1, 2, 3}  # admissible unknown from step 4
-    assert {q.answer for q in qs.values()} == {"yes", "no"}
-    for k, q in qs.items():
-        p = json.loads(k)
-        assert q.answer == ("yes" if p["command"] in accepted[p["step"]] else "no")
-
-
-def test_reference_bug_valid_action_compares_whole_commands():
-    meta, steps = simple([{"action": "n", "room": "B", "admissible": ["north", "look"]}],
-                         room="A", admissible=["open mailbox", "look"])
-    qs = ask("text.valid_action", TextTimeline(meta, steps))
-    assert qs[key(step=1, command="north")].answer == "no"
-    said_yes = {json.loads(k)["command"] for k, q in qs.items() if q.answer == "yes"}
-    assert len(said_yes) == 1 and said_yes <= {"look", "open mailbox"}
 
 
 def test_observation_after_and_before():
@@ -802,4 +811,4 @@ def test_every_gold_answer_scores_through_the_loader_and_the_rule_scorer(tmp_pat
             for gold in golds:
                 score = scorer.score(q, said(gold))
                 assert score is not None and score.value == 1.0, (game["template"], gold)
-    assert templates >= {t.id for t in templates_for("text")} - {"text.reason_at_step"}
+    assert templates == {t.id for t in templates_for("text")}

@@ -110,13 +110,15 @@ def test_score_judge_auto_rubric_and_failures_apart(answered, tmp_path) -> None:
                    "n_ctx=2048", "--name", "judge", "--no-label-errors")
     assert res.exit_code == 0, res.output
     entry = json.loads((run_dir / "manifest.json").read_text())["judges"]["judge"]
-    assert entry["rubric"] == "auto" and entry["judged"] + entry["failures"] == 5
+    # the open twin alone: the four rotations are the letter rule's (issue 24)
+    assert entry["rubric"] == "auto" and entry["judged"] + entry["failures"] == 1
     assert set(entry["prompt_versions"]) == {"memeye", "memlens"}
     for rec in _records(run_dir):
         judged = rec["score_details"].get("judge")
+        if not rec["question_id"].endswith(":open"):
+            assert judged is None and "judge_error" not in rec["meta"]
+            continue
         if judged is None:  # never scored as 0: recorded apart
             assert rec["meta"]["judge_error"]["scorer"] == "judge"
             continue
-        assert 0.0 <= judged["value"] <= 1.0
-        open_twin = rec["question_id"].endswith(":open")
-        assert judged["details"]["rubric"] == ("memeye" if open_twin else "memlens")
+        assert 0.0 <= judged["value"] <= 1.0 and judged["details"]["rubric"] == "memeye"

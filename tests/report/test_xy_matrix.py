@@ -7,7 +7,7 @@ Run A holds four MCQ questions asked over rotations and two open questions:
 - Q, X1_Y1: 1, 1, 1, 1 -> 1.0, all correct.
 - R, X4_Y3: 1, error, 1, 1 -> incomplete: left out of both figures, never scored as wrong.
 - S, X1_Y1, a legacy single-rotation question (gold C): 0 -> 0.0.
-- open O1 X1_Y1 scores 1, O2 X2_Y2 scores 0.
+- open O1 X1_Y1 scores 1, O2 X2_Y2 scores 0 (by the judge, their only measure).
 
 So: 3 complete questions, debiased EM (0.75 + 1 + 0) / 3 = 7/12, all correct 1/3; the MCQ
 grid's X1_Y1 is 7/12 (n=3), X1_Y2 0.75 (n=1), X4_Y3 empty; the open grid has X1_Y1 1 (n=1)
@@ -58,7 +58,7 @@ def opened(qid: str, score: float, cell: str) -> Record:
                   benchmark=BenchmarkInfo(name="memeye"), status="ok",
                   ability="knowledge_update", answer_type="free_text", labels=Labels(x=x, y=y),
                   question="?", gold="red", prediction="x", response=Response(text="x"),
-                  scores={"rule": score}, meta={"base_question_id": qid, "xy_cells": [cell]})
+                  scores={"judge": score}, meta={"base_question_id": qid, "xy_cells": [cell]})
 
 
 def run_a() -> list[Record]:
@@ -129,3 +129,38 @@ def test_every_format_carries_the_figures(tables):
 
     page = render_html(tables, title="t")
     assert "MCQ over rotations" in page and "58.3%" in page and "(n=3) †" in page
+
+
+def test_open_questions_take_the_judge_never_a_rule_score_and_the_headline_keeps_forms_apart():
+    """Issue 24: rotations are valued by their letter, open questions by the judge alone.
+    O3's judge call failed: it is left out (a judge error), not valued by the rule's 0; the
+    rule's 0s on O1, O2 (an older run scored open questions by rule too) are never used."""
+    recs = run_a()
+    for r in recs:
+        if r.question_id.endswith(":open"):
+            r.scores["rule"] = 0.0
+    failed = opened("O3", 1.0, "X1_Y1")
+    failed.scores = {"rule": 0.0}
+    failed.meta["judge_error"] = {"kind": "timeout", "message": "slow", "scorer": "judge"}
+    t = build_tables([RunData("A", identity("s", "-"), [*recs, failed])])
+    op = t.xy["A · open"]
+    assert (op["X1"]["Y1"].accuracy, op["X1"]["Y1"].n) == (1.0, 1)  # O1 by the judge; O3 out
+    rows = {r.run: r for r in t.runs}
+    assert set(rows) == {"A · MCQ", "A · open"}
+    assert (rows["A · MCQ"].form, rows["A · open"].form) == ("MCQ", "open")
+    # MCQ: the 12 answered rotations by their letter (P 1,1,0,1; Q 1,1,1,1; R 1,1,1; S 0)
+    assert (rows["A · MCQ"].n, rows["A · MCQ"].accuracy) == (12, pytest.approx(10 / 12))
+    # open: the judge over the two it judged, O3 counted apart (3 answered, 2 judged)
+    assert (rows["A · open"].n, rows["A · open"].n_ok) == (2, 3)
+    assert rows["A · open"].accuracy == 0.5
+    assert set(t.ability_matrix) == {"A · MCQ", "A · open"}
+    md = render_tables_markdown(t)
+    assert "`<run> · MCQ` and `<run> · open` are one run's two forms" in md
+    assert ("| A · open | s · m · image | - | 3 | 0 | 0 | 50.0% [9.5, 90.5] (small n: Wilson) "
+            "(n=2) |") in md
+
+
+def test_a_judge_that_scored_every_open_question_is_the_primary_rotations_are_no_errors():
+    t = build_tables([RunData("A", identity("s", "-"), run_a())])
+    assert t.primary == "judge"  # the rotations are not judge errors: it covered all it may
+    assert t.summaries["A"].primary_note is None

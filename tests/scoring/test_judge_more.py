@@ -110,6 +110,37 @@ def test_memeye_five_levels_end_to_end(tmp_path):
     assert recs["q_lens"].score_details["judge"].details["rubric"] == "memlens"
 
 
+def test_memeye_rotations_are_never_judged_and_a_failed_open_one_is_a_judge_error(tmp_path):
+    """Issue 24: the letter alone measures a rotation, the judge alone an open question."""
+    run_dir = tmp_path / "run"
+    rotations = [_rec(f"t:q1:r{k}", g, g, answer_type=T.MCQ, bench="memeye", rule=1.0,
+                      base_question_id="t:q1", rotation=k, rotations=2, measure="letter")
+                 for k, g in ((1, "A"), (2, "B"))]
+    legacy = _rec("t:q0:r1", "C", "C", answer_type=T.MCQ, bench="memeye", rule=1.0,
+                  base_question_id="t:q0", rotation=1)  # recorded before meta.measure
+    opened = [_rec(q, "a red mug", "red", bench="memeye", base_question_id=q[:-5],
+                   measure="judge") for q in ("t:q1:open", "t:q2:open")]
+    _write(run_dir, [*rotations, legacy, *opened])
+    asked: list[str] = []
+
+    def answer(body):
+        p = _prompt(body)
+        asked.append(re.search(r"Question (\S+)\?", p).group(1))
+        return "unreadable" if "t:q2:open" in p else '{"score": 0.75, "reasoning": "r"}'
+
+    with StubServer(answer=answer) as stub:
+        counts = _judge(stub, tmp_path, run_dir, label_errors=False)
+    assert set(asked) == {"t:q1:open", "t:q2:open"}  # no rotation reached the judge
+    assert counts["judged"] == 1 and counts["failures"] == 1
+    recs = read_records(run_dir)
+    assert recs["t:q1:open"].scores["judge"] == 0.75
+    failed = recs["t:q2:open"]
+    assert "judge" not in failed.scores and failed.meta["judge_error"]["scorer"] == "judge"
+    assert all("judge" not in recs[q].scores for q in ("t:q1:r1", "t:q1:r2", "t:q0:r1"))
+    manifest = load_manifest(run_dir)
+    assert (manifest["judge"]["judged"], manifest["judge"]["failures"]) == (1, 1)
+
+
 def test_judge_labels_wrong_answers_the_rules_leave(tmp_path):
     run_dir = tmp_path / "run"
     _write(run_dir, [

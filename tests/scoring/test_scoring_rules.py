@@ -70,7 +70,7 @@ def test_scorers_are_registered_and_follow_the_protocol() -> None:
         made = reg[name]()
         assert isinstance(made, cls)
         assert isinstance(made, Scorer)
-        assert made.name == name and made.version == ("3" if name == "rule" else "2")
+        assert made.name == name and made.version == ("4" if name == "rule" else "2")
     assert [s.name for s in default_scorers()] == ["rule", "subem", "f1"]
 
 
@@ -82,7 +82,7 @@ def test_missing_prediction_is_not_scored(scorer: Scorer) -> None:
 def test_score_shape() -> None:
     s = RULE.score(q("$260.00", "currency"), "The total came to $260.")
     assert isinstance(s, Score)
-    assert (s.value, s.scorer, s.version, s.method) == (1.0, "rule", "3", "rule")
+    assert (s.value, s.scorer, s.version, s.method) == (1.0, "rule", "4", "rule")
     assert s.details["candidates"] == ["260 $"]
     assert s.details["parsed"] == "260 $"
 

@@ -60,6 +60,10 @@ from memgauge.analysis._metrics import (
     ScorerStat,
     Summary,
     choose_primary,
+    fmt_reply_labels,
+    mixed_versions,
+    reply_labels,
+    scorer_versions,
     summarize,
 )
 from memgauge.analysis._paired import (
@@ -92,6 +96,7 @@ from memgauge.analysis._tables import (
     build_tables,
     load_runs,
     measure_of,
+    row_of,
     scorer_label,
 )
 
@@ -149,6 +154,7 @@ __all__ = [
     "cohen_kappa_labels",
     "error_breakdown",
     "family_kind",
+    "fmt_reply_labels",
     "game_records",
     "game_report",
     "get_retriever",
@@ -160,6 +166,7 @@ __all__ = [
     "mean",
     "mean_ci",
     "measure_of",
+    "mixed_versions",
     "naive_se",
     "near_duplicates",
     "normalize_for_match",
@@ -169,8 +176,11 @@ __all__ = [
     "rapidocr_text",
     "recency_rerank",
     "render_gates_markdown",
+    "reply_labels",
     "retrieval_recall",
+    "row_of",
     "scorer_label",
+    "scorer_versions",
     "session_text",
     "spearman",
     "summarize",

@@ -2,8 +2,9 @@
 
 A wrong answer (status ``ok`` and ``scores[scorer] < 1``) gets the first label that applies:
 
-1. ``non_answer``: empty prediction, over ``max_words`` words, or degenerate repetition
-   (unique 5-gram ratio under 0.40 over at least 500 characters);
+1. ``non_answer``: empty prediction, over ``max_words`` words, degenerate repetition
+   (unique 5-gram ratio under 0.40 over at least 500 characters), or a reply the rule
+   scorer found hedged (several candidates, none stated; design 0038);
 2. ``answerability_failure``: answered a refusal question, or refused an answerable one;
 3. ``stale_answer``: the prediction matches one of the question's old (superseded) answers;
 4. ``computation_slip``: a numeric answer within 10 % (or, for integers, 1) of the gold;
@@ -184,6 +185,8 @@ def label_error(
     ratio = _degenerate(pred)
     if ratio is not None:
         return make(NON_ANSWER, f"degenerate repetition (unique 5-gram ratio {ratio:.2f})")
+    if details.get("label") == "hedged":  # design 0038
+        return make(NON_ANSWER, "hedged: several candidate answers, none stated as the answer")
 
     # 2. answerability_failure
     if record.answer_type == AnswerType.REFUSAL:

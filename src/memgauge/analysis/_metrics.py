@@ -14,6 +14,7 @@ from typing import Any
 
 from memgauge.analysis._stats import BOOTSTRAP, SMALL_N, mean, mean_ci
 from memgauge.schema import Ability, AnswerType, Record
+from memgauge.scoring import judge_applies
 
 __all__ = [
     "CoverageStat",
@@ -22,6 +23,10 @@ __all__ = [
     "ScorerStat",
     "Summary",
     "choose_primary",
+    "fmt_reply_labels",
+    "mixed_versions",
+    "reply_labels",
+    "scorer_versions",
     "summarize",
 ]
 
@@ -159,6 +164,13 @@ class Summary:
     tokens: dict[str, int] = field(default_factory=dict)
     primary_covers: int = 0  # answered records carrying the primary score
     primary_note: str | None = None  # why the headline is not a judge the records carry
+    # ok replies a rule scorer could not read as one answer, by label (design 0038):
+    # "hedged" (several candidates, none stated), "unparseable" (an MCQ reply with no letter)
+    reply_labels: dict[str, int] = field(default_factory=dict)
+    # scorer -> version -> ok records scored with it: a scorer's decisions change with its
+    # version (rule "4" gave hedges 0, design 0038); records keep theirs, so a run resumed
+    # across an upgrade can hold two, which the report says
+    scorer_versions: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A plain, JSON-serialisable dict (non-finite numbers become ``None``)."""
@@ -167,6 +179,8 @@ class Summary:
             "n_ok": self.n_ok,
             "n_errors": self.n_errors,
             "error_kinds": dict(self.error_kinds),
+            "reply_labels": dict(self.reply_labels),
+            "scorer_versions": {k: dict(v) for k, v in self.scorer_versions.items()},
             "errors": [e.to_dict() for e in self.errors],
             "scorers": list(self.scorers),
             "primary": self.primary,
@@ -202,11 +216,17 @@ def token_totals(records: Sequence[Record]) -> dict[str, int]:
     return totals if totals["answers"] else {}
 
 
+# Scorers shown beside the headline, never as it: SubEM credits any reply containing the
+# gold, a dump of the history or a list of every candidate included (design 0038).
+SECONDARY_ONLY = frozenset({"subem"})
+
+
 def choose_primary(scorers: Sequence[str], primary: str | None = None, *,
                    covered: dict[str, int] | None = None, n_ok: int | None = None) -> str | None:
     """The headline scorer: ``primary`` if given, else the first (sorted) name containing
-    "judge", else "rule", else a name containing "rule", else the first name; ``None`` when
-    there are no scorers. A given ``primary`` absent from non-empty ``scorers`` is an error.
+    "judge", else "rule", else a name containing "rule", else the first name that is not
+    secondary only (:data:`SECONDARY_ONLY`); ``None`` when there is none. A given
+    ``primary`` absent from non-empty ``scorers``, or secondary only, is an error.
 
     With ``covered`` (score name -> answered records carrying it) and ``n_ok``, a judge that
     did not score every answered question is passed over: a headline over the few it could
@@ -216,6 +236,10 @@ def choose_primary(scorers: Sequence[str], primary: str | None = None, *,
     if primary is None and covered is not None and n_ok is not None:
         names = [n for n in names if "judge" not in n.lower() or covered.get(n, 0) >= n_ok] \
             or names
+    if primary in SECONDARY_ONLY:
+        raise ValueError(
+            f"{primary!r} cannot be the primary scorer: containment credits a reply that dumps "
+            "text or lists every candidate (design 0038); it is reported beside the primary")
     if primary is not None:
         if names and primary not in names:
             raise ValueError(
@@ -229,7 +253,7 @@ def choose_primary(scorers: Sequence[str], primary: str | None = None, *,
         [n for n in names if "judge" in n.lower()],
         [n for n in names if n == "rule"],
         [n for n in names if "rule" in n.lower()],
-        names,
+        [n for n in names if n not in SECONDARY_ONLY],
     ):
         if candidates:
             return candidates[0]
@@ -249,11 +273,58 @@ def primary_note(scorers: Sequence[str], chosen: str | None, covered: dict[str, 
 
 
 def coverage_counts(records: Iterable[Record]) -> dict[str, int]:
-    """Score name -> how many of ``records`` carry it."""
+    """Score name -> how many of ``records`` carry it. A judge also covers the MCQ
+    rotations it never scores (scoring/_route.py): they are not judge errors."""
     counts: Counter[str] = Counter()
+    letters = []
     for r in records:
         counts.update(r.scores.keys())
+        if not judge_applies(r):
+            letters.append(r)
+    for name in [n for n in counts if "judge" in n.lower()]:
+        counts[name] += sum(name not in r.scores for r in letters)
     return dict(counts)
+
+
+REPLY_LABELS = ("hedged", "unparseable")
+
+
+def reply_labels(ok: Iterable[Record]) -> dict[str, int]:
+    """How many ok records a scorer labelled hedged or unparseable (each record once, by the
+    first such label among its scores); labels with no record are left out."""
+    counts: Counter[str] = Counter()
+    for r in ok:
+        labels = {d.details.get("label") for d in r.score_details.values()}
+        found = next((label for label in REPLY_LABELS if label in labels), None)
+        if found is not None:
+            counts[found] += 1
+    return {label: counts[label] for label in REPLY_LABELS if counts[label]}
+
+
+def scorer_versions(ok: Iterable[Record]) -> dict[str, dict[str, int]]:
+    """For each scorer, how many ok records carry each of its versions."""
+    out: dict[str, Counter[str]] = {}
+    for r in ok:
+        for name, score in r.score_details.items():
+            out.setdefault(name, Counter())[score.version] += 1
+    return {name: dict(sorted(c.items())) for name, c in sorted(out.items())}
+
+
+def mixed_versions(versions: dict[str, dict[str, int]]) -> str | None:
+    """ "rule: version 3 (12), 4 (8)" for each scorer whose records carry several versions,
+    or None when every scorer has one."""
+    mixed = [f"{name}: version " + ", ".join(f"{v} ({n})" for v, n in by.items())
+             for name, by in versions.items() if len(by) > 1]
+    return "; ".join(mixed) if mixed else None
+
+
+def fmt_reply_labels(labels: dict[str, int], n_ok: int) -> str:
+    """ "3 hedged, 1 unparseable (4 of 30 ok, scored 0)"; "0" when there are none."""
+    if not labels:
+        return "0"
+    total = sum(labels.values())
+    parts = ", ".join(f"{n} {label}" for label, n in labels.items())
+    return f"{parts} ({total} of {n_ok} ok, scored 0)"
 
 
 def _ability_key(ability: Ability | str) -> str:
@@ -399,6 +470,8 @@ def summarize(
         tokens=token_totals(ok),
         primary_covers=covered.get(chosen, 0) if chosen else 0,
         primary_note=primary_note(scorers, chosen, covered, len(ok)),
+        reply_labels=reply_labels(ok),
+        scorer_versions=scorer_versions(ok),
         n_records=len(all_records),
         n_ok=len(ok),
         n_errors=len(failed),

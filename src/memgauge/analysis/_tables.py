@@ -32,9 +32,24 @@ from memgauge.analysis._metrics import (
 from memgauge.analysis._paired import clustered_se, spearman
 from memgauge.analysis._stats import BOOTSTRAP, mean
 from memgauge.analysis._timeline import by_system as timeline_by_system
-from memgauge.analysis._xy import XYCell, rotation_summary, xy_matrices
+from memgauge.analysis._xy import (
+    LETTER_SCORER,
+    XYCell,
+    judge_name,
+    rotation_summary,
+    xy_matrices,
+)
 from memgauge.errors import ConfigError, MemgaugeError
-from memgauge.schema import RUN_FINISHED, RUN_RUNNING, RUN_STOPPED, Ability, ErrorInfo, Record
+from memgauge.schema import (
+    RUN_FINISHED,
+    RUN_RUNNING,
+    RUN_STOPPED,
+    Ability,
+    ErrorInfo,
+    Measure,
+    Record,
+)
+from memgauge.scoring import record_measure
 
 __all__ = [
     "DEPTH_BINS",
@@ -223,6 +238,7 @@ class RunRow:
     n_ok: int
     n_errors: int
     error_kinds: dict[str, int]
+    reply_labels: dict[str, int]  # hedged / unparseable ok replies (scored 0, counted apart)
     n: int  # ok records carrying the primary score
     accuracy: float  # micro
     ci_low: float
@@ -243,6 +259,9 @@ class RunRow:
     evidence_recall: float
     n_recall: int
     scores: dict[str, Cell]  # every scorer's accuracy over this run's ok records
+    # "MCQ" or "open" for one form of a run holding both (MemEye): its row is then
+    # "<run> · <form>", valued by that form's own measure (see _form_parts)
+    form: str = ""
     # What the run set out to answer (design 0040): planned questions (None: not known),
     # the manifest's run_state, and whether records are missing; ``progress`` says so
     # ("incomplete: 1 of 6"), "" for a complete run. Incomplete runs rank apart.
@@ -506,6 +525,7 @@ def _run_row(run: RunData, system: str, tier: str, primary: str | None, *, seed:
         modality=sent_modality(run),
         n_records=summary.n_records, n_ok=summary.n_ok, n_errors=summary.n_errors,
         error_kinds=dict(summary.error_kinds),
+        reply_labels=dict(summary.reply_labels),
         n=head.n if head else 0,
         accuracy=head.accuracy if head else math.nan,
         ci_low=head.ci_low if head else math.nan,
@@ -522,7 +542,6 @@ def _run_row(run: RunData, system: str, tier: str, primary: str | None, *, seed:
         n_refusal=sum(1 for r in scored if r.answer_type == "refusal"),
         evidence_recall=mean(recalls), n_recall=len(recalls),
         scores={name: Cell(st.accuracy, st.n) for name, st in summary.overall.items()},
-        **_progress_fields(run_progress(run.manifest, summary.n_records)),
     )
     return row, by_ability, summary
 
@@ -530,6 +549,43 @@ def _run_row(run: RunData, system: str, tier: str, primary: str | None, *, seed:
 def _progress_fields(p: RunProgress) -> dict[str, Any]:
     return {"n_planned": p.planned, "run_state": p.state, "incomplete": not p.complete,
             "progress": p.label}
+
+
+FORMS = {Measure.LETTER.value: "MCQ", Measure.JUDGE.value: "open"}
+
+
+def _form_parts(run: RunData) -> list[tuple[str, RunData]]:
+    """A run holding both MemEye forms as two leaderboard parts, ``<run> · MCQ`` and
+    ``<run> · open`` (the reference's ``overall`` mixes a letter rate with judge levels);
+    any other run whole, with no form."""
+    by_measure: dict[str | None, list[Record]] = {}
+    for r in run.records:
+        by_measure.setdefault(record_measure(r), []).append(r)
+    if len(by_measure) < 2:
+        return [("", run)]
+    order = [Measure.LETTER.value, Measure.JUDGE.value, None]
+    return [(form, replace(run, label=f"{run.label} · {form}", records=by_measure[m]))
+            for m in order if m in by_measure
+            for form in [FORMS.get(m or "", "other")]]
+
+
+def _form_primary(records: Sequence[Record], chosen: str | None,
+                  judge: str | None) -> str | None:
+    """What values a part's headline: the letter rule for MCQ rotations alone, the judge
+    for judge-only questions alone (``judge`` when no judge ran: no accuracy, never a
+    rule score in its place), else the report's primary scorer."""
+    measures = {record_measure(r) for r in records}
+    if measures == {Measure.LETTER.value}:
+        return LETTER_SCORER
+    if measures == {Measure.JUDGE.value}:
+        return judge or "judge"
+    return chosen
+
+
+def row_of(tables: ReportTables, label: str) -> RunRow:
+    """The leaderboard row of run ``label``, or its first part's."""
+    return next(r for r in tables.runs
+                if r.run == label or (r.form and r.run == f"{label} · {r.form}"))
 
 
 def _group_by_ability(records: Iterable[Record]) -> dict[str, list[Record]]:
@@ -731,10 +787,19 @@ def build_tables(runs: Sequence[RunData], *, primary: str | None = None, seed: i
     summaries: dict[str, Summary] = {}
     breakdowns: dict[str, dict[str, Any]] = {}
     for run in runs:
-        row, cells, summaries[run.label] = _run_row(run, system_of[run.label],
-                                                    tiers[run.label], chosen, **kw)
-        rows.append(row)
-        matrix[run.label] = cells
+        parts = _form_parts(run)
+        judge = judge_name(run.records, chosen)
+        # the whole run's progress, on each of its form parts too (design 0040)
+        progress = _progress_fields(run_progress(run.manifest, len(run.records)))
+        for form, part in parts:
+            row, cells, summaries[run.label] = _run_row(
+                part, system_of[run.label], tiers[run.label],
+                _form_primary(part.records, chosen, judge), **kw)
+            rows.append(replace(row, form=form, **progress))
+            matrix[part.label] = cells
+        if len(parts) > 1:  # the run's own summary (its per-run section), as before
+            summaries[run.label] = _run_row(run, system_of[run.label], tiers[run.label],
+                                            chosen, **kw)[2]
         if chosen is not None:
             bd = breakdowns[run.label] = error_breakdown(run.records, scorer=chosen)
             error_labels[run.label] = {"n_wrong": bd["n_wrong"], "by_label": bd["by_label"],

@@ -7,6 +7,10 @@ the debiased EM (the mean of its rotations' letter scores) and whether every rot
 right. A question with a rotation that failed (an error) or went unscored is incomplete: it
 is counted apart, never scored as wrong.
 
+An open question measured by the judge alone (``meta.measure``, scoring/_route.py) takes its
+judge score, whatever the primary scorer: without one (a judge error, or no judge run) it
+is left out, never given a rule score in its place.
+
 A question counts in every cell of its labels: ``meta.xy_cells`` (``X1_Y2``, the Cartesian
 product of MemEye's multi-label ``point``) where the record has it, else
 ``labels.x``/``labels.y``.
@@ -20,7 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..schema import Record
+from ..schema import Measure, Record
+from ..scoring import record_measure
 from ._stats import bootstrap_ci, mean
 
 X_LABELS = ("X1", "X2", "X3", "X4")
@@ -93,6 +98,20 @@ def _letter_score(r: Record, primary: str | None) -> float | None:
     return r.scores.get(name) if name is not None else None
 
 
+def judge_name(records: Iterable[Record], primary: str | None) -> str | None:
+    """The judge score that measures judge-only questions: the primary scorer when it is a
+    judge, else the first judge score (by name) any record carries; None without one."""
+    if primary is not None and "judge" in primary.lower():
+        return primary
+    return min((n for r in records for n in r.scores if "judge" in n.lower()), default=None)
+
+
+def measured_by(record: Record, primary: str | None, judge: str | None) -> str | None:
+    """The score that values ``record`` outside the rotation fold: the judge for a
+    judge-only question, else the primary scorer."""
+    return judge if record_measure(record) == Measure.JUDGE.value else primary
+
+
 def question_units(records: Sequence[Record], primary: str | None) -> tuple[list[QuestionUnit],
                                                                                int]:
     """The questions of a run, and how many MCQ questions were incomplete."""
@@ -106,11 +125,12 @@ def question_units(records: Sequence[Record], primary: str | None) -> tuple[list
         scores = [float(v) for v in values if v is not None]
         units.append(QuestionUnit(base, "mcq", mean(scores), all(v >= 1 for v in scores),
                                   _cells(rots[0])))
-    if primary is not None:
-        for r in records:
-            if not is_rotation(r) and r.status == "ok" and primary in r.scores:
-                units.append(QuestionUnit(r.question_id, "item", r.scores[primary], None,
-                                          _cells(r)))
+    judge = judge_name(records, primary)
+    for r in records:
+        name = measured_by(r, primary, judge)
+        if not is_rotation(r) and r.status == "ok" and name is not None and name in r.scores:
+            units.append(QuestionUnit(r.question_id, "item", r.scores[name], None,
+                                      _cells(r)))
     return units, incomplete
 
 
@@ -177,7 +197,9 @@ def xy_matrices(records: Sequence[Record], primary: str | None, label: str,
     units, _ = question_units(records, primary)
     forms: Mapping[str, list[QuestionUnit]] = {
         f: [u for u in units if u.form == f] for f in ("mcq", "item")}
-    both = all(forms.values())
+    # named by form when the run asked both, even if one form has no value yet (open
+    # questions before the judge ran): a grid must say which measure it shows
+    both = any(is_rotation(r) for r in records) and not all(is_rotation(r) for r in records)
     out = {}
     for form, group in forms.items():
         grid = xy_grid(group, **kw)

@@ -29,10 +29,35 @@ class BenchmarkOptions:
     data: str
     image_dir: str | None = None
     allow_missing_images: bool = False
+    # --allow-inconsistent: gold that contradicts itself is a warning in the manifest, not
+    # an error (see Inconsistencies)
+    allow_inconsistent: bool = False
     question_ids: str | None = None  # a file listing question ids to keep (a subset)
     tier: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # --bench-option key=value
     protocol: str = "online"  # --protocol: a loader may refuse one its data cannot honour
+
+
+class Inconsistencies:
+    """Gold that contradicts itself (a rotation's letter off its gold text, an open twin
+    with another gold, an evidence pointer to no turn, ...): each a named error, or with
+    ``--allow-inconsistent`` a warning per question, kept for the run manifest."""
+
+    HINT = "; pass --allow-inconsistent to load it anyway, with a warning in the manifest"
+
+    def __init__(self, allow: bool) -> None:
+        self.allow = allow
+        self.found: list[dict[str, str | None]] = []
+
+    def report(self, problem: str, *, file: str, item: str | None,
+               field: str | None) -> None:
+        if not self.allow:
+            raise InputError(problem + self.HINT, file=file, item=item, field=field)
+        self.found.append({"file": file, "item": item, "field": field, "problem": problem})
+
+    def manifest(self) -> dict[str, object]:
+        """What the run manifest keeps: nothing unless --allow-inconsistent was given."""
+        return {"inconsistencies": list(self.found)} if self.allow else {}
 
 
 @runtime_checkable

@@ -65,6 +65,7 @@ class LabelledValidation:
     captioner_model_options: dict[str, str] = field(default_factory=dict)
     concurrency: int = 8
     max_tokens: int | None = None  # per answer; None: the run's default
+    allow_inconsistent: bool = False  # --allow-inconsistent: warnings, not errors
 
     @property
     def offline(self) -> bool:
@@ -99,7 +100,8 @@ def _check(v: LabelledValidation) -> dict[str, str]:
     from . import BenchmarkOptions
 
     bench = lookup("benchmark", v.bench)(BenchmarkOptions(
-        data=v.data, image_dir=v.image_dir, extra=dict(v.bench_options)))
+        data=v.data, image_dir=v.image_dir, allow_inconsistent=v.allow_inconsistent,
+        extra=dict(v.bench_options)))
     # The caption arms run last: a local captioner's mistakes must not wait for them.
     if (v.captioner or "").startswith("local:"):
         from ..models.local import checked_options
@@ -126,7 +128,7 @@ def _run(v: LabelledValidation, name: str, variant: Variant, options: dict[str, 
     Runner(RunConfig(
         bench=v.bench, data=v.data, image_dir=v.image_dir, out=str(out), system=variant.system,
         system_options=dict(variant.system_options), model=v.model, base_url=v.base_url,
-        model_options=dict(v.model_options),
+        model_options=dict(v.model_options), allow_inconsistent=v.allow_inconsistent,
         context_mode=variant.context_mode, bench_options=options, captioner=captioner,
         captioner_base_url=v.captioner_base_url if captioner else None,
         captioner_model_options=dict(v.captioner_model_options) if captioner else {},
@@ -253,6 +255,7 @@ def validate_from_cli(bench: str, data: str | None, *, model: str, base_url: str
                       image_dir: str | None, bench_options: dict[str, str],
                       captioner: str | None, captioner_base_url: str | None, out: str | None,
                       captioner_model_options: dict[str, str] | None = None,
+                      allow_inconsistent: bool = False,
                       progress: Callable[[str], None]) -> tuple[dict[str, Any], Path]:
     """``memgauge validate --bench NAME --data PATH``: the results and the Markdown file."""
     if not data:
@@ -262,5 +265,6 @@ def validate_from_cli(bench: str, data: str | None, *, model: str, base_url: str
                            max_tokens=max_tokens, image_dir=image_dir,
                            bench_options=bench_options, captioner=captioner,
                            captioner_base_url=captioner_base_url,
-                           captioner_model_options=captioner_model_options or {})
+                           captioner_model_options=captioner_model_options or {},
+                           allow_inconsistent=allow_inconsistent)
     return validate_labelled(v, progress), v.out / "gates.md"

@@ -173,7 +173,8 @@ class CombinedBenchmark:
         inner_extra = {k[len(INNER):]: v for k, v in extra.items() if k.startswith(INNER)}
         self.inner = lookup("benchmark", self.of)(BenchmarkOptions(
             data=opts.data, image_dir=opts.image_dir,
-            allow_missing_images=opts.allow_missing_images, question_ids=opts.question_ids,
+            allow_missing_images=opts.allow_missing_images,
+            allow_inconsistent=opts.allow_inconsistent, question_ids=opts.question_ids,
             tier=opts.tier, extra=inner_extra, protocol=opts.protocol))
         if inner_extra and not getattr(self.inner, "options", None):
             raise ConfigError(f"--bench-option of.*: {self.of} takes no benchmark options")

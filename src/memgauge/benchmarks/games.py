@@ -466,8 +466,9 @@ class GamesBenchmark:
             seen = " <image>" if frame else ""
         text = f"After step {step.step} you saw:" + seen + \
             (f"\n{step.observation}" if step.observation else "")
-        return [Turn(turn_id=f"t{step.step}-action", role="assistant",
-                     text=f"Step {step.step}: {step.action}"),
+        from ..games._view import action_text  # one rendering for the loader and the check
+
+        return [Turn(turn_id=f"t{step.step}-action", role="assistant", text=action_text(step)),
                 Turn(turn_id=f"t{step.step}-obs", role="user", text=text, images=images)]
 
     def _question(self, entry: _TrajectoryEntry, r: _Row,

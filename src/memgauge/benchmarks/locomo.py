@@ -45,6 +45,7 @@ from ..schema import (
 from ._base import (
     BenchmarkOptions,
     HashingReader,
+    Inconsistencies,
     file_sha256,
     inferred_labels,
     iter_json_items,
@@ -67,6 +68,7 @@ CATEGORIES = {
 _SESSION_RE = re.compile(r"^session_(\d+)$")
 _DATE_RE = re.compile(r"^session_(\d+)_date_time$")
 _DIA_RE = re.compile(r"^D:?(\d+):(\d+)$")  # also takes the typo "D:11:26"
+_DIA_SESSION_RE = re.compile(r"^D:?(\d+)(?::|$)")  # the session a broken pointer names
 _SPLIT_RE = re.compile(r"[;,\s]+")
 _TURN_KEYS = {"speaker", "dia_id", "text", "img_url", "blip_caption", "query", "re-download"}
 # --bench-option asked_after=...: when a question is asked (the first is the default)
@@ -91,6 +93,23 @@ def _after_latest_evidence(q: Question, index: dict[str, int]) -> int | None:
     if q.answer_type is AnswerType.REFUSAL or not q.evidence:
         return None
     return max(index[e.session_id] for e in q.evidence)
+
+
+def pointers_that_move(q: Question, index: dict[str, int]) -> list[str]:
+    """The evidence pointers to no turn that could change when ``q`` is asked under
+    ``asked_after=evidence``: all but those naming a session no later than its latest
+    readable evidence (whatever turn they meant, the question is asked there). Without a
+    readable one the question would be asked at the end, and a pointer to a later session
+    (``D19:40`` where D19 has 30 turns) might be its latest evidence."""
+    if q.answer_type is AnswerType.REFUSAL:  # asked at the end whatever its evidence
+        return []
+    out = []
+    for token in q.meta.get("bad_evidence", []):
+        m = _DIA_SESSION_RE.match(token) if type(token) is str else None
+        session = index.get(f"session_{int(m.group(1))}") if m else None
+        if q.asked_after is None or session is None or session > q.asked_after:
+            out.append(str(token))
+    return out
 
 
 def _natural_key(path: Path) -> list[Any]:
@@ -154,6 +173,7 @@ class LoCoMoBenchmark:
         self._shas: dict[str, str] = {}
         self._counts = {"episodes": 0, "questions": 0, "images": 0, "missing_images": 0}
         self._notes: dict[str, Any] = {}
+        self.inconsistencies = Inconsistencies(opts.allow_inconsistent)
 
     # -- streaming --------------------------------------------------------------------------
 
@@ -162,6 +182,7 @@ class LoCoMoBenchmark:
         self._counts, self._shas = counts, {}
         notes: dict[str, Any] = {"bad_evidence": 0, "repaired_evidence": 0}
         self._notes = notes
+        self.inconsistencies = Inconsistencies(self.opts.allow_inconsistent)
         seen_eps: dict[str, str] = {}  # conversation id -> where it was first
         seen_qs: set[str] = set()
         for path in self.files:
@@ -290,8 +311,16 @@ class LoCoMoBenchmark:
             q.labels = inferred_labels(q, sessions)
         if self.asked_after == "evidence":
             index = {s.session_id: i for i, s in enumerate(sessions)}
-            for q in questions:
+            for k, q in enumerate(questions):
                 q.asked_after = _after_latest_evidence(q, index)
+                for token in pointers_that_move(q, index):
+                    shown = "at the end" if q.asked_after is None else \
+                        f"after {sessions[q.asked_after].session_id}"
+                    self.inconsistencies.report(
+                        f"evidence pointer {token!r} names no turn of this conversation, so "
+                        "when to ask the question (asked_after=evidence) is unknown; without "
+                        f"it, it would be asked {shown}", file=file, item=q.question_id,
+                        field=f"qa[{k}].evidence")
         meta: dict[str, Any] = {"speaker_a": next(iter(speakers)),
                                 "speaker_b": list(speakers)[1], "file": path.name}
         orphan_dates = sorted(set(dated) - set(numbers))
@@ -428,6 +457,7 @@ class LoCoMoBenchmark:
             "counts": dict(self._counts),
             "evidence_problems": dict(self._notes),
             "asked_after": self.asked_after,
+            **self.inconsistencies.manifest(),
         }
         if self.keep is not None:
             out["subset"] = {"file": str(self.opts.question_ids), "ids": len(self.keep)}

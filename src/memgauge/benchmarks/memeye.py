@@ -39,11 +39,18 @@ from ..schema import (
     EvidenceRef,
     ImageRef,
     Labels,
+    Measure,
     Question,
     Session,
     Turn,
 )
-from ._base import BenchmarkOptions, file_sha256, inferred_labels, read_id_list
+from ._base import (
+    BenchmarkOptions,
+    Inconsistencies,
+    file_sha256,
+    inferred_labels,
+    read_id_list,
+)
 from ._parse import type_name
 
 LOADER_VERSION = "1"
@@ -61,6 +68,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {"asked_after": ("end", "evidence"),
                                        "format": ("both", "mcq", "open")}
 _IMAGE_PREFIX = re.compile(r"^(?:\.\./image/|\./image/|image/|data/image/)")
 _LETTER = re.compile(r"^[A-Z]$")
+_WORD = re.compile(r"\w+")
 
 
 def _bench_options(extra: dict[str, Any]) -> dict[str, str]:
@@ -153,6 +161,29 @@ def _str_list(obj: dict[str, Any], key: str, where: _Where, field: str) -> list[
     return list(value)
 
 
+def _words(text: Any) -> list[str]:
+    return _WORD.findall(str(text).casefold())
+
+
+def same_gold(a: Any, b: Any) -> bool:
+    """Two golds agree when one's words are the other's, or run inside them ("Yes" and
+    "Yes, it is the same plant"): an open reference may say more than its option, never
+    something else ("Red" and "Blue")."""
+    x, y = _words(a), _words(b)
+    if not x or not y:
+        return x == y
+    short, long = sorted((x, y), key=len)
+    return any(long[i:i + len(short)] == short for i in range(len(long) - len(short) + 1))
+
+
+def _twin_key(qa: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What pairs an open QA with its MCQ twin when their ids differ: the evidence sessions
+    and the question's words."""
+    sessions = qa.get("session_id")
+    listed = [sessions] if type(sessions) is str else sessions if type(sessions) is list else []
+    return tuple(sorted(map(str, listed))), tuple(_words(qa.get("question", "")))
+
+
 class ImageCandidates:
     """Image paths resolved the way the reference tries them, never outside the data root.
 
@@ -227,6 +258,9 @@ class MemEyeBenchmark:
         self.keep: set[str] | None = read_id_list(opts.question_ids) if opts.question_ids else None
         self.info = BenchmarkInfo(name=self.name, tier=opts.tier)
         self._counts = {"episodes": 0, "questions": 0, "images": 0, "missing_images": 0}
+        self.inconsistencies = Inconsistencies(opts.allow_inconsistent)
+        # how each task's open questions met their MCQ twins (the manifest's ``pairing``)
+        self.pairing = {"by_id": 0, "by_text": 0, "open_alone": 0, "mcq_alone": 0}
         # Every task is read here, not as the run goes: a release is a few MB, and a mistake
         # in its last task then stops the run before its first request.
         self._parsed = [self._task(mcq, opened) for mcq, opened in self.tasks]
@@ -272,8 +306,11 @@ class MemEyeBenchmark:
         sessions, rounds = self._sessions(doc, where)
         questions: list[Question] = []
         mcq_qas = self._qas(doc, where) if mcq is not None else []
+        golds: list[str | None] = []  # each MCQ QA's gold text, for its open twin
         for k, qa in enumerate(mcq_qas):
-            questions += self._mcq(qa, k, task, rounds, sessions, _Where(str(mcq)))
+            asked, gold = self._mcq(qa, k, task, rounds, sessions, _Where(str(mcq)))
+            questions += asked
+            golds.append(gold)
         if opened is not None:
             odoc = doc if opened == main else self._document(opened)
             owhere = _Where(str(opened))
@@ -281,10 +318,17 @@ class MemEyeBenchmark:
             if opened != main:
                 self._same_dialogue(odoc, rounds, owhere)
             open_qas = self._qas(odoc, owhere)
-            if mcq is not None:
-                self._pair(mcq_qas, open_qas, task, owhere)
+            twins = self._pair(mcq_qas, open_qas) if mcq is not None else {}
+            mcq_bases = [self._base_id(qa, k, task, _Where(str(mcq))) for k, qa in
+                         enumerate(mcq_qas)]
             for k, qa in enumerate(open_qas):
-                questions.append(self._open(qa, k, task, rounds, sessions, owhere))
+                twin = twins.get(k)
+                base = mcq_bases[twin] if twin is not None else self._own_base(
+                    qa, k, task, set(mcq_bases), owhere)
+                q = self._open(qa, k, task, rounds, sessions, owhere, base)
+                if twin is not None:
+                    self._check_twin(q, mcq_qas[twin], golds[twin], owhere)
+                questions.append(q)
         ids: set[str] = set()
         for q in questions:
             if q.question_id in ids:
@@ -415,27 +459,59 @@ class MemEyeBenchmark:
         where.item = base
         return base
 
-    def _pair(self, mcq: list[Any], opened: list[Any], task: str, where: _Where) -> None:
-        """Each open QA has its MCQ twin (same question id, or same place when there are no
-        ids) asking the same question."""
-        def keyed(qas: list[Any]) -> dict[str, str]:
-            return {self._base_id(qa, k, task, _Where(where.file)): str(qa.get("question"))
-                    for k, qa in enumerate(qas)}
+    def _pair(self, mcq: list[Any], opened: list[Any]) -> dict[int, int]:
+        """Open QA index -> its MCQ twin's index. By ``question_id`` where both files give
+        the same one; otherwise by (evidence sessions, question text), the first MCQ QA so
+        far unpaired. MemEye's own code never pairs the two files (the release's open ids
+        may differ, e.g. an ``_open`` suffix), so an open QA left without a twin is a
+        question of its own, as is an MCQ QA without one."""
+        by_id: dict[str, int] = {}
+        by_text: dict[tuple[tuple[str, ...], tuple[str, ...]], list[int]] = {}
+        for k, qa in enumerate(mcq):
+            if qa.get("question_id") is not None:
+                by_id.setdefault(str(qa["question_id"]), k)
+            by_text.setdefault(_twin_key(qa), []).append(k)
+        twins: dict[int, int] = {}
+        for k, qa in enumerate(opened):  # ids first: a text match never takes an id's twin
+            m = by_id.get(str(qa["question_id"])) if qa.get("question_id") is not None \
+                else None
+            if m is not None and m not in twins.values():
+                twins[k] = m
+        n_by_id = len(twins)
+        for k, qa in enumerate(opened):
+            if k not in twins:
+                m = next((m for m in by_text.get(_twin_key(qa), [])
+                          if m not in twins.values()), None)
+                if m is not None:
+                    twins[k] = m
+        self.pairing["by_id"] += n_by_id
+        self.pairing["by_text"] += len(twins) - n_by_id
+        self.pairing["open_alone"] += len(opened) - len(twins)
+        self.pairing["mcq_alone"] += len(mcq) - len(twins)
+        return twins
 
-        ours, theirs = keyed(opened), keyed(mcq)
-        for base, text in ours.items():
-            where.item = base
-            if base not in theirs:
-                raise where.error("this open question has no twin in the MCQ file",
-                                  "question_id")
-            if theirs[base] != text:
-                raise where.error("the open question differs from its MCQ twin's "
-                                  f"({text!r} vs {theirs[base]!r})", "question")
-        lost = sorted(set(theirs) - set(ours))
-        if lost:
-            where.item = lost[0]
-            raise where.error(f"{len(lost)} MCQ question(s) have no open twin here",
-                              "question_id")
+    def _own_base(self, qa: dict[str, Any], k: int, task: str, taken: set[str],
+                  where: _Where) -> str:
+        """An unpaired open question's base id: its own, kept apart from the MCQ ones (an
+        open QA without an id would otherwise share a place id, ``q3``, with an MCQ QA
+        that is not its twin)."""
+        base = self._base_id(qa, k, task, where)
+        return base if base not in taken else f"{task}:open-q{k}"
+
+    def _check_twin(self, q: Question, twin: dict[str, Any], gold: str | None,
+                    where: _Where) -> None:
+        """The open question asks what its MCQ twin asks, with the same gold."""
+        where.item = q.meta["base_question_id"]
+        theirs = str(twin.get("question"))
+        if q.text != theirs:
+            self._inconsistent(where, "the open question differs from its MCQ twin's "
+                               f"({q.text!r} vs {theirs!r})", "question")
+        if gold is not None and not same_gold(q.answer, gold):
+            self._inconsistent(where, f"the open gold {q.answer!r} is not its MCQ twin's "
+                               f"gold option {gold!r}", "answer")
+
+    def _inconsistent(self, where: _Where, problem: str, field: str) -> None:
+        self.inconsistencies.report(problem, file=where.file, item=where.item, field=field)
 
     # -- questions --------------------------------------------------------------------------
 
@@ -464,9 +540,11 @@ class MemEyeBenchmark:
         return q
 
     def _mcq(self, qa: dict[str, Any], k: int, task: str, rounds: dict[str, tuple[int, int]],
-             sessions: list[Session], where: _Where) -> list[Question]:
+             sessions: list[Session], where: _Where) -> tuple[list[Question], str]:
+        """The question's rotations, and its gold text (what its open twin must answer)."""
         c = self._common(qa, k, task, rounds, sessions, where)
         rotations = self._rotations(qa, where)
+        gold_text = self._gold_text(qa, rotations, where)
         out = []
         for n, (letters, texts, gold) in enumerate(rotations, start=1):
             lines = "\n".join(f"{letter}. {t}" for letter, t in zip(letters, texts, strict=True))
@@ -477,13 +555,19 @@ class MemEyeBenchmark:
                          labels=c["labels"], evidence=c["evidence"], options=texts,
                          images=c["images"],
                          meta={**c["meta"], "rotation": n, "rotations": len(rotations),
+                               "measure": Measure.LETTER.value,
                                "gold_option": texts[letters.index(gold)]})
             out.append(self._finish(q, sessions))
-        return out
+        return out, gold_text
 
     def _open(self, qa: dict[str, Any], k: int, task: str, rounds: dict[str, tuple[int, int]],
-              sessions: list[Session], where: _Where) -> Question:
+              sessions: list[Session], where: _Where, base: str) -> Question:
         c = self._common(qa, k, task, rounds, sessions, where)
+        own = c["base"]
+        c["base"] = where.item = base  # its MCQ twin's, when it has one
+        c["meta"]["base_question_id"] = base
+        if own != base:
+            c["meta"]["source_question_id"] = own
         if qa.get("options"):
             raise where.error("an open question has options (is this the MCQ file?)",
                               "options")
@@ -492,7 +576,7 @@ class MemEyeBenchmark:
         q = Question(question_id=f"{c['base']}:open", text=c["text"], answer=answer,
                      answer_type=AnswerType.FREE_TEXT, ability=c["ability"],
                      subtype=c["subtype"], labels=c["labels"], evidence=c["evidence"],
-                     images=c["images"], meta=c["meta"])
+                     images=c["images"], meta={**c["meta"], "measure": Measure.JUDGE.value})
         return self._finish(q, sessions)
 
     @staticmethod
@@ -537,8 +621,7 @@ class MemEyeBenchmark:
         return [self.images.resolve(p, captions[n] if captions else None, where,
                                     f"question_image[{n}]") for n, p in enumerate(paths)]
 
-    @staticmethod
-    def _rotations(qa: dict[str, Any],
+    def _rotations(self, qa: dict[str, Any],
                    where: _Where) -> list[tuple[list[str], list[str], str]]:
         """(letters, option texts, gold letter) per rotation, from either option shape."""
         options = qa.get("options")
@@ -574,8 +657,44 @@ class MemEyeBenchmark:
             if gold not in letters:
                 raise where.error(f"gold letter {gold!r} is not one of the options "
                                   f"({', '.join(letters)})", gold_field)
+            self._check_options(letters, texts, len(out[0][0]) if out else None, where, field)
             out.append((letters, texts, gold))
         return out
+
+    def _check_options(self, letters: list[str], texts: list[str], first: int | None,
+                       where: _Where, field: str) -> None:
+        """One rotation's options: no text twice (two letters would both be right, or
+        both wrong), and as many as the first rotation's (a 2-option rotation among
+        4-option ones has another chance level)."""
+        seen: dict[tuple[str, ...], str] = {}
+        for letter, text in zip(letters, texts, strict=True):
+            key = tuple(_words(text)) or (text,)
+            if key in seen:
+                self._inconsistent(where, f"options {seen[key]} and {letter} have the same "
+                                   f"text {text!r}", field)
+            seen.setdefault(key, letter)
+        if first is not None and len(letters) != first:
+            self._inconsistent(where, f"{len(letters)} options where the first rotation has "
+                               f"{first}", field)
+
+    def _gold_text(self, qa: dict[str, Any], rotations: list[tuple[list[str], list[str], str]],
+                   where: _Where) -> str:
+        """The text every rotation's gold letter must point at: the QA's own ``answer``
+        when it is a text (the release's rotation lists carry one), else the first
+        rotation's gold option."""
+        golds = [texts[letters.index(gold)] for letters, texts, gold in rotations]
+        stated = qa.get("answer") if type(qa.get("options")) is list else None
+        textual = type(stated) in (str, int, float) and type(stated) is not bool \
+            and not _LETTER.match(str(stated).strip().upper())
+        want = str(stated) if textual else golds[0]
+        for n, (gold, (_, _, letter)) in enumerate(zip(golds, rotations, strict=True)):
+            if textual and not same_gold(gold, want):
+                self._inconsistent(where, f"gold letter {letter} points at {gold!r}, not "
+                                   f"the gold {want!r}", f"options[{n}].answer")
+            elif not textual and _words(gold) != _words(want):
+                self._inconsistent(where, f"rotation {n + 1}'s gold {gold!r} differs from "
+                                   f"rotation 1's {want!r}", f"options[{n}].answer")
+        return want
 
     # -- manifest ---------------------------------------------------------------------------
 
@@ -586,7 +705,8 @@ class MemEyeBenchmark:
         out: dict[str, Any] = {"name": self.name, "version": self.version,
                                "tier": self.opts.tier, "inputs": inputs,
                                "image_dir": str(self.root), "counts": dict(self._counts),
-                               **self.settings}
+                               "pairing": dict(self.pairing), **self.settings,
+                               **self.inconsistencies.manifest()}
         if self.keep is not None:
             out["subset"] = {"file": str(self.opts.question_ids), "ids": len(self.keep)}
         return out

@@ -9,7 +9,9 @@ steps are cut at N *before* the timeline is built, so no template can read a lat
 Every template of the game kind runs with its own RNG, seeded from (seed, trajectory,
 horizon, template); the questions are de-duplicated, capped per template, balanced across
 abilities, checked, given the window phrase and a stable id, and written with a copy of
-each trajectory. Same inputs and seed give the same bytes.
+each trajectory. No single answer may be right for more than chance + 10 points of a
+template family's questions, per trajectory and horizon and over the benchmark (design
+0039). Same inputs and seed give the same bytes.
 """
 
 from __future__ import annotations
@@ -21,21 +23,35 @@ import os
 import random
 import re
 import shutil
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, MemgaugeError
+from ._constant import MARGIN, Answer, answer_of, cap_constant
 from ._trajectory import Step, TrajectoryMeta, read_trajectory
+from ._view import question_names, shown_steps, unshown_names, view_text
 from .templates import ABILITIES, ANSWER_TYPES, NOT_ANSWERABLE, GameQuestion, templates_for
 
 BENCH_FORMAT = "memgauge.games-bench/1"
-GENERATOR_VERSION = "1"
+# 1: design 0032. 2: design 0039 — templates see only what the sessions render (no player
+# reason, no admissible commands; text questions naming something never shown are dropped,
+# benchmark.json "view_check"), closed answers balanced ("answer_balance"). 3: no answer
+# value, open templates too, may be right for more than chance + 10 points of a template's
+# questions, per trajectory and horizon and over the benchmark ("answer_balance").
+GENERATOR_VERSION = "3"
+# Each answer value of a closed template (yes/no, before/after) keeps at least this share of
+# the template's questions at a trajectory and horizon, where the trajectory allows.
+MIN_VALUE_SHARE = 0.3
 # No ability may hold more than this many times the questions of the median ability (per
 # trajectory and horizon): an ability with many templates must not drown the others.
 MAX_ABILITY_RATIO = 2.0
 GAME_KIND = {"crafter": "crafter", "textworld": "text", "jericho": "text"}
+# Game kinds whose names are checked against the rendered text (Crafter's names are the
+# materials, items and creatures its frames draw, so its text is not the whole view).
+NAME_CHECKED = ("text",)
 _TIMELINES = {"crafter": ("._crafter_timeline", "CrafterTimeline"),
               "text": ("._text_timeline", "TextTimeline")}
 
@@ -168,30 +184,221 @@ def _run_template(tmpl: Any, timeline: Any, rng: random.Random, where: str) -> l
                             f"{exc}"[:500]) from exc
 
 
+@dataclass
+class GenerationReport:
+    """What the generator left out, per template, for ``benchmark.json``: questions naming
+    what the sessions never showed (``view_check``)."""
+
+    not_shown: dict[str, int] = field(default_factory=dict)
+    closed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    open: dict[str, dict[str, int]] = field(default_factory=dict)
+    cut_per_horizon: dict[str, dict[str, int]] = field(default_factory=dict)
+    cut_over_benchmark: dict[str, int] = field(default_factory=dict)
+
+    def drop_unshown(self, template_id: str) -> None:
+        self.not_shown[template_id] = self.not_shown.get(template_id, 0) + 1
+
+    def closed_kept(self, template_id: str, offered: list[GameQuestion], chosen: set[int],
+                    cap: int) -> None:
+        """One (trajectory, horizon) of a closed template: what was offered and kept per
+        answer value, and whether balance kept fewer than the cap allowed."""
+        entry = self.closed.setdefault(template_id, {"offered": {}, "kept": {},
+                                                     "one_sided": 0, "fewer": 0})
+        for i, q in enumerate(offered):
+            value = str(q.answer)
+            entry["offered"][value] = entry["offered"].get(value, 0) + 1
+            if i in chosen:
+                entry["kept"][value] = entry["kept"].get(value, 0) + 1
+        if offered and not chosen:
+            entry["one_sided"] += 1
+        elif len(chosen) < min(cap, len(offered)):
+            entry["fewer"] += 1
+
+    def open_sampled(self, template_id: str, offered: int, sampled: int) -> None:
+        """One (trajectory, horizon) of an open template: its questions, and how many the
+        round-robin over answer values took."""
+        entry = self.open.setdefault(template_id, {"offered": 0, "sampled": 0})
+        entry["offered"] += offered
+        entry["sampled"] += sampled
+
+    def cut_at_horizon(self, template_id: str, cut: int) -> None:
+        entry = self.cut_per_horizon.setdefault(template_id, {"questions": 0, "horizons": 0})
+        entry["questions"] += cut
+        entry["horizons"] += 1
+
+    def answer_balance(self) -> dict[str, Any]:
+        return {"min_value_share": MIN_VALUE_SHARE,
+                "note": "closed templates keep each answer value at >= min_value_share of "
+                        "their questions per trajectory and horizon; one_sided counts the "
+                        "horizons where a value never occurred (nothing kept), fewer those "
+                        "where balance kept fewer than --max-per-template",
+                "templates": {t: {k: (dict(sorted(v.items())) if isinstance(v, dict) else v)
+                                  for k, v in e.items()}
+                              for t, e in sorted(self.closed.items())},
+                "constant_cap": {
+                    "margin": MARGIN,
+                    "note": "no answer (not answerable included) may be right for more than "
+                            "chance + margin of a template family's questions (a template and "
+                            "the adversarial ones worded as it), chance being 1/k as the "
+                            "constant-answer gate computes it; open templates are sampled "
+                            "round-robin over their answer values (open_templates), then the "
+                            "cap is kept per trajectory and horizon (cut_per_horizon) and over "
+                            "the whole benchmark (cut_over_benchmark)",
+                    "open_templates": {t: dict(e) for t, e in sorted(self.open.items())},
+                    "cut_per_horizon": {t: dict(e) for t, e in
+                                        sorted(self.cut_per_horizon.items())},
+                    "cut_over_benchmark": dict(sorted(self.cut_over_benchmark.items()))}}
+
+    def view_check(self) -> dict[str, Any]:
+        return {"rule": "every name an answerable text-game question asks about or answers "
+                        "with appears in the rendered sessions up to its horizon",
+                "dropped": dict(sorted(self.not_shown.items()))}
+
+
 def _from_template(tmpl: Any, timeline: Any, rng: random.Random, where: str, cut: int,
-                   cap: int) -> list[GameQuestion]:
-    """A template's questions at one horizon: checked, de-duplicated (first kept), then a
-    seeded choice of at most ``cap`` (a shuffle, so late variants are as likely as early
-    ones), in generation order."""
+                   cap: int, shown: str | None = None,
+                   report: GenerationReport | None = None) -> list[GameQuestion]:
+    """A template's questions at one horizon: checked, de-duplicated (first kept), those
+    naming what the view text ``shown`` never shows dropped (and counted), then a seeded
+    choice of at most ``cap`` (a shuffle, so late variants are as likely as early ones), in
+    generation order."""
     unique: dict[tuple[str, str], GameQuestion] = {}
+    dropped: set[tuple[str, str]] = set()
     for q in _run_template(tmpl, timeline, rng, where):
         _check(q, f"{where}, template {tmpl.id}", cut)
         if q.template != tmpl.id:
             raise TemplateError(f"{where}: template {tmpl.id} yielded a question of "
                                 f"{q.template!r}")
-        unique.setdefault(q.key(), q)
+        if q.key() in unique or q.key() in dropped:
+            continue  # the first of equal questions decides
+        if shown is not None and unshown_names(
+                shown, question_names(q.params, q.answer_type, q.answer, q.answerable)):
+            dropped.add(q.key())
+            if report is not None:
+                report.drop_unshown(tmpl.id)
+            continue
+        unique[q.key()] = q
     kept = list(unique.values())
-    if len(kept) > cap:
-        chosen = set(rng.sample(range(len(kept)), cap))
-        kept = [q for i, q in enumerate(kept) if i in chosen]
-    return kept
+    if getattr(tmpl, "values", ()):
+        chosen = balanced_choice(kept, tmpl.values, cap, rng)
+        if report is not None:
+            report.closed_kept(tmpl.id, kept, chosen, cap)
+        return [q for i, q in enumerate(kept) if i in chosen]
+    chosen = spread_choice(kept, cap, rng)
+    if report is not None and kept:
+        report.open_sampled(tmpl.id, len(kept), len(chosen))
+    return [q for i, q in enumerate(kept) if i in chosen]
+
+
+def _answer(q: GameQuestion) -> Answer:
+    return answer_of(q.answer, q.answerable, q.alternatives)
+
+
+def spread_choice(questions: list[GameQuestion], cap: int, rng: random.Random) -> set[int]:
+    """The indices of at most ``cap`` questions of an open template, taken round-robin over
+    its answer values in a seeded order, so the sample holds as many values as it can (a
+    plain random sample of a mostly-0 count is mostly 0)."""
+    pools: dict[str, list[int]] = {}
+    for i, q in enumerate(questions):
+        pools.setdefault(_answer(q).value, []).append(i)
+    order = sorted(pools)
+    rng.shuffle(order)  # which value comes first is a seeded draw
+    queues = [rng.sample(pools[v], len(pools[v])) for v in order]
+    spread = [queue[r] for r in range(max(map(len, queues), default=0))
+              for queue in queues if r < len(queue)]
+    return set(spread[:cap])
+
+
+def most_dominated(groups: Sequence[object]) -> Callable[[list[int], set[int]], int]:
+    """A ``cap_constant`` pick: the candidate from the group (a template, or a trajectory
+    and horizon) where the constant's candidates hold the largest share of what is kept,
+    the latest there; so a drop first takes from where the answer varies least."""
+    def pick(candidates: list[int], kept: set[int]) -> int:
+        size = Counter(groups[m] for m in kept)  # one pass each, not one per candidate
+        answered = Counter(groups[m] for m in candidates)
+        return max(candidates, key=lambda j: (answered[groups[j]] / size[groups[j]], j))
+    return pick
+
+
+def _families(template_ids: Iterable[str]) -> dict[str, list[str]]:
+    """The template ids by family (a template with the adversarial templates worded as
+    it), each family's members in id order."""
+    from .templates import all_templates
+
+    registered = all_templates()
+    families: dict[str, list[str]] = {}
+    for tid in sorted(template_ids):
+        tmpl = registered.get(tid)
+        families.setdefault(tmpl.family if tmpl else tid, []).append(tid)
+    return families
+
+
+def _closed_values(template_ids: Sequence[str]) -> tuple[str, ...]:
+    """A family's declared answer values (its closed member's; none for open families)."""
+    from .templates import all_templates
+
+    registered = all_templates()
+    return next((registered[t].values for t in template_ids
+                 if t in registered and registered[t].values), ())
+
+
+def cap_per_horizon(by_template: dict[str, list[GameQuestion]],
+                    report: GenerationReport | None = None) -> dict[str, list[GameQuestion]]:
+    """One trajectory and horizon's questions, less those that let one answer be right for
+    more than chance + ``MARGIN`` of a template family's: where the answer hardly varies,
+    the family keeps fewer questions (one, if it never varies)."""
+    out = {t: list(qs) for t, qs in by_template.items()}
+    for members in _families([t for t, qs in by_template.items() if qs]).values():
+        pairs = [(t, q) for t in members for q in out[t]]
+        keep = cap_constant([_answer(q) for _, q in pairs], _closed_values(members),
+                            most_dominated([t for t, _ in pairs]))
+        if len(keep) == len(pairs):
+            continue
+        for t in members:
+            cut = sum(1 for j, (m, _) in enumerate(pairs) if m == t and j not in keep)
+            if cut and report is not None:
+                report.cut_at_horizon(t, cut)
+        out.update({t: [q for j, (m, q) in enumerate(pairs) if m == t and j in keep]
+                    for t in members})
+    return out
+
+
+def balanced_choice(questions: list[GameQuestion], values: Sequence[str], cap: int,
+                    rng: random.Random) -> set[int]:
+    """The indices of at most ``cap`` questions of a closed template in which every answer
+    value present (each of ``values``, and "not answerable" when asked) holds at least
+    ``MIN_VALUE_SHARE``. A value of ``values`` with no question makes the template one-sided
+    here: nothing is kept, since any kept question would be answered by a constant.
+    "Not answerable" questions take turns with the values but are not owed a share."""
+    groups: dict[str, list[int]] = {}
+    for i, q in enumerate(questions):
+        groups.setdefault(str(q.answer), []).append(i)
+    if any(v not in groups for v in values):
+        return set()
+    order = list(values) + ([NOT_ANSWERABLE] if NOT_ANSWERABLE in groups else [])
+    rng.shuffle(order)  # which value gets the odd question out is a seeded draw
+    pools = {v: rng.sample(groups[v], len(groups[v])) for v in order}
+    taken: dict[str, int] = dict.fromkeys(order, 0)
+    chosen: set[int] = set()
+    while len(chosen) < cap:
+        left = [v for v in order if taken[v] < len(pools[v])]
+        if not left:
+            break
+        value = min(left, key=lambda v: taken[v])
+        scarce = min(taken[v] for v in values)  # "not answerable" may run short freely
+        if scarce < MIN_VALUE_SHARE * (len(chosen) + 1) and taken[value] > scarce:
+            break  # one more of a plentiful value would push a scarce one under its share
+        chosen.add(pools[value][taken[value]])
+        taken[value] += 1
+    return chosen
 
 
 def balance(by_template: dict[str, list[GameQuestion]],
             ratio: float = MAX_ABILITY_RATIO) -> dict[str, list[GameQuestion]]:
     """Cut every ability to at most ``ceil(ratio * median)`` questions, the median taken
-    over the abilities that have any. Cuts go round-robin from the end of the template with
-    the most questions left, so every template keeps as many as it can."""
+    over the abilities that have any. Cuts go round-robin from the template with the most
+    questions left, so every template keeps as many as it can, and take the last question
+    of that template's most common answer, so its answers stay balanced."""
     per_ability: dict[str, list[str]] = {}
     for tid, qs in by_template.items():
         if qs:
@@ -207,24 +414,39 @@ def balance(by_template: dict[str, list[GameQuestion]],
         total = sum(len(out[t]) for t in tids)
         while total > limit:
             biggest = max(tids, key=lambda t: (len(out[t]), t))
-            out[biggest].pop()
+            out[biggest].pop(_cut_index(out[biggest]))
             total -= 1
     return out
 
 
-def build_questions(traj: _Trajectory, config: GamesConfig) -> list[dict[str, Any]]:
-    """Every question of one trajectory, as ``questions.jsonl`` rows, in a stable order."""
+def _cut_index(qs: list[GameQuestion]) -> int:
+    """Which question an ability cut removes: the last whose answer is among the most
+    common (cutting simply the last could take a template's only rare answer)."""
+    values = [_answer(q).value for q in qs]
+    counts = Counter(values)
+    top = max(counts.values())
+    return max(i for i, v in enumerate(values) if counts[v] == top)
+
+
+def build_questions(traj: _Trajectory, config: GamesConfig,
+                    report: GenerationReport | None = None) -> list[dict[str, Any]]:
+    """Every question of one trajectory, as ``questions.jsonl`` rows, in a stable order.
+    The timeline is built from what the sessions show (``_view.shown_steps``) and cut at the
+    horizon, so a template can read neither a later step nor a field never rendered."""
     rows: list[dict[str, Any]] = []
+    report = report if report is not None else GenerationReport()
     templates = templates_for(traj.kind)
+    meta, steps = shown_steps(traj.meta, traj.steps)
     for cut in traj.horizons:
         make = config.make_timeline or default_timeline
-        timeline = make(traj.kind, traj.meta, traj.steps[:cut])
+        timeline = make(traj.kind, meta, steps[:cut])
         where = f"trajectory {traj.id}, horizon {cut}"
+        shown = view_text(meta, steps[:cut]) if traj.kind in NAME_CHECKED else None
         by_template = {
             t.id: _from_template(t, timeline, seeded_rng(config.seed, traj.id, cut, t.id),
-                                 where, cut, config.max_per_template)
+                                 where, cut, config.max_per_template, shown, report)
             for t in templates}
-        for qs in balance(by_template).values():
+        for qs in balance(cap_per_horizon(by_template, report)).values():
             for k, q in enumerate(qs, 1):
                 rows.append(_row(traj, cut, k, q))
     return rows
@@ -260,7 +482,8 @@ def build_life_questions(trajectories: list[_Trajectory],
         if len(members) < 2:
             continue
         lid = life_id(kind)
-        life = Life(lid, kind, [(t.id, make(kind, t.meta, t.steps)) for t in members])
+        life = Life(lid, kind, [(t.id, make(kind, *shown_steps(t.meta, t.steps)))
+                                 for t in members])
         where = f"cross-episode {lid}"
         kept_any = 0
         for tmpl in templates_for(f"{kind}-life"):
@@ -290,6 +513,28 @@ def _life_row(lid: str, games: int, k: int, q: GameQuestion) -> dict[str, Any]:
             "question": f"Considering all {games} of your games: " + q.text, "text": q.text,
             "alternatives": list(q.alternatives), "tolerance": q.tolerance,
             "paraphrase": None}
+
+
+def cap_over_benchmark(rows: list[dict[str, Any]],
+                       report: GenerationReport | None = None) -> list[dict[str, Any]]:
+    """The rows, less those that let one constant answer more than chance + ``MARGIN`` of a
+    template family's questions over the whole benchmark (what the constant-answer gate measures:
+    pooling trajectories adds answer values, so a cap met by every trajectory can still be
+    broken). Each drop takes the constant's question from the (trajectory, horizon) where
+    the constant holds the largest share of that template, the latest there."""
+    dropped: set[int] = set()
+    for members in _families({r["template"] for r in rows}).values():
+        idx = [i for i, r in enumerate(rows) if r["template"] in members]
+        answers = [answer_of(rows[i]["answer"], rows[i]["answerable"],
+                             rows[i]["alternatives"]) for i in idx]
+        groups = [(rows[i]["trajectory"], rows[i]["horizon"][1]) for i in idx]
+        keep = cap_constant(answers, _closed_values(members), most_dominated(groups))
+        for j in (j for j in range(len(idx)) if j not in keep):
+            tid = rows[idx[j]]["template"]
+            if report is not None:
+                report.cut_over_benchmark[tid] = report.cut_over_benchmark.get(tid, 0) + 1
+            dropped.add(idx[j])
+    return [r for i, r in enumerate(rows) if i not in dropped]
 
 
 def _counts(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -346,7 +591,8 @@ def _dump(obj: Any) -> str:
 def generate_games(config: GamesConfig) -> dict[str, Any]:
     """Write the benchmark folder; returns what ``benchmark.json`` holds."""
     trajectories = _load(config)
-    rows = [r for t in trajectories for r in build_questions(t, config)]
+    report = GenerationReport()
+    rows = [r for t in trajectories for r in build_questions(t, config, report)]
     lives: list[dict[str, Any]] = []
     if config.cross_episode:
         life_rows, lives = build_life_questions(trajectories, config)
@@ -354,6 +600,7 @@ def generate_games(config: GamesConfig) -> dict[str, Any]:
             raise ConfigError("--cross-episode needs at least two trajectories of one game "
                               "kind (Crafter; or TextWorld and Jericho, which are one kind)")
         rows += life_rows
+    rows = cap_over_benchmark(rows, report)
     if not rows:
         raise ConfigError("the templates produced no question from these trajectories")
     paraphrase_info = None
@@ -378,6 +625,8 @@ def generate_games(config: GamesConfig) -> dict[str, Any]:
                           "questions": sum(1 for r in rows if r["trajectory"] == t.id)}
                          for t in trajectories],
         "counts": _counts(rows),
+        "view_check": report.view_check(),
+        "answer_balance": report.answer_balance(),
     }
     if lives:  # only then: a benchmark without cross-episode questions keeps its bytes
         summary["lives"] = lives
@@ -388,4 +637,5 @@ def generate_games(config: GamesConfig) -> dict[str, Any]:
 
 
 __all__ = ["BENCH_FORMAT", "GENERATOR_VERSION", "GamesConfig", "TemplateError", "balance",
-           "generate_games", "seeded_rng", "window_phrase"]
+           "cap_over_benchmark", "generate_games", "seeded_rng", "spread_choice",
+           "window_phrase"]

@@ -23,6 +23,7 @@ from memgauge.analysis import (
     QuestionRow,
     ReportTables,
     RunRow,
+    fmt_reply_labels,
     measure_of,
     scorer_label,
 )
@@ -34,6 +35,7 @@ from memgauge.report._tables_md import (
     COST_HEADER,
     COST_NOTE,
     DEPTH_NOTE,
+    FORMS_NOTE,
     LEADERBOARD_NOTE,
     MISSING,
     ROTATION_HEADER,
@@ -256,6 +258,7 @@ def _header(t: ReportTables, title: str,
         *((("timeline", "Timeline"),) if t.timeline else ()), ("abilities", "Abilities"),
         ("depth", "Evidence depth"), ("xy", "X×Y"), ("errors", "Error labels"),
         ("coverage", "Coverage"), ("spearman", "Spearman"), ("questions", "Questions")))
+    forms = f"<li>{_e(FORMS_NOTE)}</li>" if any(r.form for r in t.runs) else ""
     return (f"<header><h1>{_e(title)}</h1><nav>{nav}</nav>"
             f"<ul class=facts><li>Primary scorer: <code>{_e(t.primary or 'none')}</code> "
             f"(other scorers: {_e(', '.join(s for s in t.scorers if s != t.primary) or '—')})"
@@ -263,13 +266,14 @@ def _header(t: ReportTables, title: str,
             f"resamples, seed {t.seed}; SE clustered by episode.</li>"
             "<li>Accuracy counts status=ok records carrying the primary score; errors are "
             "counted apart, never as wrong. <i>n</i> is the number of scored questions behind "
-            f"a figure.</li></ul><h3>Runs</h3><ul>{runs}</ul></header>")
+            f"a figure.</li>{forms}</ul><h3>Runs</h3><ul>{runs}</ul></header>")
 
 
 def _leaderboard(t: ReportTables, plots: _Plots) -> str:
     ranked_runs = ranked(t.runs)
     ci = f"{measure_of(t.primary, title=True)} (micro) {t.confidence * 100:g}% CI"
-    header = ["Run", "System", "Tier", "n ok", "Errors", ci, "Macro (abilities)",
+    header = ["Run", "System", "Tier", "n ok", "Errors", "Hedged / unparseable", ci,
+              "Macro (abilities)",
               "SE clustered (episodes)", "Coverage", "Per-answer acc.", "Refusal acc.",
               "Evidence recall"]
     others = [s for s in t.scorers if s != t.primary]
@@ -279,6 +283,7 @@ def _leaderboard(t: ReportTables, plots: _Plots) -> str:
         if r.error_kinds:
             errors += " (" + ", ".join(f"{k}: {n}" for k, n in r.error_kinds.items()) + ")"
         rows.append([_e(run_name(r)), _e(r.system), _e(r.tier), str(r.n_ok), _e(errors),
+                     _e(fmt_reply_labels(r.reply_labels, r.n_ok)),
                      _e(f"{fmt_pct(r.accuracy)} {fmt_ci(r.ci_low, r.ci_high, small=r.small_n)}"
                         f" (n={r.n})"),
                      _e(f"{fmt_pct(r.macro_accuracy)} ({r.n_abilities})"),

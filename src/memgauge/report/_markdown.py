@@ -7,7 +7,15 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from memgauge.analysis import GroupStat, ScorerStat, Summary, measure_of, scorer_label
+from memgauge.analysis import (
+    GroupStat,
+    ScorerStat,
+    Summary,
+    fmt_reply_labels,
+    measure_of,
+    mixed_versions,
+    scorer_label,
+)
 from memgauge.analysis._games import ALL_GAMES, GameCell, GameReport
 from memgauge.analysis._json import json_safe
 from memgauge.report._md import cell, code, table
@@ -104,6 +112,13 @@ def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | N
         facts.append(("Errors", f"{summary.n_errors} ({kinds})"))
     else:
         facts.append(("Errors", "0"))
+    facts.append(("Hedged / unparseable replies",
+                  fmt_reply_labels(summary.reply_labels, summary.n_ok)))
+    mixed = mixed_versions(summary.scorer_versions)
+    if mixed:
+        facts.append(("Scorer versions MIXED", _cell(
+            f"{mixed}: records keep the version they were scored with; their figures mix "
+            "two rules")))
     if summary.tokens:
         t = summary.tokens
         share = f" ({100 * t['cached'] / t['input']:.1f} %)" if t["input"] else ""

@@ -15,6 +15,7 @@ from memgauge.analysis import (
     ReportTables,
     RunRow,
     Spread,
+    fmt_reply_labels,
     measure_of,
     scorer_label,
 )
@@ -311,7 +312,7 @@ def _grid(rows: Mapping[str, Mapping[str, Cell]], cols: Sequence[str], corner: s
 
 def _leaderboard(t: ReportTables) -> list[str]:
     ci = f"{t.confidence * 100:g}% CI"
-    header = ["Run", "System", "Tier", "n ok", "Errors",
+    header = ["Run", "System", "Tier", "n ok", "Errors", "Hedged / unparseable",
               f"{measure_of(t.primary, title=True)} (micro) {ci}",
               "Macro (abilities)", "SE clustered (episodes)", "Coverage", "Per-answer acc.",
               "Refusal acc.", "Evidence recall"]
@@ -320,6 +321,7 @@ def _leaderboard(t: ReportTables) -> list[str]:
     rows = []
     for r in ranked(t.runs):
         row = [cell(run_name(r)), cell(r.system), cell(r.tier), str(r.n_ok), str(r.n_errors),
+               cell(fmt_reply_labels(r.reply_labels, r.n_ok)),
                (f"{fmt_pct(r.accuracy)} {fmt_ci(r.ci_low, r.ci_high, small=r.small_n)} "
                 f"(n={r.n})"),
                f"{fmt_pct(r.macro_accuracy)} ({r.n_abilities})",
@@ -464,6 +466,13 @@ def _side_by_side_section(t: ReportTables) -> list[str]:
     return out
 
 
+FORMS_NOTE = ("`<run> · MCQ` and `<run> · open` are one run's two forms, each by its own "
+              "measure whatever the primary scorer: MCQ rotations by their letter (`rule`, "
+              "per rotation; per question, the debiased EM below), open questions by the "
+              "judge (a judge error is left out, its row's n then under n ok, never given "
+              "a rule score).")
+
+
 def render_tables_markdown(tables: ReportTables) -> str:
     """The cross-run sections as Markdown (the per-question rows are left to the HTML)."""
     t = tables
@@ -475,6 +484,7 @@ def render_tables_markdown(tables: ReportTables) -> str:
             f"seed {t.seed}; SE clustered by episode"),
            ("- Accuracy counts status=ok records carrying the primary score; errors are counted "
             "apart, never as wrong. `(n=…)` is the number of scored questions behind a figure."),
+           *([f"- {FORMS_NOTE}"] if any(r.form for r in t.runs) else []),
            ""]
     out += _leaderboard(t)
     out += ["### Accuracy by ability", "",

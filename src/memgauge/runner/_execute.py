@@ -46,6 +46,7 @@ from ..scoring import (
     is_refusal,
     judge_records,
     record_judging,
+    rule_scorers_for,
 )
 from ..systems import SystemContext
 from ..tokens import TokenCounter
@@ -90,6 +91,7 @@ class RunConfig:
     model: str = "replay:"
     image_dir: str | None = None
     allow_missing_images: bool = False
+    allow_inconsistent: bool = False  # --allow-inconsistent: warnings in the manifest
     question_ids: str | None = None
     tier: str | None = None
     base_url: str | None = None
@@ -484,7 +486,7 @@ def make_record(episode: Episode, question: Question, response: Response,
     if status == "ok":
         prediction = response.text or ""
         refused = is_refusal(prediction)
-        for scorer in scorers:
+        for scorer in rule_scorers_for(question, scorers):  # MemEye: letter or judge only
             s = scorer.score(question, prediction)
             if s is not None:
                 scores[s.scorer] = s.value
@@ -527,7 +529,7 @@ def _record_meta(episode: Episode, question: Question,
         meta["options"] = question.options  # extract-then-match rescoring needs them
     if isinstance(question.meta.get("game"), dict):
         meta["game"] = question.meta["game"]  # game scoring and the game report (design 0032)
-    for key in ("base_question_id", "rotation", "rotations", "xy_cells"):  # MemEye (0036)
+    for key in ("base_question_id", "rotation", "rotations", "xy_cells", "measure"):  # 0036
         if key in question.meta:
             meta[key] = question.meta[key]
     depth = evidence_depth(episode, question)
@@ -622,8 +624,8 @@ class Runner:
         c = self.config
         bench = lookup("benchmark", c.bench)(BenchmarkOptions(
             data=c.data, image_dir=c.image_dir, allow_missing_images=c.allow_missing_images,
-            question_ids=c.question_ids, tier=c.tier, extra=dict(c.bench_options),
-            protocol=c.protocol))
+            allow_inconsistent=c.allow_inconsistent, question_ids=c.question_ids, tier=c.tier,
+            extra=dict(c.bench_options), protocol=c.protocol))
         if c.bench_options and not getattr(bench, "options", None):
             raise ConfigError(f"--bench-option: {c.bench} takes no benchmark options")
         policy = ImagePolicy(max_side=c.image_max_side, format=c.image_format)

@@ -25,6 +25,7 @@ from ._parse import (
     parse_yes_no,
 )
 from ._refusal import REFUSAL_PATTERNS, is_refusal
+from ._route import judge_applies, record_measure, rule_scorers_for
 from ._rubric_memeye import MemEyeRubric, parse_level
 from ._rubric_memlens import VERSION as JUDGE_PROMPT_VERSION
 from ._rubric_memlens import MemLensRubric, build_prompt, parse_reply, task_key
@@ -58,6 +59,7 @@ __all__ = [
     "default_scorers",
     "get_rubric",
     "is_refusal",
+    "judge_applies",
     "judge_records",
     "judge_run",
     "normalize_text",
@@ -72,7 +74,9 @@ __all__ = [
     "parse_yes_no",
     "prepare",
     "record_judging",
+    "record_measure",
     "register_rubric",
+    "rule_scorers_for",
     "subem",
     "task_key",
     "token_f1",

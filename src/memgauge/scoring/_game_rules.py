@@ -43,6 +43,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ..schema import AnswerType, Question
+from ._hedge import HEDGED, commit, containment_allowed, is_hedge, stated_answer
 from ._parse import find_dates, find_numbers
 from ._text import normalize_text
 
@@ -53,6 +54,15 @@ CRAFTER_ACTIONS = (
     "place_table", "place_furnace", "place_plant", "make_wood_pickaxe", "make_stone_pickaxe",
     "make_iron_pickaxe", "make_wood_sword", "make_stone_sword", "make_iron_sword",
 )
+
+# Crafter's materials, creatures and inventory items (crafter's data.yaml): the values a
+# Crafter string answer ranges over, so a reply naming two of them hedges (design 0038).
+CRAFTER_NAMES = frozenset({
+    "water", "grass", "stone", "path", "sand", "tree", "lava", "coal", "iron", "diamond",
+    "table", "furnace", "cow", "zombie", "skeleton", "arrow", "plant", "sapling", "wood",
+    "wood pickaxe", "stone pickaxe", "iron pickaxe", "wood sword", "stone sword",
+    "iron sword", "health", "food", "drink", "energy",
+})
 
 # Crafter draws its map with y growing downwards: up is north on screen.
 _CRAFTER_DIRECTIONS = {
@@ -165,9 +175,10 @@ def _score_number(question: Question, prediction: str,
                                "candidates": [str(n) for n in found]}
     if len(kept) < len(found):
         details["set_aside"] = sorted({str(n) for n in found if n in stated})
-    if not kept:
+    committed, how = commit(prediction, _numbers_in, lambda a, b: a == b, sorted(stated))
+    details.update(how)
+    if committed is None:
         return False, {**details, "parsed": None}
-    committed = kept[-1]
     details["parsed"] = str(committed)
     tolerance = _game(question).get("tolerance")
     if question.answer_type == AnswerType.NUMBER and isinstance(tolerance, int | float):
@@ -198,13 +209,58 @@ def _named(gold: list[str], clause: list[str], after_ok: frozenset[str]) -> bool
 
 def _score_string(prediction: str, golds: Sequence[Any],
                   canon: Callable[[str], list[str]] = _tokens,
-                  after_ok: frozenset[str] = _FRAME) -> tuple[bool, dict[str, Any]]:
+                  after_ok: frozenset[str] = _FRAME,
+                  question: Question | None = None) -> tuple[bool, dict[str, Any]]:
+    """Equal to a gold value, or naming one in a reply short enough to be an answer
+    (design 0038); a reply naming several values of the answer's kind, or offering
+    alternatives ("kitchen or hallway"), without stating one, is hedged."""
     said = canon(prediction)
     gold = [g for g in (canon(_flat(v)) for v in golds) if g]
-    clauses = [c for part in _CLAUSE.split(prediction) if (c := canon(part))]
-    ok = bool(said) and (said in gold or any(_named(g, c, after_ok)
-                                             for g in gold for c in clauses))
-    return ok, {"gold": [" ".join(g) for g in gold], "parsed": " ".join(said)}
+    details: dict[str, Any] = {"gold": [" ".join(g) for g in gold], "parsed": " ".join(said)}
+    if said in gold:
+        return bool(said), details
+    reply = prediction
+    hedge = _string_hedge(prediction, gold, question)
+    if hedge is not None:
+        stated = stated_answer(prediction)
+        if stated is None or is_hedge(stated) or _string_hedge(stated, gold, question):
+            return False, {**details, "label": HEDGED, "candidates": hedge}
+        reply = stated
+    if not containment_allowed(len(canon(reply)), max((len(g) for g in gold), default=0)):
+        stated = stated_answer(prediction)
+        if stated is None:
+            return False, {**details, "too_long": True}
+        reply = stated
+    clauses = [c for part in _CLAUSE.split(reply) if (c := canon(part))]
+    ok = any(_named(g, c, after_ok) for g in gold for c in clauses)
+    return ok, details
+
+
+def _string_hedge(reply: str, gold: Sequence[list[str]],
+                  question: Question | None) -> list[str] | None:
+    """The candidates a reply hedges between, or None: two or more Crafter names of the
+    answer's kind (those the question states set aside), or alternatives joined by "or"."""
+    if question is not None and _is_crafter(question, [" ".join(g) for g in gold]) \
+            and any(" ".join(g) in CRAFTER_NAMES for g in gold):
+        named = [n for n in _crafter_names(reply) if n not in _crafter_names(question.text)]
+        unique = list(dict.fromkeys(named))
+        return unique if len(unique) > 1 else None
+    parts = [p for p in re.split(r"\bor\b|,|;|/", _canon(reply)) if p.strip()]
+    if re.search(r"\bor\b", _canon(reply)) and len(parts) > 1:
+        return [p.strip() for p in parts]
+    return None
+
+
+def _crafter_names(text: str) -> list[str]:
+    """Crafter's material, creature and item names in ``text``, in order (longest first at
+    a position: "stone pickaxe" is one name, not "stone")."""
+    s = " " + " ".join(_singular(w) for w in _tokens(text)) + " "
+    hits: list[tuple[int, int, str]] = []
+    for name in sorted(CRAFTER_NAMES, key=len, reverse=True):
+        for m in re.finditer(rf"(?<= ){re.escape(name)}(?= )", s):
+            if not any(a <= m.start() < b for a, b, _ in hits):
+                hits.append((m.start(), m.end(), name))
+    return [n for _, _, n in sorted(hits)]
 
 
 def _crafter_actions(text: str) -> list[str]:
@@ -242,14 +298,19 @@ def _score_action(question: Question, prediction: str,
         # a command ends its clause: "take key" is not named by "take key from box"
         ok, details = _score_string(prediction, golds, _text_action, frozenset())
         named = {w for w in _text_action(prediction) if w in _TEXT_DIRECTIONS.values()}
-        if ok and len(named) > 1:
-            return False, {**details, "ambiguous": sorted(named)}
+        if len(named) > 1:
+            return False, {**details, "ambiguous": sorted(named), "label": HEDGED}
         return ok, details
     gold = [found[0] for g in golds if (found := _crafter_actions(_flat(g)))]
     found = _crafter_actions(prediction)
     details: dict[str, Any] = {"gold": gold, "candidates": found}
     if len(set(found)) > 1:
-        return False, {**details, "parsed": None, "ambiguous": sorted(set(found))}
+        stated = stated_answer(prediction)
+        in_stated = _crafter_actions(stated) if stated and not is_hedge(stated) else []
+        if len(set(in_stated)) != 1:
+            return False, {**details, "parsed": None, "ambiguous": sorted(set(found)),
+                           "label": HEDGED}
+        found = in_stated
     details["parsed"] = found[0] if found else None
     return bool(found) and found[0] in gold, details
 
@@ -299,6 +360,7 @@ def _score_direction(question: Question, prediction: str,
                                else ("-".join(sorted(parsed)) or "here")}
     if why:
         details["ambiguous"] = why
+        details["label"] = HEDGED
     return parsed is not None and parsed in gold, details
 
 
@@ -484,7 +546,7 @@ def score_game(question: Question, prediction: str) -> tuple[bool, dict[str, Any
     if kind in (AnswerType.INTEGER, AnswerType.NUMBER) and _game(question):
         return _score_number(question, prediction, golds)
     scorers: dict[AnswerType, Callable[[], tuple[bool, dict[str, Any]]]] = {
-        AnswerType.STRING: lambda: _score_string(prediction, golds),
+        AnswerType.STRING: lambda: _score_string(prediction, golds, question=question),
         AnswerType.ACTION: lambda: _score_action(question, prediction, golds),
         AnswerType.DIRECTION: lambda: _score_direction(question, prediction, golds),
         AnswerType.LIST: lambda: _score_list(question, prediction, golds),
@@ -492,7 +554,22 @@ def score_game(question: Question, prediction: str) -> tuple[bool, dict[str, Any
         AnswerType.PATH: lambda: _score_path(question, prediction, golds),
     }
     run = scorers.get(kind)
-    return None if run is None else run()
+    if run is None:
+        return None
+    if kind in _ONE_VALUE and (offered := _alternatives(prediction)) is not None:
+        return False, {"gold": [_flat(g) for g in golds], "parsed": None, "label": HEDGED,
+                       "candidates": offered}
+    return run()
+
+
+def _alternatives(reply: str) -> list[str] | None:
+    """The alternatives a list, set or path reply offers ("2 left or 3 up") when it states
+    none of them as its answer; None for a reply that commits."""
+    stated = stated_answer(reply)
+    text = reply if stated is None or is_hedge(stated) else stated
+    parts = [p.strip() for p in re.split(r"\bor\b", text, flags=re.IGNORECASE)]
+    offered = [p for p in parts if _canon(p)]
+    return offered if len(offered) > 1 else None
 
 
 __all__ = ["CRAFTER_ACTIONS", "gold_values", "score_game"]

@@ -35,6 +35,7 @@ from ..schema import Question, Record
 from ._extract import ExtractMatchScorer
 from ._judge import MODES, RUBRICS, JudgeCase, JudgeFailure, JudgeScorer, metered_judging
 from ._judge_labels import label_wrong_answer
+from ._route import judge_applies
 from ._rubric_file import PromptFileRubric
 
 AUTO = "auto"
@@ -140,7 +141,7 @@ class JudgePipeline:
         return found is not None and found.label == UNLABELLED
 
     def needs(self, rec: Record) -> bool:
-        if rec.status != "ok" or rec.prediction is None:
+        if rec.status != "ok" or rec.prediction is None or not judge_applies(rec):
             return False
         return (not self._judge_current(rec) or not self._extract_current(rec)
                 or self._needs_label(rec))
@@ -174,7 +175,7 @@ class JudgePipeline:
 
     async def _apply(self, rec: Record) -> Counter[str]:
         done: Counter[str] = Counter()
-        if rec.status != "ok" or rec.prediction is None:
+        if rec.status != "ok" or rec.prediction is None or not judge_applies(rec):
             return done
         if not self._judge_current(rec):
             scorer = self.scorer_for(rec)

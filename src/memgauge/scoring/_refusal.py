@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from ._hedge import stated_answer
+
 # Typographic apostrophes and quotes are folded to ASCII before matching, so "I don’t know"
 # and "I don't know" behave the same.
 _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "`": "'", "´": "'"})
@@ -83,3 +85,21 @@ def is_refusal(text: str | None) -> bool:
     if _WHOLE_ANSWER.fullmatch(s):
         return True
     return any(p.search(s) for p in REFUSAL_PATTERNS)
+
+
+REFUSAL_MAX_WORDS = 60  # a longer reply refuses only in its first sentence or stated answer
+_FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n")
+
+
+def reads_as_refusal(text: str | None) -> bool:
+    """A refusal as the rule scorer reads it (design 0038): :func:`is_refusal` of the whole
+    reply when it is short; of a long reply, only its first sentence or its stated answer
+    counts. A dump of retrieved text that happens to quote "I don't remember" somewhere is
+    not a refusal."""
+    if not is_refusal(text):
+        return False
+    assert text is not None
+    if len(text.split()) <= REFUSAL_MAX_WORDS:
+        return True
+    first = _FIRST_SENTENCE.split(text.strip(), 1)[0]
+    return is_refusal(first) or is_refusal(stated_answer(text))

@@ -1,16 +1,20 @@
 """Rule scorers: a typed scorer that parses the answer by its type, and two lexical ones.
 
-Decision rules of :class:`TypedRuleScorer` (version "1"):
+Decision rules of :class:`TypedRuleScorer` (version "4" made hedges and dumps earn nothing,
+design 0038):
 
 * A missing prediction (``None``) is not scored: ``score`` returns ``None``.
-* Refusal questions score 1 iff :func:`is_refusal` flags the prediction. On any other
-  question a refusal scores 0 with ``details["refused"] = True``, even when it also hedges a
-  guess: the model declined to commit.
-* The prediction is parsed for candidates of the question's type. When it holds several, the
-  LAST one is the committed answer (models reason first and conclude last; LLM judges read
-  answers the same way). All candidates are recorded, as strings, in
-  ``details["candidates"]``; the committed one in ``details["parsed"]``. Nothing parseable
-  scores 0 with ``details["parsed"] = None``.
+* Refusal questions score 1 iff :func:`reads_as_refusal` flags the prediction (a long reply
+  refuses only in its first sentence or stated answer). On any other question a refusal
+  scores 0 with ``details["refused"] = True``, even when it also hedges a guess: the model
+  declined to commit.
+* The prediction is parsed for candidates of the question's type; values the question itself
+  states (numbers, amounts, dates) are set aside when others remain. One distinct candidate
+  is the answer. Several: the one the reply states as its answer ("the answer is 5", "...,
+  so 5", a short final line; :mod:`._hedge`), else the reply is **hedged**: 0 with
+  ``details["label"] = "hedged"``, counted apart in reports. All candidates are recorded, as
+  strings, in ``details["candidates"]``; the committed one in ``details["parsed"]``.
+  Nothing parseable scores 0 with ``details["parsed"] = None``.
 * Each gold answer is parsed the same way and its FIRST candidate is the gold value (authors
   put the answer first: "3 (three)"). Several gold answers (``question.answers``) are
   alternatives: matching any one is correct. A gold answer that does not parse as its type
@@ -31,8 +35,10 @@ Decision rules of :class:`TypedRuleScorer` (version "1"):
   include the gold letter, when there are no options). Gold may be the letter or an option's
   text. With no letter in the prediction, option texts quoted in it are the candidates.
 * yes_no: the same verdict. order: the same sequence, exactly.
-* free_text: 1 iff the normalized texts are equal or the gold occurs in the prediction on
-  token boundaries (:func:`subem`); ``details["f1"]`` records the best token F1.
+* free_text: 1 iff the normalized texts are equal or the gold occurs on token boundaries
+  (:func:`subem`) in a reply, or its stated answer, at most 3x the gold's tokens plus 8
+  (``details["too_long"]`` otherwise: a long reply is left to F1 and the judge);
+  ``details["f1"]`` records the best token F1.
 * string / action / direction / list / set / path, and integer / number questions of a game
   (``meta["game"]``): :mod:`memgauge.scoring._game_rules` (version "2" added these).
 """
@@ -47,6 +53,7 @@ from ..registry import scorer
 from ..schema import AnswerType, Question, Score
 from ._base import Scorer
 from ._game_rules import score_game
+from ._hedge import commit, containment_allowed, stated_answer
 from ._parse import (
     Hit,
     currencies_compatible,
@@ -59,12 +66,16 @@ from ._parse import (
     parse_order,
     parse_yes_no,
 )
-from ._refusal import is_refusal
+from ._refusal import is_refusal, reads_as_refusal
 from ._text import normalize_text, subem, token_f1
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 UNPARSEABLE = "unparseable"  # an MCQ reply naming no letter, or several (details["label"])
 _REL_TOL = Decimal("1e-9")
+# Types whose values the question may state ("after March 3", "on the 2nd visit"): a reply
+# repeating them is not hedging between them and its answer.
+_SET_ASIDE = frozenset({AnswerType.INTEGER, AnswerType.NUMBER, AnswerType.CURRENCY,
+                        AnswerType.DATE})
 
 
 def _num_eq(a: Decimal, b: Decimal) -> bool:
@@ -192,7 +203,7 @@ class TypedRuleScorer:
     """Scores by the question's ``answer_type``; see the module docstring for the rules."""
 
     name = "rule"
-    version = "3"
+    version = "4"
 
     def _score(self, value: bool | float, details: dict[str, Any]) -> Score:
         return Score(value=float(value), scorer=self.name, version=self.version, method="rule",
@@ -203,9 +214,9 @@ class TypedRuleScorer:
             return None
         kind = question.answer_type
         if kind == AnswerType.REFUSAL:
-            refused = is_refusal(prediction)
+            refused = reads_as_refusal(prediction)
             return self._score(refused, {"refused": refused})
-        if is_refusal(prediction):
+        if reads_as_refusal(prediction):
             return self._score(False, {"refused": True})
         if kind == AnswerType.FREE_TEXT:
             return self._score(*self._free_text(question.answers, prediction))
@@ -232,9 +243,11 @@ class TypedRuleScorer:
             "gold": [typed.fmt(g) for g in golds],
             "candidates": [typed.fmt(c) for c in candidates],
         }
-        if not candidates:
+        in_question = typed.find(question.text) if kind in _SET_ASIDE else []
+        committed, how = commit(prediction, typed.find, typed.equal, in_question)
+        details.update(how)
+        if committed is None:
             return self._score(False, {**details, "parsed": None})
-        committed = candidates[-1]
         details["parsed"] = typed.fmt(committed)
         return self._score(any(typed.equal(g, committed) for g in golds), details)
 
@@ -262,12 +275,32 @@ class TypedRuleScorer:
 
     @staticmethod
     def _free_text(golds: Sequence[str], prediction: str) -> tuple[bool, dict[str, Any]]:
+        """Equal texts, or the gold contained in a reply (or its stated answer) short enough
+        for the containment to be its answer (design 0038); a long reply is left to F1 and
+        the judge."""
         norm = normalize_text(prediction)
+        stated = stated_answer(prediction)
+        long_reply = False
+
+        def contained(gold: str, text: str | None) -> bool:
+            nonlocal long_reply
+            if text is None or not subem(gold, text):
+                return False
+            if containment_allowed(len(normalize_text(text).split()),
+                                   len(normalize_text(gold).split())):
+                return True
+            long_reply = True
+            return False
+
         match = any(
-            (norm and normalize_text(g) == norm) or subem(g, prediction) for g in golds
+            (norm and normalize_text(g) == norm) or contained(g, prediction)
+            or contained(g, stated) for g in golds
         )
         f1 = max((token_f1(g, prediction) for g in golds), default=0.0)
-        return match, {"refused": False, "f1": f1}
+        details: dict[str, Any] = {"refused": False, "f1": f1}
+        if long_reply and not match:
+            details["too_long"] = True
+        return match, details
 
 
 def _lettered(question: Question) -> bool:

@@ -36,6 +36,7 @@ ANSWER_TYPES = ("integer", "number", "string", "action", "direction", "yes_no", 
 # that kind played one after another (cross-episode questions, templates/_life.py).
 GAME_KINDS = ("crafter", "text", "crafter-life", "text-life")
 NOT_ANSWERABLE = "not answerable"
+CLOSED_VALUES = {"yes_no": ("yes", "no")}  # answer types whose values are closed
 
 
 @dataclass(frozen=True)
@@ -75,14 +76,28 @@ class Template:
     games: tuple[str, ...]
     fn: TemplateFn
     doc: str = ""
+    # A closed template's answer values (yes/no, before/after): the generator balances them
+    # so no constant answer scores well (design 0039). Empty: an open answer.
+    values: tuple[str, ...] = ()
+    # An always-"not answerable" template worded exactly as an answerable one names that
+    # one: the two are one family, which the constant cap and gate measure together, since
+    # an answerer cannot tell their questions apart (design 0039).
+    twin: str = ""
+
+    @property
+    def family(self) -> str:
+        return self.twin or self.id
 
 
 _TEMPLATES: dict[str, Template] = {}
 
 
-def template(template_id: str, *, ability: str, answer_type: str,
-             games: tuple[str, ...]) -> Callable[[TemplateFn], TemplateFn]:
-    """Register a template function under a stable id (other tooling relies on the ids)."""
+def template(template_id: str, *, ability: str, answer_type: str, games: tuple[str, ...],
+             values: tuple[str, ...] | None = None,
+             twin: str = "") -> Callable[[TemplateFn], TemplateFn]:
+    """Register a template function under a stable id (other tooling relies on the ids).
+    ``values`` closes the answer to those values (a yes_no template's are yes and no);
+    ``twin`` names the answerable template an adversarial one is worded as."""
     if ability not in ABILITIES:
         raise ValueError(f"template {template_id}: unknown ability {ability!r}")
     if answer_type not in ANSWER_TYPES:
@@ -94,8 +109,9 @@ def template(template_id: str, *, ability: str, answer_type: str,
     def deco(fn: TemplateFn) -> TemplateFn:
         if template_id in _TEMPLATES and _TEMPLATES[template_id].fn is not fn:
             raise ValueError(f"template {template_id!r} is registered twice")
+        closed = values if values is not None else CLOSED_VALUES.get(answer_type, ())
         _TEMPLATES[template_id] = Template(template_id, ability, answer_type, tuple(games), fn,
-                                           (fn.__doc__ or "").strip())
+                                           (fn.__doc__ or "").strip(), tuple(closed), twin)
         return fn
 
     return deco

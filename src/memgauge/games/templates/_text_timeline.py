@@ -118,7 +118,6 @@ class TextTimeline:
         self._inv0: list[str] | None = list(inv0) if isinstance(inv0, list) else None
         self._score0: float | None = float(score0) if isinstance(score0, int | float) else None
         self._obs0: str = (initial.get("observation") or "").strip()
-        self._adm0: list[str] | None = initial.get("admissible")
         self.edges: list[Edge] = []
         seen_edges: set[tuple[str, str, str]] = set()
         for t in self.step_range():
@@ -198,14 +197,6 @@ class TextTimeline:
 
     def obs_before(self, t: int) -> str:
         return self._obs0 if t == 1 else self.obs_after(t - 1)
-
-    def admissible_before(self, t: int) -> list[str] | None:
-        """The commands the game accepted when the action of step t was chosen (None: unknown)."""
-        return self._adm0 if t == 1 else self._step(t - 1).admissible
-
-    def reason(self, t: int) -> str | None:
-        trace = self._step(t).player
-        return trace.reason if trace and trace.reason else None
 
     # --- events --------------------------------------------------------------------------
     @_memo
@@ -290,9 +281,6 @@ class TextTimeline:
     def observations(self) -> list[str]:
         """Every text the player was shown in the window (the reset text first)."""
         return [self._obs0] + [self.obs_after(t) for t in self.step_range()]
-
-    def reasons_known(self) -> bool:
-        return any(self.reason(t) for t in self.step_range())
 
     # --- the map as known at a step ------------------------------------------------------
     @_memo
@@ -402,11 +390,12 @@ class TextTimeline:
     # --- keywords ------------------------------------------------------------------------
     @_memo
     def texts(self, source: str) -> dict[int, str]:
-        """Step -> the game's reply to that step's action (``observation``) or the player's
-        stated reason (``reason``); steps without one are left out."""
-        if source == "observation":
-            return {t: self.obs_after(t) for t in self.step_range() if self.obs_after(t)}
-        return {t: r for t in self.step_range() if (r := self.reason(t))}
+        """Step -> the game's reply to that step's action (``source`` "observation", the
+        only text source: a player's stated reason is never shown, design 0039); steps
+        without one are left out."""
+        if source != "observation":
+            raise ValueError(f"unknown text source {source!r}")
+        return {t: self.obs_after(t) for t in self.step_range() if self.obs_after(t)}
 
     @_memo
     def keywords(self, source: str) -> list[str]:
@@ -493,6 +482,3 @@ def whole_number(value: float | None) -> int | None:
     the value is unknown."""
     return int(value) if value is not None and float(value).is_integer() else None
 
-
-def first_sentence(text: str) -> str:
-    return re.split(r"(?<=[.!?])\s+|\n", text.strip(), maxsplit=1)[0].strip()

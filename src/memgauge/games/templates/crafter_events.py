@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from itertools import combinations
 
 from ._base import NOT_ANSWERABLE, GameQuestion, template
 from ._crafter_timeline import (
@@ -53,18 +54,17 @@ def ask_event_order(tl: CrafterTimeline, a: str, b: str) -> GameQuestion | None:
                             f"time {EVENTS[b]}?")
 
 
-@template("crafter.event_order", ability="temporal", answer_type="string", games=("crafter",))
+@template("crafter.event_order", ability="temporal", answer_type="string", games=("crafter",),
+          values=("before", "after"))
 def event_order(tl: CrafterTimeline, rng: random.Random) -> Q:
-    """Order of two events' first occurrences. NA: one of them never happened."""
+    """Order of two events' first occurrences. NA: one of them never happened. Every pair
+    that happened is offered, each in a seeded order, so the generator can balance "before"
+    against "after" (design 0039)."""
     happened = _happened(tl)
-    asked: set[frozenset[str]] = set()
-    for _ in range(2):
-        pair = pick(rng, happened, 2)
-        if len(pair) == 2 and frozenset(pair) not in asked:  # (a, b) and (b, a) ask the same
-            asked.add(frozenset(pair))
-            q = ask_event_order(tl, *pair)
-            if q:
-                yield q
+    for a, b in pick(rng, combinations(happened, 2), len(happened) ** 2):
+        q = ask_event_order(tl, *((a, b) if rng.random() < 0.5 else (b, a)))
+        if q:
+            yield q
     missing = pick(rng, unseen(EVENTS, happened), 1)
     if happened and missing:
         q = ask_event_order(tl, rng.choice(happened), missing[0])
@@ -230,9 +230,12 @@ def ask_craft_feasible(tl: CrafterTimeline, tool: str, step: int) -> GameQuestio
           games=("crafter",))
 def craft_feasible(tl: CrafterTimeline, rng: random.Random) -> Q:
     """Whether a tool's recipe was met at step t: materials held and the stations it needs
-    (table; furnace too for iron) within one cell, as Crafter checks."""
-    for step in pick(rng, tl.steps_range(), 2):
-        yield ask_craft_feasible(tl, rng.choice(TOOLS), step)
+    (table; furnace too for iron) within one cell, as Crafter checks. Every step and tool is
+    offered (a "yes" is rare: two random steps were "no" in 44 of 44), so the generator can
+    balance the answers (design 0039)."""
+    for step in pick(rng, tl.steps_range(), len(tl.steps_range())):
+        for tool in pick(rng, TOOLS, len(TOOLS)):
+            yield ask_craft_feasible(tl, tool, step)
 
 
 def ask_place_feasible(tl: CrafterTimeline, what: str, step: int) -> GameQuestion | None:
@@ -255,11 +258,13 @@ def ask_place_feasible(tl: CrafterTimeline, what: str, step: int) -> GameQuestio
           games=("crafter",))
 def place_feasible(tl: CrafterTimeline, rng: random.Random) -> Q:
     """Whether a placement was possible at step t: what it uses held, the faced cell of a
-    material it may go on, and no creature there."""
-    for step in pick(rng, tl.steps_range(), 2):
-        q = ask_place_feasible(tl, rng.choice(("table", "furnace", "stone", "plant")), step)
-        if q:
-            yield q
+    material it may go on, and no creature there. Every step and placement is offered, so
+    the generator can balance the answers."""
+    for step in pick(rng, tl.steps_range(), len(tl.steps_range())):
+        for what in pick(rng, PLACEMENTS, len(PLACEMENTS)):
+            q = ask_place_feasible(tl, what, step)
+            if q:
+                yield q
 
 
 def ask_inventory_contents(tl: CrafterTimeline, step: int) -> GameQuestion | None:

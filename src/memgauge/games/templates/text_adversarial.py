@@ -35,7 +35,7 @@ def _names(tl: TextTimeline, rng: random.Random, kind: str) -> list[str]:
 
 
 @template("text.adv_keyword_step", ability="adversarial", answer_type="integer",
-          games=("text",))
+          games=("text",), twin="text.keyword_step")
 def adv_keyword_step(tl: TextTimeline, rng: random.Random) -> Questions:
     """The first reply that mentions an item or room the game never mentioned."""
     for kind in ("item", "room"):
@@ -45,7 +45,8 @@ def adv_keyword_step(tl: TextTimeline, rng: random.Random) -> Questions:
                                        f"the first one to mention '{name}'?")
 
 
-@template("text.adv_item_gain", ability="adversarial", answer_type="integer", games=("text",))
+@template("text.adv_item_gain", ability="adversarial", answer_type="integer", games=("text",),
+          twin="text.item_gain_step")
 def adv_item_gain(tl: TextTimeline, rng: random.Random) -> Questions:
     """When an item you never saw first joined the inventory."""
     for name in _names(tl, rng, "item"):
@@ -55,7 +56,7 @@ def adv_item_gain(tl: TextTimeline, rng: random.Random) -> Questions:
 
 
 @template("text.adv_item_pickup_room", ability="adversarial", answer_type="string",
-          games=("text",))
+          games=("text",), twin="text.item_pickup_room")
 def adv_item_pickup_room(tl: TextTimeline, rng: random.Random) -> Questions:
     """Where an item you never saw first joined the inventory."""
     for name in _names(tl, rng, "item"):
@@ -64,7 +65,8 @@ def adv_item_pickup_room(tl: TextTimeline, rng: random.Random) -> Questions:
                                    f"inventory?")
 
 
-@template("text.adv_room_leave", ability="adversarial", answer_type="integer", games=("text",))
+@template("text.adv_room_leave", ability="adversarial", answer_type="integer", games=("text",),
+          twin="text.room_event_step")
 def adv_room_leave(tl: TextTimeline, rng: random.Random) -> Questions:
     """When you first left a room you were never in."""
     for name in _names(tl, rng, "room"):
@@ -73,7 +75,8 @@ def adv_room_leave(tl: TextTimeline, rng: random.Random) -> Questions:
                                    f"{name}?")
 
 
-@template("text.adv_room_stay", ability="adversarial", answer_type="integer", games=("text",))
+@template("text.adv_room_stay", ability="adversarial", answer_type="integer", games=("text",),
+          twin="text.region_stay")
 def adv_room_stay(tl: TextTimeline, rng: random.Random) -> Questions:
     """How long you stayed in a room you were never in."""
     for name in _names(tl, rng, "room"):
@@ -83,7 +86,7 @@ def adv_room_stay(tl: TextTimeline, rng: random.Random) -> Questions:
 
 
 @template("text.adv_closer_rooms", ability="adversarial", answer_type="string",
-          games=("text",))
+          games=("text",), twin="text.closer_room")
 def adv_closer_rooms(tl: TextTimeline, rng: random.Random) -> Questions:
     """Which of two rooms you were never in is closer."""
     names = _names(tl, rng, "room")
@@ -96,7 +99,7 @@ def adv_closer_rooms(tl: TextTimeline, rng: random.Random) -> Questions:
 
 
 @template("text.adv_path_length", ability="adversarial", answer_type="integer",
-          games=("text",))
+          games=("text",), twin="text.path_length")
 def adv_path_length(tl: TextTimeline, rng: random.Random) -> Questions:
     """The fewest moves to a room you were never in."""
     for name in _names(tl, rng, "room"):

@@ -36,13 +36,13 @@ def _set_answer(items: list[str]) -> tuple[list[str], list[object]]:
 # --- induction -----------------------------------------------------------------------------
 @template("text.keyword_count", ability="induction", answer_type="integer", games=("text",))
 def keyword_count(tl: TextTimeline, rng: random.Random) -> Questions:
-    """How many steps' replies (or reasons) mention a word, whole-word matched."""
-    for source in ("observation", "reason"):
+    """How many steps' replies mention a word, whole-word matched."""
+    for source, phrase in SOURCE_PHRASE.items():
         for word in shuffled(rng, tl.keywords(source)):
             hits = tl.steps_mentioning(source, word)
             yield tl.question("text.keyword_count", params={"source": source, "keyword": word},
                               answer=len(hits), evidence_steps=hits,
-                              text=f"At how many steps did {SOURCE_PHRASE[source]} mention "
+                              text=f"At how many steps did {phrase} mention "
                                    f"'{word}'?")
 
 

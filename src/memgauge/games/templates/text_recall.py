@@ -12,15 +12,15 @@ from ._text_timeline import (
     ORDINAL_WORDS,
     ORDINALS,
     TextTimeline,
-    canonical_command,
-    first_sentence,
     pick_ordinal,
     shuffled,
     whole_number,
 )
 
 Questions = Iterator[GameQuestion]
-SOURCE_PHRASE = {"observation": "the game's reply to your action", "reason": "your stated reason"}
+# Keywords are counted in the game's replies only: the player's stated reason is never shown
+# to the answering system (design 0039), so no question reads it.
+SOURCE_PHRASE = {"observation": "the game's reply to your action"}
 
 
 @template("text.action_at_step", ability="single_hop", answer_type="action", games=("text",))
@@ -31,16 +31,6 @@ def action_at_step(tl: TextTimeline, rng: random.Random) -> Questions:
         yield tl.question("text.action_at_step", params={"step": t}, answer=typed,
                           alternatives=[canonical] if canonical != typed else [],
                           text=f"What command did you enter at step {t}?", evidence_steps=[t])
-
-
-@template("text.reason_at_step", ability="single_hop", answer_type="string", games=("text",))
-def reason_at_step(tl: TextTimeline, rng: random.Random) -> Questions:
-    """The first sentence of the reason the player gave at step t (LLM players only)."""
-    for t in shuffled(rng, tl.texts("reason")):
-        yield tl.question("text.reason_at_step", params={"step": t},
-                          answer=first_sentence(tl.texts("reason")[t]),
-                          text=f"What was the first sentence of the reason you gave for your "
-                               f"action at step {t}?", evidence_steps=[t])
 
 
 @template("text.room_at_step", ability="single_hop", answer_type="string", games=("text",))
@@ -70,14 +60,14 @@ def score_after_step(tl: TextTimeline, rng: random.Random) -> Questions:
 
 @template("text.keyword_step", ability="single_hop", answer_type="integer", games=("text",))
 def keyword_step(tl: TextTimeline, rng: random.Random) -> Questions:
-    """The first/second/last/second-to-last step whose reply (or reason) mentions a word;
+    """The first/second/last/second-to-last step whose reply mentions a word;
     not answerable when the word is mentioned once and the second is asked."""
-    for source in ("observation", "reason"):
+    for source, phrase in SOURCE_PHRASE.items():
         for word in shuffled(rng, tl.keywords(source)):
             hits = tl.steps_mentioning(source, word)
             for ordinal in shuffled(rng, ORDINALS):
                 params = {"source": source, "keyword": word, "ordinal": ordinal}
-                text = (f"At which step was {SOURCE_PHRASE[source]} the "
+                text = (f"At which step was {phrase} the "
                         f"{ORDINAL_WORDS[ordinal]} one to mention '{word}'?")
                 hit = pick_ordinal(hits, ordinal)
                 if hit is None:
@@ -136,28 +126,6 @@ def item_gain_step(tl: TextTimeline, rng: random.Random) -> Questions:
                                   evidence_steps=[step])
 
 
-@template("text.valid_action", ability="single_hop", answer_type="yes_no", games=("text",))
-def valid_action(tl: TextTimeline, rng: random.Random) -> Questions:
-    """Whether the game accepted a command when step t's action was chosen: whole commands
-    compared in canonical form ("n" is "north", never part of "open mailbox"). Only where the
-    env listed the commands (``admissible`` known)."""
-    known = {t: adm for t in tl.step_range() if (adm := tl.admissible_before(t)) is not None}
-    pool = sorted({canonical_command(c) for adm in known.values() for c in adm}
-                  | {tl.command(t) for t in tl.step_range()})
-    for t in shuffled(rng, known):
-        here = {canonical_command(c) for c in known[t]}
-        absent = [c for c in pool if c not in here]
-        choices = [("yes", sorted(here))] + ([("no", absent)] if absent else [])
-        for answer, commands in choices:
-            if not commands:
-                continue
-            command = rng.choice(commands)
-            yield tl.question("text.valid_action", params={"step": t, "command": command},
-                              answer=answer, evidence_steps=[t - 1] if t > 1 else [],
-                              text=f"When you chose your action at step {t}, was "
-                                   f"'{command}' one of the commands the game accepted?")
-
-
 @template("text.observation_after", ability="single_hop", answer_type="string",
           games=("text",))
 def observation_after(tl: TextTimeline, rng: random.Random) -> Questions:
@@ -195,14 +163,14 @@ ASKS: dict[str, tuple[str, str, Callable[[TextTimeline, int], Any]]] = {
 
 
 def _keyword_anchors(tl: TextTimeline, rng: random.Random) -> Iterator[tuple[dict, str, int]]:
-    for source in ("observation", "reason"):
+    for source, phrase in SOURCE_PHRASE.items():
         for word in shuffled(rng, tl.keywords(source)):
             hits = tl.steps_mentioning(source, word)
             for ordinal in shuffled(rng, ("first", "last")):
                 anchor = pick_ordinal(hits, ordinal)
                 if anchor is not None:
                     yield ({"source": source, "keyword": word, "ordinal": ordinal},
-                           (f"Take the step where {SOURCE_PHRASE[source]} was the "
+                           (f"Take the step where {phrase} was the "
                             f"{ORDINAL_WORDS[ordinal]} one to mention '{word}':"), anchor)
 
 
