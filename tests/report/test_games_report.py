@@ -187,3 +187,16 @@ def test_html_report_has_the_game_section(tmp_path: Path) -> None:
     page = out.read_text(encoding="utf-8")
     assert '<section id="games">' in page and "Game memory" in page
     assert "66.7%" in page and "not answerable" in page
+
+
+def test_a_few_game_questions_get_a_marked_wilson_interval() -> None:
+    from memgauge.analysis import wilson_ci
+    from memgauge.report import render_games_markdown
+
+    # three wrong answers: a bootstrap would say [0.0, 0.0], as if it were certain
+    report = game_report([grec(f"w{i}", 0.0) for i in range(3)], scorer="rule")
+    assert report is not None
+    cell = report.by_ability_game["single_hop"]["crafter"]
+    assert (cell.ci_low, cell.ci_high) == wilson_ci(0, 3) and cell.small_n
+    assert cell.to_dict()["ci_method"] == "wilson" and cell.to_dict()["small_n"] is True
+    assert "0.0% [0.0, 56.1] (small n: Wilson) (n=3)" in render_games_markdown(report)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memgauge.analysis._json import json_safe
-from memgauge.analysis._stats import bootstrap_ci, mean
+from memgauge.analysis._stats import BOOTSTRAP, SMALL_N, mean, mean_ci
 from memgauge.schema import Record
 from memgauge.scoring import is_refusal
 
@@ -37,16 +37,23 @@ _ABILITY_ORDER = ("single_hop", "multi_hop", "induction", "spatial", "temporal",
 
 @dataclass(frozen=True)
 class GameCell:
-    """Accuracy of the scorer over one group of ok game records, with its bootstrap CI."""
+    """Accuracy of the scorer over one group of ok game records, with its CI: a bootstrap,
+    or Wilson's below SMALL_N questions, marked ``small_n`` (design 0040)."""
 
     n: int
     accuracy: float
     ci_low: float
     ci_high: float
+    ci_method: str = BOOTSTRAP
+
+    @property
+    def small_n(self) -> bool:
+        return 0 < self.n < SMALL_N
 
     def to_dict(self) -> dict[str, Any]:
         return json_safe({"n": self.n, "accuracy": self.accuracy, "ci_low": self.ci_low,
-                          "ci_high": self.ci_high})
+                          "ci_high": self.ci_high, "ci_method": self.ci_method,
+                          "small_n": self.small_n})
 
 
 @dataclass(frozen=True)
@@ -172,8 +179,9 @@ def _said_not_answerable(rec: Record) -> bool:
 
 
 def _cell(values: Sequence[float], **kw: Any) -> GameCell:
-    low, high = bootstrap_ci(values, **kw)
-    return GameCell(n=len(values), accuracy=mean(values), ci_low=low, ci_high=high)
+    low, high, method = mean_ci(values, **kw)
+    return GameCell(n=len(values), accuracy=mean(values), ci_low=low, ci_high=high,
+                    ci_method=method)
 
 
 def _grouped(scored: Sequence[Record], scorer: str, key: Callable[[Record], str | None],

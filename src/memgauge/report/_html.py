@@ -661,8 +661,8 @@ def _game_pct(x: float) -> str:
 def _game_cell(c: GameCell | None) -> str:
     if c is None or c.n == 0:
         return MISSING
-    ci = (f" [{c.ci_low * 100:.1f}, {c.ci_high * 100:.1f}]"
-          if math.isfinite(c.ci_low) and math.isfinite(c.ci_high) else "")
+    ci = fmt_ci(c.ci_low, c.ci_high, small=c.small_n)
+    ci = "" if ci == MISSING else f" {ci}"
     return f"{_game_pct(c.accuracy)}{ci} (n={c.n})"
 
 

@@ -231,11 +231,11 @@ def render_error_labels(breakdown: Mapping[str, Any]) -> str:
 def _game_cell(c: GameCell | None) -> str:
     if c is None or c.n == 0:
         return MISSING
-    return f"{_pct(c.accuracy)} {_ci(c.ci_low, c.ci_high)} (n={c.n})"
+    return f"{_pct(c.accuracy)} {_ci(c.ci_low, c.ci_high, small=c.small_n)} (n={c.n})"
 
 
 def _game_rows(cells: Mapping[str, GameCell], header: str, ci: str) -> str:
-    rows = [[_cell(k), str(c.n), _pct(c.accuracy), _ci(c.ci_low, c.ci_high)]
+    rows = [[_cell(k), str(c.n), _pct(c.accuracy), _ci(c.ci_low, c.ci_high, small=c.small_n)]
             for k, c in cells.items()]
     return table([header, "n", "Accuracy", ci], rows) if rows else "No scored records."
 
