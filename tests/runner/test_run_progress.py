@@ -156,3 +156,16 @@ def test_merged_shards_sum_their_plans_and_a_partial_merge_is_incomplete(tmp_pat
     assert (half["questions_planned"], half["run_state"]) == (None, "stopped")
     t = build_tables([RunData("half", half, list(read_records(tmp_path / "half").values()))])
     assert t.runs[0].progress.startswith("incomplete:") and t.runs[0].progress.endswith("of ?")
+
+
+@pytest.mark.parametrize("estimate", [None, N + 5])
+def test_workers_finishing_set_the_plan_to_what_they_recorded(tmp_path, monkeypatch, estimate):
+    # no single reader counts under --workers: a finished run's plan is its records, and
+    # an estimate made before reading (a benchmark's own count) cannot leave it incomplete
+    monkeypatch.setattr(Runner, "planned_count", lambda self, bench, prep: estimate)
+    with StubServer() as stub:
+        config = dataclasses.replace(_config(tmp_path, stub.base_url), workers=2,
+                                     concurrency=2)
+        assert Runner(config).run_sync().workers == 2
+    done = load_manifest(tmp_path / "run")
+    assert (done["questions_planned"], done["run_state"]) == (N, "finished")

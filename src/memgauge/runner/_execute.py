@@ -1013,9 +1013,11 @@ class Runner:
         manifest["benchmark"] = bench_manifest or manifest.get("benchmark")
         manifest["status"] = status
         manifest["run_state"] = RUN_STOPPED if stopped else RUN_FINISHED
-        if not stopped and manifest.get("questions_planned") is None:
-            # through to the end (workers, Ray: no single reader counted): every planned
-            # question has its record
+        planned = manifest.get("questions_planned")
+        if not stopped and (planned is None or planned > status["records"]):
+            # Through to the end, every planned question has its record: workers and Ray
+            # (no single reader counted) take the count, and an estimate made before
+            # reading (a benchmark's own count) cannot leave a finished run "incomplete".
             manifest["questions_planned"] = status["records"]
         if manifest.get("packages") is None:  # no episode was started
             manifest["packages"] = package_versions()
