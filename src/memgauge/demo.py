@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .analysis import bootstrap_ci, summarize
+from .analysis import mean_ci, summarize
+from .analysis._stats import WILSON
 from .report import render_markdown
 from .runner import RunConfig, Runner, read_records
 
@@ -75,11 +76,11 @@ def run_demo(config: DemoConfig, say: Callable[[str], None]) -> Path:
             summary = summarize(records)
             summaries[f"{label} @ {tier}"] = summary
             recalls = [r for r in (rec.evidence_recall() for rec in records) if r is not None]
-            rec_ci = bootstrap_ci(recalls) if recalls else (None, None)
+            rec_ci = mean_ci(recalls) if recalls else (None, None, None)
             overall = summary.overall.get(summary.primary) if summary.primary else None
             rows.append({"system": label, "tier": tier, "n": summary.n_ok,
                          "acc": overall.accuracy if overall else None,
-                         "ci": (overall.ci_low, overall.ci_high) if overall else (None, None),
+                         "ci": _ci_of(overall),
                          "recall": sum(recalls) / len(recalls) if recalls else None,
                          "recall_ci": rec_ci, "run": str(out.relative_to(root))})
     run_dirs = [root / "runs" / t / system for t in config.tiers for _, system, _ in BASELINES]
@@ -129,7 +130,7 @@ def _model_runs(config: DemoConfig, root: Path, bench_dir: Path,
         rows.append({"system": f"{_model_label(config.model)} · {label}", "tier": tier,
                      "n": summary.n_ok, "errors": summary.n_errors,
                      "acc": overall.accuracy if overall else None,
-                     "ci": (overall.ci_low, overall.ci_high) if overall else (None, None),
+                     "ci": _ci_of(overall),
                      "recall": sum(recalls) / len(recalls) if recalls else None,
                      "input_tokens": sum(u.input_tokens or 0 for u in tokens),
                      "output_tokens": sum(u.output_tokens or 0 for u in tokens),
@@ -196,9 +197,7 @@ def _report(manifest: dict[str, Any], gates: dict[str, Any], rows: list[dict[str
               "| System | Tier | n | Accuracy | 95% CI | Evidence recall | 95% CI | Run |",
               "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in rows:
-        ci = f"[{_pct(r['ci'][0])}, {_pct(r['ci'][1])}]" if r["ci"][0] is not None else "—"
-        rci = (f"[{_pct(r['recall_ci'][0])}, {_pct(r['recall_ci'][1])}]"
-               if r["recall_ci"][0] is not None else "—")
+        ci, rci = _ci_text(r["ci"]), _ci_text(r["recall_ci"])
         lines.append(f"| {r['system']} | {r['tier']} | {r['n']} | {_pct(r['acc'])} | {ci} | "
                      f"{_pct(r['recall'])} | {rci} | `{r['run']}` |")
     lines += ["",
@@ -214,6 +213,19 @@ def _report(manifest: dict[str, Any], gates: dict[str, Any], rows: list[dict[str
     return "\n".join(lines)
 
 
+def _ci_of(stat: Any) -> tuple[float | None, float | None, str | None]:
+    """A scorer's interval and its method (``None``s without a score)."""
+    return (stat.ci_low, stat.ci_high, stat.ci_method) if stat else (None, None, None)
+
+
+def _ci_text(ci: tuple[float | None, float | None, str | None]) -> str:
+    """``[20.7, 100.0]``, marked when it is a small sample's Wilson interval (design 0040)."""
+    low, high, method = ci
+    if low is None or high is None:
+        return "—"
+    return f"[{_pct(low)}, {_pct(high)}]" + (" (small n: Wilson)" if method == WILSON else "")
+
+
 def _model_section(rows: list[dict[str, Any]], note: str | None) -> list[str]:
     lines = ["## A real model (offline, llama.cpp)", ""]
     if note and not rows:
@@ -226,7 +238,7 @@ def _model_section(rows: list[dict[str, Any]], note: str | None) -> list[str]:
               "Input tokens | Output tokens | Wall time | Run |"),
               "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in rows:
-        ci = f"[{_pct(r['ci'][0])}, {_pct(r['ci'][1])}]" if r["ci"][0] is not None else "—"
+        ci = _ci_text(r["ci"])
         lines.append(f"| {r['system']} | {r['tier']} | {r['n']} | {r['errors']} | "
                      f"{_pct(r['acc'])} | {ci} | {_pct(r['recall'])} | {r['input_tokens']:,} | "
                      f"{r['output_tokens']:,} | {r['wall_s']:.0f} s | `{r['run']}` |")
