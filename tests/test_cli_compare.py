@@ -99,3 +99,7 @@ def test_compare_marks_few_pairs_and_one_cluster(tmp_path):
     # episode's clustered SE is undefined, not 0.00
     assert "+0.0 pp [+0.0, +0.0] (small n: under 30 pairs, interval too narrow)" in r.stdout
     assert "| 1 | undefined (one cluster) |" in r.stdout
+    js = runner.invoke(app, ["compare", a, b, "--format", "json"])
+    assert js.exit_code == 0, js.output
+    [c] = json.loads(js.stdout)["comparisons"]
+    assert c["se_clustered"] is None and c["n_clusters"] == 1  # undefined, not 0.0
