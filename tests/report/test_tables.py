@@ -206,7 +206,8 @@ def test_markdown_sections_carry_the_table_numbers(tables):
     assert "80.0% (4/5)" in lead and "75.0% (n=4)" in lead and "±20.4 pp (3)" in lead
     assert "| information_extraction | 66.7% (n=3) | 33.3% (n=3) |" in md  # s1 tiers
     assert "| 0.0–0.2 | 66.7% (n=3) | — |" in md
-    assert "| X1 | 66.7% [0.0, 100.0] (n=3) † | — | — |" in md  # with its interval; n < 15
+    # with its interval, Wilson's on 3 questions; † under n = 15
+    assert "| X1 | 66.7% [20.8, 93.9] (small n: Wilson) (n=3) † | — | — |" in md
     assert "| information_extraction | temporal_reasoning | 3 | +1.00 |" in md
     assert "16 question rows over 3 run(s)" in md
     # leaderboard: best first

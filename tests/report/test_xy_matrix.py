@@ -22,7 +22,7 @@ import pytest
 from report_runs import identity
 
 from memgauge.analysis import RunData, build_tables
-from memgauge.analysis._stats import bootstrap_ci
+from memgauge.analysis._stats import wilson_ci
 from memgauge.report import render_tables_json, render_tables_markdown
 from memgauge.schema import (
     BenchmarkInfo,
@@ -85,7 +85,9 @@ def test_debiased_em_and_all_rotations_correct(tables):
     assert r["n_rotations"] == 13 and r["n_ok_rotations"] == 12
     assert r["debiased_em"] == pytest.approx(7 / 12)
     assert r["all_rotations_correct"] == pytest.approx(1 / 3)
-    assert r["debiased_em_ci"] == list(bootstrap_ci([0.75, 1.0, 0.0]))
+    # three questions: Wilson's interval over their sum, not a bootstrap (design 0040)
+    assert r["debiased_em_ci"] == list(wilson_ci(1.75, 3)) and r["ci_method"] == "wilson"
+    assert r["all_rotations_correct_ci"] == list(wilson_ci(1, 3))
     assert r["unparseable"] == 1 and r["unparseable_share"] == pytest.approx(1 / 12)
     assert {k: (v["accuracy"], v["n"]) for k, v in r["by_gold_position"].items()} == {
         "A": (1.0, 3), "B": (1.0, 2), "C": (0.5, 4), "D": (1.0, 3)}
@@ -98,7 +100,7 @@ def test_matrix_counts_a_multi_label_question_in_each_cell_and_keeps_forms_apart
     assert (mcq["X1"]["Y2"].accuracy, mcq["X1"]["Y2"].n) == (0.75, 1)  # P again
     assert mcq["X4"]["Y3"].n == 0  # R is incomplete
     c = mcq["X1"]["Y1"]
-    assert (c.ci_low, c.ci_high) == bootstrap_ci([0.75, 1.0, 0.0]) and c.small
+    assert (c.ci_low, c.ci_high) == wilson_ci(1.75, 3) and c.small and c.ci_method == "wilson"
     op = tables.xy["A · open"]
     assert (op["X1"]["Y1"].accuracy, op["X1"]["Y1"].n) == (1.0, 1)
     assert (op["X2"]["Y2"].accuracy, op["X2"]["Y2"].n) == (0.0, 1)

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..schema import Measure, Record
 from ..scoring import record_measure
-from ._stats import bootstrap_ci, mean
+from ._stats import BOOTSTRAP, mean, mean_ci
 
 X_LABELS = ("X1", "X2", "X3", "X4")
 Y_LABELS = ("Y1", "Y2", "Y3")
@@ -37,14 +37,16 @@ UNPARSEABLE = "unparseable"
 
 @dataclass(frozen=True)
 class XYCell:
-    """A cell's accuracy over its questions, with a bootstrap interval; ``small`` when
-    ``n`` is under :data:`MIN_CELL_N`."""
+    """A cell's accuracy over its questions, with its interval (a bootstrap, or Wilson's
+    below SMALL_N questions: ``ci_method``, design 0040); ``small`` when ``n`` is under
+    :data:`MIN_CELL_N`."""
 
     accuracy: float
     n: int
     ci_low: float
     ci_high: float
     small: bool
+    ci_method: str = BOOTSTRAP
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,8 @@ def rotation_summary(records: Sequence[Record], primary: str | None, *, seed: in
     em = [u.value for u in units]
     strict = [float(bool(u.all_correct)) for u in units]
     kw = {"seed": seed, "n_resamples": n_resamples, "confidence": confidence}
+    *em_ci, method = mean_ci(em, **kw)  # Wilson's below SMALL_N questions (design 0040)
+    *strict_ci, _ = mean_ci(strict, **kw)
     rotations = [r for g in groups.values() for r in g]
     ok = [r for r in rotations if r.status == "ok"]
     unparseable = sum(1 for r in ok if any(
@@ -157,9 +161,9 @@ def rotation_summary(records: Sequence[Record], primary: str | None, *, seed: in
     return {
         "n_questions": len(units), "n_rotations": len(rotations), "n_ok_rotations": len(ok),
         "incomplete_questions": incomplete,
-        "debiased_em": mean(em), "debiased_em_ci": list(bootstrap_ci(em, **kw)),
-        "all_rotations_correct": mean(strict),
-        "all_rotations_correct_ci": list(bootstrap_ci(strict, **kw)),
+        "debiased_em": mean(em), "debiased_em_ci": em_ci,
+        "all_rotations_correct": mean(strict), "all_rotations_correct_ci": strict_ci,
+        "ci_method": method,
         "unparseable": unparseable,
         "unparseable_share": unparseable / len(ok) if ok else math.nan,
         "by_gold_position": {k: {"accuracy": mean(v), "n": len(v)}
@@ -184,8 +188,8 @@ def xy_grid(units: Iterable[QuestionUnit], *, seed: int = 0, n_resamples: int = 
     kw = {"seed": seed, "n_resamples": n_resamples, "confidence": confidence}
 
     def cell(vs: list[float]) -> XYCell:
-        low, high = bootstrap_ci(vs, **kw)
-        return XYCell(mean(vs), len(vs), low, high, len(vs) < MIN_CELL_N)
+        low, high, method = mean_ci(vs, **kw)
+        return XYCell(mean(vs), len(vs), low, high, len(vs) < MIN_CELL_N, method)
 
     return {x: {y: cell(values.get((x, y), [])) for y in Y_LABELS} for x in X_LABELS}
 

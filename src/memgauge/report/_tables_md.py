@@ -19,6 +19,7 @@ from memgauge.analysis import (
     measure_of,
     scorer_label,
 )
+from memgauge.analysis._stats import WILSON
 from memgauge.report._md import cell, code, table
 
 __all__ = [
@@ -371,8 +372,8 @@ def _xy_section(t: ReportTables) -> list[str]:
 
 
 # The X × Y matrix and MCQ rotations (design 0036)
-XY_CELLS_NOTE = (f"Each cell: accuracy over its questions, {MISSING} where none, 95% bootstrap "
-                 "interval and n. A question with several labels (MemEye's multi-label "
+XY_CELLS_NOTE = (f"Each cell: accuracy over its questions, {MISSING} where none, 95% interval "
+                 "(bootstrap; Wilson's below n = 30, marked small n) and n. A question with several labels (MemEye's multi-label "
                  "point) counts in each of its cells, so the cells' n can add up to more than "
                  "the questions. An MCQ question asked over rotations is one question, valued "
                  "at its debiased EM. † marks a cell under n = 15: too few questions for a "
@@ -392,16 +393,18 @@ def fmt_xy_cell(c: Any) -> str:
     """``66.7% [33.3, 100.0] (n=3) †``; ``—`` when the cell holds no question."""
     if c is None or c.n == 0:
         return MISSING
-    return (f"{fmt_pct(c.accuracy)} {fmt_ci(c.ci_low, c.ci_high)} (n={c.n})"
-            + (" †" if c.small else ""))
+    return (f"{fmt_pct(c.accuracy)} {fmt_ci(c.ci_low, c.ci_high, small=c.ci_method == WILSON)}"
+            f" (n={c.n})" + (" †" if c.small else ""))
 
 
 def rotation_cells(run: str, r: Mapping[str, Any]) -> list[str]:
+    small = r.get("ci_method") == WILSON
     positions = ", ".join(f"{k} {fmt_pct(v['accuracy'])} (n={v['n']})"
                           for k, v in r["by_gold_position"].items()) or MISSING
     return [cell(run), str(r["n_questions"]), f"{r['n_rotations']} ({r['n_ok_rotations']})",
-            f"{fmt_pct(r['debiased_em'])} {fmt_ci(*r['debiased_em_ci'])}",
-            f"{fmt_pct(r['all_rotations_correct'])} {fmt_ci(*r['all_rotations_correct_ci'])}",
+            f"{fmt_pct(r['debiased_em'])} {fmt_ci(*r['debiased_em_ci'], small=small)}",
+            (f"{fmt_pct(r['all_rotations_correct'])} "
+             f"{fmt_ci(*r['all_rotations_correct_ci'], small=small)}"),
             f"{r['unparseable']} ({fmt_pct(r['unparseable_share'])})",
             str(r["incomplete_questions"]), positions]
 
