@@ -156,7 +156,7 @@ def test_open_questions_take_the_judge_never_a_rule_score_and_the_headline_keeps
     assert set(t.ability_matrix) == {"A · MCQ", "A · open"}
     md = render_tables_markdown(t)
     assert "`<run> · MCQ` and `<run> · open` are one run's two forms" in md
-    assert "| A · open | s · m · image | - | 3 | 0 | 50.0% [0.0, 100.0] (n=2) |" in md
+    assert "| A · open | s · m · image | - | 3 | 0 | 0 | 50.0% [0.0, 100.0] (n=2) |" in md
 
 
 def test_a_judge_that_scored_every_open_question_is_the_primary_rotations_are_no_errors():
