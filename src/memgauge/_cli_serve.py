@@ -30,6 +30,9 @@ def serve_memory(
     prefix: Annotated[str, typer.Option(help="Path prefix of the routes, e.g. /memory")] = "",
     max_episodes: Annotated[int, typer.Option(
         help="Episodes kept in memory (the least recently used are dropped)")] = 1024,
+    allow_image_urls: Annotated[bool, typer.Option(
+        "--allow-image-urls", help="Accept https image URLs from clients (the served "
+        "system's model fetches them); without it only data: images are taken")] = False,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint URL")] = None,
     api_key_env: Annotated[str, typer.Option(help="Env var holding the API key")] = "OPENAI_API_KEY",
     model_option: Annotated[list[str] | None, typer.Option(
@@ -80,6 +83,7 @@ def serve_memory(
     except MemgaugeError as exc:
         fail(exc)
     try:
-        run_server(factory, host, port, prefix, max_episodes, closers)
+        run_server(factory, host, port, prefix, max_episodes, closers,
+                   allow_image_urls=allow_image_urls)
     except OSError as exc:  # the port is taken, the address is not ours
         fail(MemgaugeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}"))

@@ -21,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httptools
 import orjson
@@ -52,8 +53,11 @@ class MemoryService:
     """The protocol's four routes over one system factory."""
 
     def __init__(self, factory: Callable[[], Any], image_dir: Path, *, version: str,
-                 max_episodes: int = 1024) -> None:
+                 max_episodes: int = 1024, allow_image_urls: bool = False) -> None:
         self.factory = factory
+        # https image URLs reach the served system's model only when the operator says so:
+        # a client's URL is fetched by whatever model the service uses, not by the client
+        self.allow_image_urls = allow_image_urls
         probe = factory()
         self.info = {"name": probe.name, "version": version, "modality": probe.modality}
         self.image_dir = image_dir
@@ -177,24 +181,39 @@ class MemoryService:
             url = _field(im, "url", at, str, null=True)
             caption = _field(im, "caption", at, str, null=True)
             captions = {"gold": caption} if caption else {}
-            if data_url is not None:
-                refs.append(self._decoded(data_url, sha, url, captions, at))
+            if data_url is not None:  # the bytes themselves: `url` is not read then
+                refs.append(self._decoded(data_url, sha, captions, at + "data_url"))
+            elif url is not None and url.startswith("data:"):
+                refs.append(self._decoded(url, sha, captions, at + "url"))
             elif url is not None:
-                refs.append(ImageRef(source=url, url=url, sha256=sha, captions=captions))
+                refs.append(ImageRef(source=self._https_url(url, at + "url"), url=url,
+                                     sha256=sha, captions=captions))
             else:  # no bytes and no URL: the caption is all there is (a text prompt shows it)
                 refs.append(ImageRef(source=f"sha256:{sha}", sha256=sha, captions=captions,
                                      meta={"caption_only": True}))
         return refs
 
-    def _decoded(self, data_url: str, sha: str, url: str | None, captions: dict[str, str],
-                 at: str) -> ImageRef:
+    def _https_url(self, url: str, where: str) -> str:
+        """``url`` if this service takes image URLs and it is https; else a 400 naming the
+        field. A client's ``file:`` URL, path or link-local address would otherwise be read
+        by the served system's model on this machine."""
+        shown = url if len(url) <= 80 else url[:80] + "…"
+        if not self.allow_image_urls:
+            raise BadRequest(f"{where}: this service takes images as data: URLs only (start "
+                             f"it with --allow-image-urls to accept https URLs), got {shown!r}")
+        parts = urlsplit(url)
+        if parts.scheme != "https" or not parts.hostname:
+            raise BadRequest(f"{where}: expected an https:// URL or a data: URL, got {shown!r}")
+        return url
+
+    def _decoded(self, data_url: str, sha: str, captions: dict[str, str],
+                 where: str) -> ImageRef:
         try:
             got = inline_image(data_url) if data_url.startswith("data:image/") else None
         except ImageTooLarge as exc:
-            raise BadRequest(f"{at}data_url: {exc}") from None
+            raise BadRequest(f"{where}: {exc}") from None
         if got is None:
-            raise BadRequest(f"{at}data_url: not a base64 data:image/... URL of a readable "
-                             "image")
+            raise BadRequest(f"{where}: not a base64 data:image/... URL of a readable image")
         data, w, h = got
         import hashlib
 
@@ -205,8 +224,8 @@ class MemoryService:
             tmp = path.with_suffix(".part")
             tmp.write_bytes(data)
             tmp.replace(path)
-        return ImageRef(source=url or f"sha256:{sha}", path=str(path), url=url, sha256=sha,
-                        width=w, height=h, captions=captions)
+        return ImageRef(source=f"sha256:{sha}", path=str(path), sha256=sha, width=w,
+                        height=h, captions=captions)
 
 
 def _error(message: str, kind: str = "bad_request") -> dict[str, Any]:
@@ -319,7 +338,8 @@ async def serve(service: MemoryService, host: str, port: int, prefix: str = "",
 
 
 def run_server(factory: Callable[[], Any], host: str, port: int, prefix: str,
-               max_episodes: int, closers: list[Any]) -> None:
+               max_episodes: int, closers: list[Any], *,
+               allow_image_urls: bool = False) -> None:
     """The blocking entry point of ``memgauge serve-memory``: prints the URL, stops
     cleanly on Ctrl-C or SIGTERM (the model's connections closed, the images removed)."""
     from . import __version__
@@ -334,7 +354,8 @@ def run_server(factory: Callable[[], Any], host: str, port: int, prefix: str,
                 loop.add_signal_handler(sig, stop.set)
         with tempfile.TemporaryDirectory(prefix="memgauge-serve-") as tmp:
             service = MemoryService(factory, Path(tmp), version=__version__,
-                                    max_episodes=max_episodes)
+                                    max_episodes=max_episodes,
+                                    allow_image_urls=allow_image_urls)
 
             def ready(url: str) -> None:
                 print(f"serving {service.info['name']} over the memory protocol v1 at {url}",
