@@ -285,6 +285,11 @@ def parse_answer(obj: Any, latency_s: float | None = None) -> Response:
     r = "/answer"
     obj = _object(r, obj)
     text = _want(r, "answer", obj.get("answer"), "str")
+    if not text.strip():
+        # as an empty model reply is: an error reported apart, never an answer scored 0
+        return Response(latency_s=latency_s, error=ErrorInfo(
+            kind="empty_answer", message=f"{r}: answer is {'empty' if not text else 'blank'}"
+            " (a service with nothing to say should say so in words)"))
     items = _want(r, "retrieved", obj.get("retrieved", []), "list", "null") or []
     retrieved = []
     for i, item in enumerate(items):
