@@ -1,4 +1,4 @@
-"""``memgauge serve-memory``: serve a registered system over the memory protocol v1
+"""``memgauge serve-memory``: serve a registered system over the memory protocol v1.1
 (docs/memory-protocol.md). The work is in ``_serve_memory``; this module only declares the
 command (imported by the CLI at start-up, so it imports nothing heavy)."""
 
@@ -56,7 +56,7 @@ def serve_memory(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the response cache")] = False,
     cache_path: Annotated[str | None, typer.Option(help="Response cache SQLite file")] = None,
 ) -> None:
-    """Serve a memory system over the memory protocol v1 (HTTP + JSON), so that
+    """Serve a memory system over the memory protocol v1.1 (HTTP + JSON), so that
     `memgauge run --system http://HOST:PORT` evaluates it; stop with Ctrl-C."""
     from .errors import MemgaugeError
 

@@ -1,4 +1,4 @@
-"""``memgauge serve-memory``: any registered system served over the memory protocol v1.
+"""``memgauge serve-memory``: any registered system served over the memory protocol v1.1.
 
 One asyncio server (``httptools`` parses the requests, as it parses replies in the model
 client): each connection handles its requests in order, connections run concurrently, and
@@ -31,6 +31,8 @@ from .media import ImageTooLarge, inline_image
 from .schema import BenchmarkInfo, Episode, ImageRef, Question, Session, Turn
 
 MAX_BODY = 512 << 20  # a session with many inline photos; past this: 413
+PROTOCOL_VERSION = "1.1"  # namespaces (docs/memory-protocol.md)
+MAX_NAMESPACE = 128
 _EXT = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/gif": ".gif"}
 
 
@@ -59,10 +61,14 @@ class MemoryService:
         # a client's URL is fetched by whatever model the service uses, not by the client
         self.allow_image_urls = allow_image_urls
         probe = factory()
-        self.info = {"name": probe.name, "version": version, "modality": probe.modality}
+        self.info = {"name": probe.name, "version": version, "modality": probe.modality,
+                     "protocol_version": PROTOCOL_VERSION}
         self.image_dir = image_dir
         self.max_episodes = max_episodes
-        self.episodes: OrderedDict[str, tuple[Any, asyncio.Lock, set[str]]] = OrderedDict()
+        # (namespace, episode_id): two runs at once keep apart though their episode ids are
+        # the same; a v1 client sends no namespace ("")
+        self.episodes: OrderedDict[tuple[str, str], tuple[Any, asyncio.Lock, set[str]]] = \
+            OrderedDict()
 
     async def handle(self, method: str, path: str, body: bytes) -> tuple[int, Any]:
         routes = {"/info": ("GET", None), "/reset": ("POST", self.reset),
@@ -87,23 +93,32 @@ class MemoryService:
         except Exception as exc:  # noqa: BLE001 - a system bug is the client's system_error
             return 500, _error(f"{type(exc).__name__}: {exc}", "system_error")
 
+    def _key(self, obj: dict[str, Any]) -> tuple[str, str]:
+        """(namespace, episode_id) of a request; the namespace is "" for a v1 client."""
+        namespace = _field(obj, "namespace", "", str, null=True) or ""
+        if len(namespace) > MAX_NAMESPACE:
+            raise BadRequest(f"namespace: over {MAX_NAMESPACE} characters")
+        return namespace, _field(obj, "episode_id", "", str)
+
     def _episode(self, obj: dict[str, Any]) -> tuple[Any, asyncio.Lock, set[str]]:
-        eid = _field(obj, "episode_id", "", str)
-        found = self.episodes.get(eid)
+        key = self._key(obj)
+        found = self.episodes.get(key)
         if found is None:
-            raise BadRequest(f"episode_id: {eid!r} is not known here (POST /reset first)")
-        self.episodes.move_to_end(eid)
+            where = f" in namespace {key[0]!r}" if key[0] else ""
+            raise BadRequest(f"episode_id: {key[1]!r} is not known here{where} (POST /reset "
+                             "first)")
+        self.episodes.move_to_end(key)
         return found
 
     async def reset(self, obj: dict[str, Any]) -> tuple[int, Any]:
-        eid = _field(obj, "episode_id", "", str)
+        key = self._key(obj)
         system = self.factory()
-        old = self.episodes.pop(eid, None)
+        old = self.episodes.pop(key, None)
         lock = old[1] if old else asyncio.Lock()
         async with lock:
-            await system.reset(Episode(episode_id=eid, sessions=[], questions=[],
+            await system.reset(Episode(episode_id=key[1], sessions=[], questions=[],
                                        benchmark=BenchmarkInfo(name="memory-protocol")))
-            self.episodes[eid] = (system, lock, set())
+            self.episodes[key] = (system, lock, set())
         while len(self.episodes) > self.max_episodes:
             self.episodes.popitem(last=False)
         return 200, {}
@@ -358,7 +373,7 @@ def run_server(factory: Callable[[], Any], host: str, port: int, prefix: str,
                                     allow_image_urls=allow_image_urls)
 
             def ready(url: str) -> None:
-                print(f"serving {service.info['name']} over the memory protocol v1 at {url}",
+                print(f"serving {service.info['name']} over the memory protocol v1.1 at {url}",
                       flush=True)
 
             try:
