@@ -25,9 +25,10 @@ def prompt_digest(body: dict[str, Any]) -> str:
 
 @contextmanager
 def served(system: str, prefix: str = "", service_options: dict[str, Any] | None = None,
-           **config: Any) -> Iterator[str]:
+           serve_options: dict[str, Any] | None = None, **config: Any) -> Iterator[str]:
     """``system`` served on a free loopback port; yields its URL. ``service_options`` go to
-    ``MemoryService`` (e.g. ``allow_image_urls``)."""
+    ``MemoryService`` (e.g. ``allow_image_urls``), ``serve_options`` to ``serve`` (``token``,
+    ``limits``)."""
     factory, closers = build_factory(RunConfig(bench="-", data="-", out="-", system=system,
                                                cache=False, **config))
     urls: queue.Queue[str] = queue.Queue()
@@ -41,7 +42,8 @@ def served(system: str, prefix: str = "", service_options: dict[str, Any] | None
                                     **(service_options or {}))
             holder["service"] = service
             try:
-                await serve(service, "127.0.0.1", 0, prefix, urls.put, stop)
+                await serve(service, "127.0.0.1", 0, prefix, urls.put, stop,
+                            **(serve_options or {}))
             finally:
                 for close in closers:
                     await close()

@@ -492,18 +492,16 @@ def _namespace() -> str:
     return f"memgauge-{os.getpid()}-{secrets.token_hex(8)}"
 
 
-def _token(env: str | None) -> str | None:
-    """The bearer token from the variable ``token_env`` names; a ``ConfigError`` before any
-    request when it is unset or empty (never a run of 401s)."""
-    if env is None:
-        return None
+def read_token(env: str, option: str) -> str:
+    """The bearer token the variable ``env`` holds (``option`` names where it was given); a
+    ``ConfigError`` before any request when it is unset, empty or cannot go in a header
+    (never a run of 401s). Shared by the client and ``serve-memory``."""
     token = os.environ.get(env, "").strip()
     if not token:
-        raise ConfigError(f"--system-option token_env={env}: the environment variable {env} "
-                          "is not set (or is empty)")
+        raise ConfigError(f"{option}: the environment variable {env} is not set (or is empty)")
     if any(ord(ch) < 0x21 or ord(ch) > 0x7e for ch in token):
-        raise ConfigError(f"--system-option token_env={env}: the token in {env} has spaces "
-                          "or characters a header cannot carry")
+        raise ConfigError(f"{option}: the token in {env} has spaces or characters a header "
+                          "cannot carry")
     return token
 
 
@@ -532,7 +530,8 @@ def for_url(url: str):  # type: ignore[no-untyped-def]
         if images not in IMAGE_MODES:
             raise ConfigError(f"--system-option images={images!r}: use one of "
                               f"{', '.join(IMAGE_MODES)}")
-        token = _token(opts.get("token_env"))
+        env = opts.get("token_env")
+        token = read_token(env, f"--system-option token_env={env}") if env else None
         info = preflight(base, timeout, token)
         if images == "auto":
             images = "inline" if info["modality"] == "image" else "none"
