@@ -161,6 +161,10 @@ def test_serve_memory_refuses_an_unset_token_variable_before_listening() -> None
                                    "--port", "0", "--token-env", "NO_SUCH_TOKEN_VAR"])
     assert res.exit_code == 2 and "NO_SUCH_TOKEN_VAR is not set" in res.output
     assert "Traceback" not in res.output
+    for flag in ("--max-body-mib", "--header-timeout", "--max-connections"):
+        res = CliRunner().invoke(app, ["serve-memory", "--system", "full-context",
+                                       "--no-cache", "--port", "0", flag, "0"])
+        assert res.exit_code == 2 and f"{flag} 0: must be more than 0" in res.output
 
 
 # -- slow, oversized and too many clients ------------------------------------------------------
