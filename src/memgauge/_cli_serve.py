@@ -1,4 +1,4 @@
-"""``memgauge serve-memory``: serve a registered system over the memory protocol v1
+"""``memgauge serve-memory``: serve a registered system over the memory protocol v1.1
 (docs/memory-protocol.md). The work is in ``_serve_memory``; this module only declares the
 command (imported by the CLI at start-up, so it imports nothing heavy)."""
 
@@ -30,6 +30,22 @@ def serve_memory(
     prefix: Annotated[str, typer.Option(help="Path prefix of the routes, e.g. /memory")] = "",
     max_episodes: Annotated[int, typer.Option(
         help="Episodes kept in memory (the least recently used are dropped)")] = 1024,
+    token_env: Annotated[str | None, typer.Option(
+        help="Env var holding a token every request must bring as `Authorization: Bearer "
+        "<token>` (run with --system-option token_env=NAME)")] = None,
+    max_body_mib: Annotated[float, typer.Option(
+        help="Largest request body, MiB (refused with 413 as it streams in)")] = 32.0,
+    header_timeout: Annotated[float, typer.Option(
+        help="Seconds a client may take to send a request's head")] = 10.0,
+    body_timeout: Annotated[float, typer.Option(
+        help="Seconds a client may take to send a request's body")] = 60.0,
+    idle_timeout: Annotated[float, typer.Option(
+        help="Seconds an idle kept-alive connection stays open")] = 60.0,
+    max_connections: Annotated[int, typer.Option(
+        help="Connections open at once (more are answered 503)")] = 64,
+    allow_image_urls: Annotated[bool, typer.Option(
+        "--allow-image-urls", help="Accept https image URLs from clients (the served "
+        "system's model fetches them); without it only data: images are taken")] = False,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint URL")] = None,
     api_key_env: Annotated[str, typer.Option(help="Env var holding the API key")] = "OPENAI_API_KEY",
     model_option: Annotated[list[str] | None, typer.Option(
@@ -53,16 +69,22 @@ def serve_memory(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the response cache")] = False,
     cache_path: Annotated[str | None, typer.Option(help="Response cache SQLite file")] = None,
 ) -> None:
-    """Serve a memory system over the memory protocol v1 (HTTP + JSON), so that
+    """Serve a memory system over the memory protocol v1.1 (HTTP + JSON), so that
     `memgauge run --system http://HOST:PORT` evaluates it; stop with Ctrl-C."""
     from .errors import MemgaugeError
 
     try:
-        from ._serve_memory import build_factory, run_server
+        from ._serve_memory import ServeLimits, build_factory, run_server
         from .runner import RunConfig
+        from .systems.http_system import read_token
 
         if max_episodes < 1:
             raise MemgaugeError(f"--max-episodes {max_episodes}: must be at least 1")
+        limits = ServeLimits(max_body=int(max_body_mib * (1 << 20)),
+                             header_timeout_s=header_timeout, body_timeout_s=body_timeout,
+                             idle_timeout_s=idle_timeout, max_connections=max_connections)
+        limits.check()
+        token = read_token(token_env, f"--token-env {token_env}") if token_env else None
         config = RunConfig(
             bench="-", data="-", out="-", system=system, model=model,
             system_options=parse_options(system_option or []),
@@ -80,6 +102,7 @@ def serve_memory(
     except MemgaugeError as exc:
         fail(exc)
     try:
-        run_server(factory, host, port, prefix, max_episodes, closers)
+        run_server(factory, host, port, prefix, max_episodes, closers,
+                   allow_image_urls=allow_image_urls, token=token, limits=limits)
     except OSError as exc:  # the port is taken, the address is not ours
         fail(MemgaugeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}"))

@@ -1,4 +1,4 @@
-"""``memgauge serve-memory``: any registered system served over the memory protocol v1.
+"""``memgauge serve-memory``: any registered system served over the memory protocol v1.1.
 
 One asyncio server (``httptools`` parses the requests, as it parses replies in the model
 client): each connection handles its requests in order, connections run concurrently, and
@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import signal
 import sys
 import tempfile
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httptools
 import orjson
@@ -29,7 +32,8 @@ from .errors import MemgaugeError
 from .media import ImageTooLarge, inline_image
 from .schema import BenchmarkInfo, Episode, ImageRef, Question, Session, Turn
 
-MAX_BODY = 512 << 20  # a session with many inline photos; past this: 413
+PROTOCOL_VERSION = "1.1"  # namespaces (docs/memory-protocol.md)
+MAX_NAMESPACE = 128
 _EXT = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/gif": ".gif"}
 
 
@@ -52,13 +56,20 @@ class MemoryService:
     """The protocol's four routes over one system factory."""
 
     def __init__(self, factory: Callable[[], Any], image_dir: Path, *, version: str,
-                 max_episodes: int = 1024) -> None:
+                 max_episodes: int = 1024, allow_image_urls: bool = False) -> None:
         self.factory = factory
+        # https image URLs reach the served system's model only when the operator says so:
+        # a client's URL is fetched by whatever model the service uses, not by the client
+        self.allow_image_urls = allow_image_urls
         probe = factory()
-        self.info = {"name": probe.name, "version": version, "modality": probe.modality}
+        self.info = {"name": probe.name, "version": version, "modality": probe.modality,
+                     "protocol_version": PROTOCOL_VERSION}
         self.image_dir = image_dir
         self.max_episodes = max_episodes
-        self.episodes: OrderedDict[str, tuple[Any, asyncio.Lock, set[str]]] = OrderedDict()
+        # (namespace, episode_id): two runs at once keep apart though their episode ids are
+        # the same; a v1 client sends no namespace ("")
+        self.episodes: OrderedDict[tuple[str, str], tuple[Any, asyncio.Lock, set[str]]] = \
+            OrderedDict()
 
     async def handle(self, method: str, path: str, body: bytes) -> tuple[int, Any]:
         routes = {"/info": ("GET", None), "/reset": ("POST", self.reset),
@@ -83,23 +94,32 @@ class MemoryService:
         except Exception as exc:  # noqa: BLE001 - a system bug is the client's system_error
             return 500, _error(f"{type(exc).__name__}: {exc}", "system_error")
 
+    def _key(self, obj: dict[str, Any]) -> tuple[str, str]:
+        """(namespace, episode_id) of a request; the namespace is "" for a v1 client."""
+        namespace = _field(obj, "namespace", "", str, null=True) or ""
+        if len(namespace) > MAX_NAMESPACE:
+            raise BadRequest(f"namespace: over {MAX_NAMESPACE} characters")
+        return namespace, _field(obj, "episode_id", "", str)
+
     def _episode(self, obj: dict[str, Any]) -> tuple[Any, asyncio.Lock, set[str]]:
-        eid = _field(obj, "episode_id", "", str)
-        found = self.episodes.get(eid)
+        key = self._key(obj)
+        found = self.episodes.get(key)
         if found is None:
-            raise BadRequest(f"episode_id: {eid!r} is not known here (POST /reset first)")
-        self.episodes.move_to_end(eid)
+            where = f" in namespace {key[0]!r}" if key[0] else ""
+            raise BadRequest(f"episode_id: {key[1]!r} is not known here{where} (POST /reset "
+                             "first)")
+        self.episodes.move_to_end(key)
         return found
 
     async def reset(self, obj: dict[str, Any]) -> tuple[int, Any]:
-        eid = _field(obj, "episode_id", "", str)
+        key = self._key(obj)
         system = self.factory()
-        old = self.episodes.pop(eid, None)
+        old = self.episodes.pop(key, None)
         lock = old[1] if old else asyncio.Lock()
         async with lock:
-            await system.reset(Episode(episode_id=eid, sessions=[], questions=[],
+            await system.reset(Episode(episode_id=key[1], sessions=[], questions=[],
                                        benchmark=BenchmarkInfo(name="memory-protocol")))
-            self.episodes[eid] = (system, lock, set())
+            self.episodes[key] = (system, lock, set())
         while len(self.episodes) > self.max_episodes:
             self.episodes.popitem(last=False)
         return 200, {}
@@ -177,24 +197,39 @@ class MemoryService:
             url = _field(im, "url", at, str, null=True)
             caption = _field(im, "caption", at, str, null=True)
             captions = {"gold": caption} if caption else {}
-            if data_url is not None:
-                refs.append(self._decoded(data_url, sha, url, captions, at))
+            if data_url is not None:  # the bytes themselves: `url` is not read then
+                refs.append(self._decoded(data_url, sha, captions, at + "data_url"))
+            elif url is not None and url.startswith("data:"):
+                refs.append(self._decoded(url, sha, captions, at + "url"))
             elif url is not None:
-                refs.append(ImageRef(source=url, url=url, sha256=sha, captions=captions))
+                refs.append(ImageRef(source=self._https_url(url, at + "url"), url=url,
+                                     sha256=sha, captions=captions))
             else:  # no bytes and no URL: the caption is all there is (a text prompt shows it)
                 refs.append(ImageRef(source=f"sha256:{sha}", sha256=sha, captions=captions,
                                      meta={"caption_only": True}))
         return refs
 
-    def _decoded(self, data_url: str, sha: str, url: str | None, captions: dict[str, str],
-                 at: str) -> ImageRef:
+    def _https_url(self, url: str, where: str) -> str:
+        """``url`` if this service takes image URLs and it is https; else a 400 naming the
+        field. A client's ``file:`` URL, path or link-local address would otherwise be read
+        by the served system's model on this machine."""
+        shown = url if len(url) <= 80 else url[:80] + "…"
+        if not self.allow_image_urls:
+            raise BadRequest(f"{where}: this service takes images as data: URLs only (start "
+                             f"it with --allow-image-urls to accept https URLs), got {shown!r}")
+        parts = urlsplit(url)
+        if parts.scheme != "https" or not parts.hostname:
+            raise BadRequest(f"{where}: expected an https:// URL or a data: URL, got {shown!r}")
+        return url
+
+    def _decoded(self, data_url: str, sha: str, captions: dict[str, str],
+                 where: str) -> ImageRef:
         try:
             got = inline_image(data_url) if data_url.startswith("data:image/") else None
         except ImageTooLarge as exc:
-            raise BadRequest(f"{at}data_url: {exc}") from None
+            raise BadRequest(f"{where}: {exc}") from None
         if got is None:
-            raise BadRequest(f"{at}data_url: not a base64 data:image/... URL of a readable "
-                             "image")
+            raise BadRequest(f"{where}: not a base64 data:image/... URL of a readable image")
         data, w, h = got
         import hashlib
 
@@ -205,87 +240,205 @@ class MemoryService:
             tmp = path.with_suffix(".part")
             tmp.write_bytes(data)
             tmp.replace(path)
-        return ImageRef(source=url or f"sha256:{sha}", path=str(path), url=url, sha256=sha,
-                        width=w, height=h, captions=captions)
+        return ImageRef(source=f"sha256:{sha}", path=str(path), sha256=sha, width=w,
+                        height=h, captions=captions)
 
 
 def _error(message: str, kind: str = "bad_request") -> dict[str, Any]:
     return {"error": {"message": message, "kind": kind}}
 
 
-class _Connection(asyncio.Protocol):
-    """One client connection: requests parsed by httptools, answered in order."""
+@dataclass(frozen=True)
+class ServeLimits:
+    """What one client may take of the service: a bounded body (refused as it streams in,
+    never buffered past the limit), a request's head and body each within a time, an idle
+    keep-alive connection closed, and a cap on connections open at once."""
 
-    def __init__(self, service: MemoryService) -> None:
-        self.service = service
+    max_body: int = 32 << 20  # bytes of one request body; a session of inline photos fits
+    header_timeout_s: float = 10.0  # from the request's first byte to its last header
+    body_timeout_s: float = 60.0  # from the last header to the last body byte
+    idle_timeout_s: float = 60.0  # a kept-alive connection with no request
+    max_connections: int = 64
+
+    def check(self) -> None:
+        """A ``MemgaugeError`` naming the option for a limit that is not one."""
+        for name, value in (("--max-body-mib", self.max_body),
+                            ("--header-timeout", self.header_timeout_s),
+                            ("--body-timeout", self.body_timeout_s),
+                            ("--idle-timeout", self.idle_timeout_s),
+                            ("--max-connections", self.max_connections)):
+            if not value > 0:
+                raise MemgaugeError(f"{name} {value:g}: must be more than 0")
+
+
+@dataclass
+class _Shared:
+    """What every connection of one server reads: the service, its prefix, token and
+    limits, and how many connections are open."""
+
+    service: MemoryService
+    prefix: str = ""
+    token: str | None = None
+    limits: ServeLimits = field(default_factory=ServeLimits)
+    open: int = 0
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection: requests parsed by httptools, answered in order. A timer runs
+    while a request is being read (head, then body) and while the connection is idle; when
+    it fires the connection is closed, so a slow or silent client holds nothing for long."""
+
+    def __init__(self, shared: _Shared) -> None:
+        self.shared = shared
+        self.limits = shared.limits
         self.parser = httptools.HttpRequestParser(self)
         self.transport: asyncio.Transport | None = None
-        self.queue: asyncio.Queue[tuple[str, str, bytes, bool] | None] = asyncio.Queue()
+        self.queue: asyncio.Queue[tuple[str, str, bytes, bool, str] | None] = asyncio.Queue()
         self.task: asyncio.Task[None] | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.counted = False
         self._url = b""
         self._body: list[bytes] = []
         self._size = 0
+        self._auth = ""
+        self._declared = 0  # Content-Length
+        self._refused = False  # a reply was sent mid-request (413, 400): read no more
 
+    # -- the connection ------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        if self.shared.open >= self.limits.max_connections:
+            # over the cap: answered at once, no parser, no task (a reply, not a hang)
+            self._reply(503, _error(f"over {self.limits.max_connections} connections open; "
+                                    "retry later", "overloaded"), keep_alive=False,
+                        extra="Retry-After: 1\r\n")
+            return
+        self.shared.open += 1
+        self.counted = True
         self.task = asyncio.get_running_loop().create_task(self._serve())
+        self._arm(self.limits.idle_timeout_s)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.counted:
+            self.shared.open -= 1
+            self.counted = False
+        self._disarm()
+        self.queue.put_nowait(None)
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError:
-            self._reply(400, _error("malformed HTTP request"), keep_alive=False)
+            self._refuse(400, _error("malformed HTTP request"))
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.queue.put_nowait(None)
+    def _arm(self, seconds: float) -> None:
+        self._disarm()
+        self.timer = asyncio.get_running_loop().call_later(seconds, self._timed_out)
 
+    def _disarm(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def _timed_out(self) -> None:
+        self.timer = None
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()  # a half-sent request or an idle connection: let it go
+
+    def _refuse(self, status: int, obj: Any) -> None:
+        """Answer now, mid-request, and close: nothing more of this client is read."""
+        self._refused = True
+        self._disarm()
+        self._reply(status, obj, keep_alive=False)
+
+    # -- httptools callbacks -----------------------------------------------------------
     def on_message_begin(self) -> None:
-        self._url, self._body, self._size = b"", [], 0
+        self._url, self._body, self._size, self._auth, self._declared = b"", [], 0, "", 0
+        self._arm(self.limits.header_timeout_s)
 
     def on_url(self, url: bytes) -> None:
         self._url += url
 
+    def on_header(self, name: bytes, value: bytes) -> None:
+        name = name.lower()
+        if name == b"authorization":
+            self._auth = value.decode("latin-1")
+        elif name == b"content-length" and value.strip().isdigit():
+            self._declared = int(value)  # httptools itself refuses a malformed one
+
+    def on_headers_complete(self) -> None:
+        if self._declared > self.limits.max_body:  # refused before a byte of it is read
+            self._refuse(413, self._too_large())
+            return
+        self._arm(self.limits.body_timeout_s)
+
     def on_body(self, body: bytes) -> None:
+        if self._refused:
+            return
         self._size += len(body)
-        if self._size <= MAX_BODY:
-            self._body.append(body)
+        if self._size > self.limits.max_body:  # chunked, or more than it declared
+            self._body = []
+            self._refuse(413, self._too_large())
+            return
+        self._body.append(body)
 
     def on_message_complete(self) -> None:
+        if self._refused:
+            return
+        self._disarm()
         path = httptools.parse_url(self._url).path.decode("latin-1")
         method = self.parser.get_method().decode("latin-1")
-        body = b"" if self._size > MAX_BODY else b"".join(self._body)
-        if self._size > MAX_BODY:
-            method = "TOO_LARGE"
-        self.queue.put_nowait((method, path, body, self.parser.should_keep_alive()))
+        self.queue.put_nowait((method, path, b"".join(self._body),
+                               self.parser.should_keep_alive(), self._auth))
+        self._body = []
 
+    def _too_large(self) -> dict[str, Any]:
+        return _error(f"the body is over {self.limits.max_body:,} bytes (this service's "
+                      "--max-body-mib)", "too_large")
+
+    # -- answering ---------------------------------------------------------------------
     async def _serve(self) -> None:
         while (item := await self.queue.get()) is not None:
-            method, path, body, keep = item
-            if method == "TOO_LARGE":
-                status, obj = 413, _error(f"the body is over {MAX_BODY >> 20} MiB")
-                keep = False
+            method, path, body, keep, auth = item
+            prefix = self.shared.prefix
+            if prefix and path.startswith(prefix):
+                path = path[len(prefix):] or "/"
+            extra = ""
+            if not self._authorized(auth):
+                status, obj = 401, _error("this service wants `Authorization: Bearer <token>`"
+                                          " (the token is not shown here)", "unauthorized")
+                extra = 'WWW-Authenticate: Bearer realm="memgauge"\r\n'
             else:
-                prefix = self.service_prefix
-                if prefix and path.startswith(prefix):
-                    path = path[len(prefix):] or "/"
-                status, obj = await self.service.handle(method, path, body)
+                status, obj = await self.shared.service.handle(method, path, body)
             if self.transport is None or self.transport.is_closing():
                 return
-            self._reply(status, obj, keep_alive=keep)
+            self._reply(status, obj, keep_alive=keep, extra=extra)
             if not keep:
                 return
+            if self.queue.empty():
+                self._arm(self.limits.idle_timeout_s)
 
-    service_prefix = ""
+    def _authorized(self, header: str) -> bool:
+        token = self.shared.token
+        if token is None:
+            return True
+        scheme, _, given = header.partition(" ")
+        # compared in constant time: how long a refusal takes says nothing of the token
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            given.strip().encode("utf-8", "replace"), token.encode())
 
-    def _reply(self, status: int, obj: Any, keep_alive: bool) -> None:
+    def _reply(self, status: int, obj: Any, keep_alive: bool, extra: str = "") -> None:
         if self.transport is None or self.transport.is_closing():
             return
         data = orjson.dumps(obj)
-        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-                  413: "Content Too Large", 422: "Unprocessable Content",
-                  500: "Internal Server Error", 503: "Service Unavailable"}.get(status, "")
+        reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+                  405: "Method Not Allowed", 413: "Content Too Large",
+                  422: "Unprocessable Content", 500: "Internal Server Error",
+                  503: "Service Unavailable"}.get(status, "")
         head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(data)}\r\n"
+                f"Content-Length: {len(data)}\r\n{extra}"
                 f"Connection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n")
         self.transport.write(head.encode("latin-1") + data)
         if not keep_alive:
@@ -294,17 +447,15 @@ class _Connection(asyncio.Protocol):
 
 async def serve(service: MemoryService, host: str, port: int, prefix: str = "",
                 ready: Callable[[str], None] | None = None,
-                stop: asyncio.Event | None = None) -> None:
-    """Serve until ``stop`` is set (or the task is cancelled); ``ready`` gets the URL."""
+                stop: asyncio.Event | None = None, *, token: str | None = None,
+                limits: ServeLimits | None = None) -> None:
+    """Serve until ``stop`` is set (or the task is cancelled); ``ready`` gets the URL. With
+    ``token`` every route wants ``Authorization: Bearer <token>``."""
     loop = asyncio.get_running_loop()
     prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
-
-    def make() -> _Connection:
-        conn = _Connection(service)
-        conn.service_prefix = prefix
-        return conn
-
-    server = await loop.create_server(make, host, port)
+    shared = _Shared(service=service, prefix=prefix, token=token,
+                     limits=limits or ServeLimits())
+    server = await loop.create_server(lambda: _Connection(shared), host, port)
     bound = server.sockets[0].getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
     url = f"http://{shown}:{bound[1]}{prefix}"
@@ -319,7 +470,9 @@ async def serve(service: MemoryService, host: str, port: int, prefix: str = "",
 
 
 def run_server(factory: Callable[[], Any], host: str, port: int, prefix: str,
-               max_episodes: int, closers: list[Any]) -> None:
+               max_episodes: int, closers: list[Any], *,
+               allow_image_urls: bool = False, token: str | None = None,
+               limits: ServeLimits | None = None) -> None:
     """The blocking entry point of ``memgauge serve-memory``: prints the URL, stops
     cleanly on Ctrl-C or SIGTERM (the model's connections closed, the images removed)."""
     from . import __version__
@@ -334,14 +487,20 @@ def run_server(factory: Callable[[], Any], host: str, port: int, prefix: str,
                 loop.add_signal_handler(sig, stop.set)
         with tempfile.TemporaryDirectory(prefix="memgauge-serve-") as tmp:
             service = MemoryService(factory, Path(tmp), version=__version__,
-                                    max_episodes=max_episodes)
+                                    max_episodes=max_episodes,
+                                    allow_image_urls=allow_image_urls)
 
             def ready(url: str) -> None:
-                print(f"serving {service.info['name']} over the memory protocol v1 at {url}",
+                print(f"serving {service.info['name']} over the memory protocol v1.1 at {url}",
                       flush=True)
+                if token is None and not _loopback(host):
+                    print(f"warning: {host} is not a loopback address and there is no "
+                          "--token-env: anyone who can reach it can use this service",
+                          file=sys.stderr, flush=True)
 
             try:
-                await serve(service, host, port, prefix, ready, stop)
+                await serve(service, host, port, prefix, ready, stop, token=token,
+                            limits=limits)
             finally:
                 for close in closers:
                     with contextlib.suppress(Exception):
@@ -349,6 +508,17 @@ def run_server(factory: Callable[[], Any], host: str, port: int, prefix: str,
         print("stopped", file=sys.stderr, flush=True)
 
     asyncio.run(main())
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def build_factory(config: Any) -> tuple[Callable[[], Any], list[Any]]:

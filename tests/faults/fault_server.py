@@ -39,7 +39,7 @@ RETRYABLE = {
 # 200 it could not read), answered by the rerun.
 UNREADABLE = {
     "non_json": "bad_response", "no_choices": "bad_response", "empty_choices": "bad_response",
-    "content_null": "empty_completion", "short_content_length": "bad_response",
+    "content_null": "empty_answer", "short_content_length": "bad_response",
     # the client sends no Accept-Encoding: a gzip body is the server's fault. It must become
     # an answer (if the client decodes it) or a bad_response, never a wrong score.
     "gzip": "bad_response",

@@ -443,3 +443,17 @@ def test_extra_body(tmp_path, body):
     data.write_text(json.dumps(memlens_valid(tmp_path)))
     out = check(run_args("memlens", data, tmp_path, "--extra-body", body), names=None)
     assert "--extra-body" in out, out
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "/etc/passwd", "../../secret.png",
+                                 "ftp://example.org/a.jpg", "gopher://169.254.169.254/"])
+def test_locomo_img_url_that_is_not_http_is_refused_before_any_request(tmp_path, stub, url):
+    # URL mode sends an image's URL to the model as it stands: only http(s) may go
+    conv = locomo_valid()
+    conv["conversation"]["session_1"][0]["img_url"] = [url]
+    data = tmp_path / "conv.json"
+    data.write_text(json.dumps(conv))
+    out = check(run_args("locomo", data, tmp_path, "--image-mode", "url", "--base-url",
+                         stub.base_url, model="openai:m"), names="conv.json")
+    assert "session_1[0].img_url[0]" in out and "http" in out, out
+    assert stub.requests == []

@@ -44,9 +44,9 @@ def _ask(url: str, cache: ResponseCache | None = None) -> Any:
 
 
 @pytest.mark.parametrize(("body", "kind", "says"), [
-    (_reply(None), "empty_completion", "content` null"),
-    (_reply(""), "empty_completion", "content` empty"),
-    (_reply("   \n"), "empty_completion", "no text"),
+    (_reply(None), "empty_answer", "content` null"),
+    (_reply(""), "empty_answer", "content` empty"),
+    (_reply("   \n"), "empty_answer", "no text"),
     (_reply(7), "bad_response", "`choices[0].message.content` is int"),
     (_reply([{"type": "image_url", "image_url": {"url": "x"}}]), "bad_response", "is list"),
     ({"choices": [None]}, "bad_response", "`choices[0].message` is NoneType"),
@@ -101,7 +101,7 @@ def test_a_null_completion_is_recorded_as_an_error_never_scored(tmp_path):
         assert (first.ok, first.errors) == (2, 1)
         recs = read_records(tmp_path / "run")
         [bad] = [r for r in recs.values() if r.status == "error"]
-        assert bad.response.error.kind == "empty_completion"
+        assert bad.response.error.kind == "empty_answer"
         assert bad.scores == {} and bad.prediction is None
         again = run(config)  # the rerun retries exactly the error
     assert (again.skipped, again.done, again.ok) == (2, 1, 1)

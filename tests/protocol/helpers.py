@@ -24,8 +24,11 @@ def prompt_digest(body: dict[str, Any]) -> str:
 
 
 @contextmanager
-def served(system: str, prefix: str = "", **config: Any) -> Iterator[str]:
-    """``system`` served on a free loopback port; yields its URL."""
+def served(system: str, prefix: str = "", service_options: dict[str, Any] | None = None,
+           serve_options: dict[str, Any] | None = None, **config: Any) -> Iterator[str]:
+    """``system`` served on a free loopback port; yields its URL. ``service_options`` go to
+    ``MemoryService`` (e.g. ``allow_image_urls``), ``serve_options`` to ``serve`` (``token``,
+    ``limits``)."""
     factory, closers = build_factory(RunConfig(bench="-", data="-", out="-", system=system,
                                                cache=False, **config))
     urls: queue.Queue[str] = queue.Queue()
@@ -35,10 +38,12 @@ def served(system: str, prefix: str = "", **config: Any) -> Iterator[str]:
         holder["loop"] = asyncio.get_running_loop()
         holder["stop"] = stop = asyncio.Event()
         with tempfile.TemporaryDirectory() as tmp:
-            service = MemoryService(factory, Path(tmp), version="test")
+            service = MemoryService(factory, Path(tmp), version="test",
+                                    **(service_options or {}))
             holder["service"] = service
             try:
-                await serve(service, "127.0.0.1", 0, prefix, urls.put, stop)
+                await serve(service, "127.0.0.1", 0, prefix, urls.put, stop,
+                            **(serve_options or {}))
             finally:
                 for close in closers:
                     await close()

@@ -200,3 +200,15 @@ def test_calls_for_one_episode_are_sent_one_at_a_time(tmp_path) -> None:
     assert sorted(episodes) == ["e1"] * 4 + ["e2"] * 4
     assert json.dumps(srv.routes_seen("/ingest")[0]) == json.dumps(
         {"episode_id": "e1", "session": {"session_id": "s1", "date": None, "turns": []}})
+
+
+@pytest.mark.parametrize("text", ["", "  \n "])
+def test_an_empty_answer_is_an_error_never_a_score(synth, tmp_path, text) -> None:
+    # as an empty model reply is: a service that has nothing to say is not "wrong"
+    with BadServer({"/answer": [answer(text)]}) as srv:
+        records = _run(synth, tmp_path, srv.url)
+    assert records
+    for r in records.values():
+        assert r.status == "error" and r.response.error.kind == "empty_answer"
+        assert "/answer: answer" in r.response.error.message
+        assert r.scores == {} and r.prediction is None

@@ -28,8 +28,8 @@ pytestmark = pytest.mark.skipif(NODE is None, reason="Node.js is not installed")
 
 
 @contextmanager
-def node_service(**env: str) -> Iterator[str]:
-    proc = subprocess.Popen([NODE, str(SERVER), "--port", "0"], stdout=subprocess.PIPE,
+def node_service(*args: str, **env: str) -> Iterator[str]:
+    proc = subprocess.Popen([NODE, str(SERVER), "--port", "0", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env={**os.environ, **env})
     try:
         line = proc.stdout.readline()
@@ -79,6 +79,7 @@ def test_the_node_service_is_evaluated_through_the_protocol(bench, tmp_path) -> 
     assert recalls and max(recalls) > 0  # BM25 finds some question's evidence session
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["system"]["server"]["name"] == "node-bm25-memory"
+    assert manifest["system"]["protocol"] == "1.1" and manifest["system"]["namespace"]
 
 
 def test_the_node_service_reads_with_a_model_and_a_rerun_resumes(bench, tmp_path) -> None:
@@ -96,3 +97,42 @@ def test_the_node_service_reads_with_a_model_and_a_rerun_resumes(bench, tmp_path
     texts = [m["messages"][1]["content"] for m in model.requests]
     assert all("Question: " in t for t in texts)
     assert again.keys() == records.keys()
+
+
+def _post(url: str, route: str, obj: dict, token: str | None = None) -> tuple[int, dict]:
+    import urllib.error
+    import urllib.request
+
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(url + route, json.dumps(obj).encode(), headers)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def _session(text: str) -> dict:
+    return {"session_id": "s1", "date": None, "turns": [
+        {"turn_id": "s1:1", "role": "user", "text": text, "images": []}]}
+
+
+def test_the_node_service_keeps_namespaces_apart_and_checks_its_token() -> None:
+    question = {"question_id": "q", "text": "which fruit?", "date": None, "images": [],
+                "options": None}
+    with node_service("--token-env", "NODE_MEMORY_TOKEN", NODE_MEMORY_TOKEN="tok-1") as url:
+        assert _post(url, "/reset", {"episode_id": "e"})[0] == 401
+        assert _post(url, "/reset", {"episode_id": "e"}, "wrong")[0] == 401
+        for ns, fruit in (("run-a", "kiwi fruit"), ("run-b", "mango fruit")):
+            assert _post(url, "/reset", {"namespace": ns, "episode_id": "e"}, "tok-1")[0] == 200
+            assert _post(url, "/ingest", {"namespace": ns, "episode_id": "e",
+                                          "session": _session(fruit)}, "tok-1")[0] == 200
+        answers = {ns: _post(url, "/answer", {"namespace": ns, "episode_id": "e",
+                                               "question": question}, "tok-1")[1]["answer"]
+                   for ns in ("run-a", "run-b")}
+        status, body = _post(url, "/answer", {"episode_id": "e", "question": question},
+                             "tok-1")
+    assert answers == {"run-a": "kiwi fruit", "run-b": "mango fruit"}
+    assert status == 409 and body["error"]["kind"] == "bad_request"  # no such (namespace, e)

@@ -74,7 +74,7 @@ def test_serve_memory_command_prints_its_url_and_stops_on_ctrl_c(synth, tmp_path
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             line = proc.stdout.readline()
-            assert "over the memory protocol v1 at http://127.0.0.1:" in line, proc.stderr.read()
+            assert "over the memory protocol v1.1 at http://127.0.0.1:" in line, proc.stderr.read()
             records = _run(synth, tmp_path / "r", line.rsplit(" ", 1)[1].strip(), "none:", None)
             assert records and all(r.status == "ok" for r in records.values())
             assert all(r.prediction.startswith("answer-") for r in records.values())

@@ -3,12 +3,15 @@
 // question by word overlap (BM25), and answers either with an OpenAI-compatible model reading
 // the best turns (MODEL_BASE_URL set) or, without a model, with the best turn's own text.
 //
-//   node server.mjs [--port 8765] [--host 127.0.0.1]
+//   node server.mjs [--port 8765] [--host 127.0.0.1] [--token-env NAME]
 //   MODEL_BASE_URL=http://127.0.0.1:8080/v1 MODEL_NAME=smollm2 node server.mjs
 //
 // It prints "listening on http://HOST:PORT" once ready (--port 0 takes any free port).
-// Node 18 or later (global fetch); no packages.
+// Protocol v1.1: memories are kept per (namespace, episode_id), so two runs at once do not
+// touch each other; with --token-env NAME every request must bring "Authorization: Bearer"
+// and the token that variable holds. Node 18 or later (global fetch); no packages.
 
+import crypto from "node:crypto";
 import http from "node:http";
 
 const args = process.argv.slice(2);
@@ -22,16 +25,33 @@ const TOP_K = Number(option("--top-k", "5"));
 const RANKING = 50; // the protocol asks for the ranking the chosen turns came from
 const MODEL_BASE_URL = process.env.MODEL_BASE_URL || "";
 const MODEL_NAME = process.env.MODEL_NAME || "default";
-const MAX_BODY = 256 * 1024 * 1024;
+const MAX_BODY = 32 * 1024 * 1024; // the limit the protocol page states
+const TOKEN_ENV = option("--token-env", "");
+const TOKEN = TOKEN_ENV ? (process.env[TOKEN_ENV] || "") : "";
+if (TOKEN_ENV && !TOKEN) {
+  console.error(`--token-env ${TOKEN_ENV}: the environment variable is not set`);
+  process.exit(2);
+}
 
-// episode_id -> {sessions: Set<session_id>, turns: [{session_id, turn_id, text, images, date}]}
+// JSON.stringify([namespace, episode_id]) -> {sessions: Set<session_id>,
+//   turns: [{session_id, turn_id, text, images, date}]}; a v1 client sends no namespace ("")
 const episodes = new Map();
+const MAX_NAMESPACE = 128;
 
 class HttpError extends Error {
-  constructor(status, message) {
+  constructor(status, message, kind = "bad_request") {
     super(message);
     this.status = status;
+    this.kind = kind;
   }
+}
+
+function episodeKey(body) {
+  const namespace = body?.namespace ?? "";
+  if (typeof namespace !== "string" || namespace.length > MAX_NAMESPACE) {
+    throw new HttpError(400, `namespace: expected a string of at most ${MAX_NAMESPACE} characters`);
+  }
+  return JSON.stringify([namespace, need(body, "episode_id", "string")]);
 }
 
 const words = (text) => (String(text).toLowerCase().match(/[a-z0-9$.]+/g) || [])
@@ -105,15 +125,16 @@ function need(body, field, type) {
 }
 
 const routes = {
-  "GET /info": async () => ({ name: "node-bm25-memory", version: "1.0.0", modality: "caption" }),
+  "GET /info": async () => ({ name: "node-bm25-memory", version: "1.1.0", modality: "caption",
+                              protocol_version: "1.1" }),
 
   "POST /reset": async (body) => {
-    episodes.set(need(body, "episode_id", "string"), { sessions: new Set(), turns: [] });
+    episodes.set(episodeKey(body), { sessions: new Set(), turns: [] });
     return {};
   },
 
   "POST /ingest": async (body) => {
-    const id = need(body, "episode_id", "string");
+    const id = episodeKey(body);
     const session = need(body, "session", "object");
     const sessionId = need(session, "session_id", "string");
     if (!episodes.has(id)) episodes.set(id, { sessions: new Set(), turns: [] });
@@ -127,11 +148,11 @@ const routes = {
   },
 
   "POST /answer": async (body) => {
-    const id = need(body, "episode_id", "string");
+    const id = episodeKey(body);
     const question = need(body, "question", "object");
     const text = need(question, "text", "string");
     const episode = episodes.get(id);
-    if (!episode) throw new HttpError(409, `episode ${id} was never reset`);
+    if (!episode) throw new HttpError(409, `episode ${body.episode_id} was never reset`);
     const ranking = rank(episode.turns, text);
     const chosen = ranking.filter((r) => r.score > 0).slice(0, TOP_K);
     const best = chosen.map((r) => episode.turns[r.i]);
@@ -151,25 +172,47 @@ const routes = {
   },
 };
 
+const sameToken = (header) => {
+  const given = Buffer.from(String(header || ""));
+  const wanted = Buffer.from(`Bearer ${TOKEN}`);
+  return given.length === wanted.length && crypto.timingSafeEqual(given, wanted);
+};
+
 const server = http.createServer((request, response) => {
   const chunks = [];
   let size = 0;
+  const reply = (status, payload) => {
+    const data = JSON.stringify(payload);
+    response.writeHead(status, { "Content-Type": "application/json",
+                                 "Content-Length": Buffer.byteLength(data) });
+    response.end(data);
+  };
+  let refused = false;
+  const refuse = (status, message, kind) => {
+    refused = true;
+    response.setHeader("Connection", "close");
+    response.on("finish", () => request.destroy()); // sent: read no more of it
+    reply(status, { error: { message, kind } });
+  };
+  if (TOKEN && !sameToken(request.headers.authorization)) {
+    response.setHeader("WWW-Authenticate", 'Bearer realm="memory"');
+    return refuse(401, "this service wants Authorization: Bearer <token>", "unauthorized");
+  }
+  if (Number(request.headers["content-length"] || 0) > MAX_BODY) {
+    return refuse(413, `the body is over ${MAX_BODY} bytes`, "too_large");
+  }
   request.on("data", (chunk) => {
+    if (refused) return;
     size += chunk.length;
-    if (size <= MAX_BODY) chunks.push(chunk);
+    if (size > MAX_BODY) return refuse(413, `the body is over ${MAX_BODY} bytes`, "too_large");
+    chunks.push(chunk);
   });
   request.on("end", async () => {
-    const reply = (status, payload) => {
-      const data = JSON.stringify(payload);
-      response.writeHead(status, { "Content-Type": "application/json",
-                                   "Content-Length": Buffer.byteLength(data) });
-      response.end(data);
-    };
+    if (refused) return;
     try {
       const path = new URL(request.url, "http://x").pathname.replace(/\/+$/, "");
       const handler = routes[`${request.method} ${path}`];
       if (!handler) throw new HttpError(404, `no route ${request.method} ${path}`);
-      if (size > MAX_BODY) throw new HttpError(413, "body too large");
       let body = {};
       if (request.method === "POST") {
         try {
@@ -180,11 +223,15 @@ const server = http.createServer((request, response) => {
       }
       reply(200, await handler(body));
     } catch (error) {
-      reply(error.status || 500, { error: { message: String(error.message || error) } });
+      reply(error.status || 500, { error: { message: String(error.message || error),
+                                            kind: error.kind || "server_error" } });
     }
   });
 });
 
+server.headersTimeout = 10_000; // a half-sent request head is let go
+server.requestTimeout = 60_000;
+server.maxConnections = 64;
 server.listen(PORT, HOST, () => {
   const { port } = server.address();
   console.log(`listening on http://${HOST}:${port}`);

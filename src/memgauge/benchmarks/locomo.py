@@ -361,8 +361,14 @@ class LoCoMoBenchmark:
                 width, height, sha = _inline_image_info(url)
             except ImageTooLarge as exc:
                 raise err(str(exc), field + ".img_url[0]") from None
-        else:
+        elif url.startswith(("http://", "https://")):
             source = url
+        else:
+            # A model is sent an image's URL as it stands (never fetched here): a file:
+            # URL or a path would hand it this machine's files (issue 25, section 2).
+            shown = url if len(url) <= 80 else url[:80] + "…"
+            raise err(f"expected an http(s) or data: URL, got {shown!r}",
+                      field + ".img_url[0]")
         return build_image({"source": source, "path": None, "url": url, "sha256": sha,
                             "width": width, "height": height,
                             "captions": {"generic": caption} if caption else {},

@@ -494,7 +494,7 @@ def _to_output(raw: bytes, attempt: int, observe: Any = None) -> ModelOutput:
                          f"{type(message.get('content')).__name__}, not text", attempts=attempt)
     if not text.strip():
         reason = choice.get("finish_reason")
-        raise ModelError("empty_completion", "the model returned no text (`content` "
+        raise ModelError("empty_answer", "the model returned no text (`content` "
                          f"{'null' if message.get('content') is None else 'empty'}, "
                          f"finish_reason {reason!r})", attempts=attempt)
     usage = _usage(resp.get("usage"))

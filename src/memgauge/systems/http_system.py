@@ -15,7 +15,12 @@ import asyncio
 import hashlib
 import math
 import mimetypes
+import os
 import random
+import re
+import secrets
+import tempfile
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +48,7 @@ from ..schema import (
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._context import CAPTION_KINDS
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = "1.1"  # what this client speaks; it speaks "1" to a v1 service
 MODALITIES = ("image", "caption", "text")
 IMAGE_MODES = ("auto", "inline", "url", "none")
 _DEFAULTS = ModelSettings()  # the model client's retry settings are this client's defaults
@@ -53,6 +58,7 @@ OPTIONS = {
     "retry_base": (float, f"seconds of the first backoff (default {_DEFAULTS.retry_base_s:g})"),
     "images": (str, ("auto (default: inline for an image service, none otherwise) | inline "
                      "(data URLs) | url (source URLs only) | none (captions only)")),
+    "token_env": (str, "environment variable holding the service's bearer token"),
 }
 # Response.meta keys a server may send back (protocol extension `meta`): what records keep.
 _META_INTS = ("input_tokens", "dropped_sessions", "n_images")
@@ -87,6 +93,12 @@ class _Service:
     images: str  # inline | url | none (auto resolved against /info)
     encoder: ImageEncoder
     info: dict[str, Any] = field(default_factory=dict)
+    # v1.1: this run's memories on the service are kept apart from any other run's under
+    # this id; None for a v1 service (which keeps one memory per episode id)
+    namespace: str | None = None
+    token: str | None = None  # the bearer token (from --system-option token_env)
+    lock: _RunLock | None = None  # v1: no other run of this machine on the service at once
+    warnings: list[str] = field(default_factory=list)  # for the manifest
     # one client per route and event loop (a worker process or a second run has its own loop)
     _clients: dict[tuple[int, str], HttpClient] = field(default_factory=dict)
     requests: int = 0
@@ -97,12 +109,14 @@ class _Service:
         client = self._clients.get(key)
         if client is None:
             client = self._clients[key] = HttpClient(
-                self.base + route, {"Content-Type": "application/json",
-                                    "Accept": "application/json"}, self.timeout_s)
+                self.base + route, _headers(self.token, json_body=True), self.timeout_s)
         return client
 
     async def call(self, route: str, payload: dict[str, Any]) -> Any:
-        """POST ``payload`` to ``route``, retried like a model call; the reply's JSON."""
+        """POST ``payload`` to ``route``, retried like a model call; the reply's JSON. A v1.1
+        service gets the run's ``namespace`` beside the episode id."""
+        if self.namespace is not None:
+            payload = {"namespace": self.namespace, **payload}
         body = orjson.dumps(payload)
         for attempt in range(1, self.max_attempts + 1):
             retry_after: float | None = None
@@ -138,6 +152,8 @@ class _Service:
         loop = id(asyncio.get_running_loop())
         for key in [k for k in self._clients if k[0] == loop]:
             await self._clients.pop(key).aclose()
+        if self.lock is not None:  # the run is over: another may use the v1 service now
+            self.lock.release()
 
     # -- what goes on the wire ---------------------------------------------------------
     async def image(self, index: int, ref: ImageRef) -> dict[str, Any]:
@@ -187,10 +203,17 @@ class HttpMemory:
 
     def describe(self) -> dict[str, Any]:
         s = self.service
-        return {"name": "http", "url": redact_url(s.base), "protocol": PROTOCOL_VERSION,
-                "server": {k: s.info[k] for k in ("name", "version", "modality")
-                           if k in s.info},
-                "images": s.images, "timeout_s": s.timeout_s, "max_attempts": s.max_attempts}
+        out = {"name": "http", "url": redact_url(s.base),
+               "protocol": s.info.get("protocol_version", "1"),
+               "server": {k: s.info[k] for k in ("name", "version", "modality",
+                                                 "protocol_version") if k in s.info},
+               "images": s.images, "timeout_s": s.timeout_s, "max_attempts": s.max_attempts,
+               "auth": "bearer" if s.token else None}
+        if s.namespace is not None:
+            out["namespace"] = s.namespace
+        if s.warnings:
+            out["warnings"] = list(s.warnings)
+        return out
 
     async def reset(self, episode: Episode) -> None:
         self.episode_id = episode.episode_id
@@ -272,19 +295,36 @@ def _empty(route: str, obj: Any) -> None:
 
 
 def parse_info(obj: Any) -> dict[str, Any]:
+    """The service's ``/info``; ``protocol_version`` is "1" when absent (a v1 service)."""
     r = "/info"
     obj = _object(r, obj)
     info = {k: _want(r, k, obj.get(k), "str") for k in ("name", "version", "modality")}
     if info["modality"] not in MODALITIES:
         raise ProtocolError(f"{r}: modality: expected one of {', '.join(MODALITIES)}, got "
                             f"{info['modality']!r}")
+    version = _want(r, "protocol_version", obj.get("protocol_version", "1"), "str")
+    if not re.fullmatch(r"[0-9]+(\.[0-9]+)?", version):
+        raise ProtocolError(f"{r}: protocol_version: expected e.g. \"1.1\", got {version!r}")
+    info["protocol_version"] = version
     return info
+
+
+def speaks_namespaces(version: str) -> bool:
+    """Whether a service of this protocol version keeps memories per namespace (1.1 on;
+    minor versions only add)."""
+    major, _, minor = version.partition(".")
+    return int(major) == 1 and int(minor or 0) >= 1
 
 
 def parse_answer(obj: Any, latency_s: float | None = None) -> Response:
     r = "/answer"
     obj = _object(r, obj)
     text = _want(r, "answer", obj.get("answer"), "str")
+    if not text.strip():
+        # as an empty model reply is: an error reported apart, never an answer scored 0
+        return Response(latency_s=latency_s, error=ErrorInfo(
+            kind="empty_answer", message=f"{r}: answer is {'empty' if not text else 'blank'}"
+            " (a service with nothing to say should say so in words)"))
     items = _want(r, "retrieved", obj.get("retrieved", []), "list", "null") or []
     retrieved = []
     for i, item in enumerate(items):
@@ -322,17 +362,26 @@ def parse_answer(obj: Any, latency_s: float | None = None) -> Response:
 
 # -- the factory: settings, the pre-flight --------------------------------------------------
 
-def preflight(base: str, timeout_s: float) -> dict[str, Any]:
+def _headers(token: str | None, *, json_body: bool = False) -> dict[str, str]:
+    headers = {"Accept": "application/json"}
+    if json_body:
+        headers["Content-Type"] = "application/json"
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
+
+
+def preflight(base: str, timeout_s: float, token: str | None = None) -> dict[str, Any]:
     """``GET /info`` before the first episode (each worker process asks once more: one
-    loopback GET): nothing listening, no reply in time, an error status or a malformed reply
-    is a ``ConfigError`` at once."""
+    loopback GET): nothing listening, no reply in time, an error status, a malformed reply
+    or a protocol version this client does not speak is a ``ConfigError`` at once."""
     from ..runner._preflight import PREFLIGHT_TIMEOUT_S, _run
 
     shown = redact_url(base) or base
     limit = min(timeout_s, PREFLIGHT_TIMEOUT_S)
 
     async def ask() -> Any:
-        client = HttpClient(base + "/info", {"Accept": "application/json"}, limit)
+        client = HttpClient(base + "/info", _headers(token), limit)
         try:
             return await client.get(base + "/info")
         finally:
@@ -348,6 +397,12 @@ def preflight(base: str, timeout_s: float) -> dict[str, Any]:
                           f"{limit:g} s") from None
     except HttpError as exc:
         raise ConfigError(f"the memory service {shown}: GET /info failed: {exc}") from None
+    if resp.status in (401, 403):
+        _, said, _, _ = classify_error(resp.status, resp.body)
+        hint = ("the token was refused" if token else
+                "it wants a token: --system-option token_env=NAME names the variable holding it")
+        raise ConfigError(f"the memory service {shown}: GET /info answered HTTP "
+                          f"{resp.status}: {said} ({hint})")
     if resp.status != 200:
         _, said, _, _ = classify_error(resp.status, resp.body)
         raise ConfigError(f"the memory service {shown}: GET /info answered HTTP "
@@ -357,7 +412,97 @@ def preflight(base: str, timeout_s: float) -> dict[str, Any]:
     except ProtocolError as exc:
         raise ConfigError(f"the memory service {shown} does not speak the memory protocol: "
                           f"{exc}") from None
+    if int(info["protocol_version"].partition(".")[0]) != 1:
+        raise ConfigError(f"the memory service {shown} speaks memory protocol version "
+                          f"{info['protocol_version']}; this memgauge speaks 1 and "
+                          f"{PROTOCOL_VERSION} (a newer memgauge may speak it)")
     return info
+
+
+# the lock files a run holds, "path@pid" joined by os.pathsep: inherited by its workers
+_LOCKS_ENV = "MEMGAUGE_V1_SERVICE_LOCKS"
+
+
+class _RunLock:
+    """An exclusive lock on a v1 service for one run on this machine: a v1 service keeps one
+    memory per episode id, so a second run's ``/reset`` would wipe the first's memories. A
+    lock file per service URL under the temporary folder, ``flock``ed for the run (released
+    at its end, when the object is dropped, or by the kernel when the process dies). A
+    worker process forked by the run finds the lock named in its environment and does not
+    take it again."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._close = weakref.finalize(self, os.close, fd)  # a failed setup drops it too
+        os.environ[_LOCKS_ENV] = os.pathsep.join(
+            e for e in (os.environ.get(_LOCKS_ENV, ""), self._entry()) if e)
+
+    def _entry(self) -> str:
+        return f"{self.path}@{os.getpid()}"
+
+    @staticmethod
+    def path_for(base: str) -> Path:
+        name = hashlib.sha256(base.encode()).hexdigest()[:24] + ".lock"
+        return Path(tempfile.gettempdir()) / "memgauge-v1-services" / name
+
+    @staticmethod
+    def held_by_parent(path: Path) -> bool:
+        """Whether a process this one descends from holds ``path`` for the same run."""
+        held = [e.rpartition("@") for e in os.environ.get(_LOCKS_ENV, "").split(os.pathsep)]
+        return any(p == str(path) and pid != str(os.getpid()) for p, _, pid in held)
+
+    @staticmethod
+    def take(path: Path, shown: str) -> _RunLock | None:
+        """The lock, or None where this platform or folder cannot lock (the manifest says
+        so); a ``ConfigError`` naming the other process when another run holds it."""
+        try:
+            import fcntl
+        except ImportError:  # Windows: nothing to lock with
+            return None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            owner = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+            os.close(fd)
+            raise ConfigError(
+                f"another memgauge run (process {owner}) is using the memory service {shown}, "
+                "which speaks protocol v1: a v1 service keeps one memory per episode id, so "
+                "two runs at once would wipe each other's memories. Wait for that run to end, "
+                "or run a service that speaks v1.1 (namespaces)") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        return _RunLock(path, fd)
+
+    def release(self) -> None:
+        if self._close.alive:
+            self._close()  # closing the file drops the flock
+            os.environ[_LOCKS_ENV] = os.pathsep.join(
+                e for e in os.environ.get(_LOCKS_ENV, "").split(os.pathsep)
+                if e and e != self._entry())
+
+
+def _namespace() -> str:
+    """A run-unique id (this process and 64 random bits): what a v1.1 service keeps this
+    run's memories under, apart from every other run's."""
+    return f"memgauge-{os.getpid()}-{secrets.token_hex(8)}"
+
+
+def read_token(env: str, option: str) -> str:
+    """The bearer token the variable ``env`` holds (``option`` names where it was given); a
+    ``ConfigError`` before any request when it is unset, empty or cannot go in a header
+    (never a run of 401s). Shared by the client and ``serve-memory``."""
+    token = os.environ.get(env, "").strip()
+    if not token:
+        raise ConfigError(f"{option}: the environment variable {env} is not set (or is empty)")
+    if any(ord(ch) < 0x21 or ord(ch) > 0x7e for ch in token):
+        raise ConfigError(f"{option}: the token in {env} has spaces or characters a header "
+                          "cannot carry")
+    return token
 
 
 def for_url(url: str):  # type: ignore[no-untyped-def]
@@ -385,13 +530,28 @@ def for_url(url: str):  # type: ignore[no-untyped-def]
         if images not in IMAGE_MODES:
             raise ConfigError(f"--system-option images={images!r}: use one of "
                               f"{', '.join(IMAGE_MODES)}")
-        info = preflight(base, timeout)
+        env = opts.get("token_env")
+        token = read_token(env, f"--system-option token_env={env}") if env else None
+        info = preflight(base, timeout, token)
         if images == "auto":
             images = "inline" if info["modality"] == "image" else "none"
         service = _Service(base=base, timeout_s=timeout, max_attempts=attempts,
                            retry_base_s=max(0.0, retry_base),
                            retry_cap_s=_DEFAULTS.retry_cap_s, images=images,
-                           encoder=ImageEncoder(ctx.image_policy), info=info)
+                           encoder=ImageEncoder(ctx.image_policy), info=info, token=token)
+        if speaks_namespaces(info["protocol_version"]):
+            service.namespace = _namespace()
+        else:
+            path = _RunLock.path_for(base)
+            locked = _RunLock.held_by_parent(path)
+            if not locked:
+                service.lock = _RunLock.take(path, redact_url(base) or base)
+                locked = service.lock is not None
+            service.warnings.append(
+                "the memory service speaks protocol v1 (no namespaces): it keeps one memory "
+                "per episode id, so a run using it at the same time from another machine "
+                "would wipe this run's memories undetected"
+                + ("" if locked else "; runs on this machine could not be locked out either"))
 
         def make() -> MemorySystem:
             return HttpMemory(service)
