@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from .._secrets import redact_text, redact_url
+from .._secrets import redact_text, redact_url, redact_urls
 from ..cache import ResponseCache, cache_key
 from ..errors import ConfigError
 from ..media import EncodedImage, ImageEncoder, ImagePolicy
@@ -81,13 +81,6 @@ def split_base_urls(text: str | None) -> list[str]:
         raise ConfigError(f"--base-url {redact_urls(text)!r}: an empty URL in the list "
                           "(give each replica once, comma-separated or with --base-url again)")
     return urls
-
-
-def redact_urls(text: str | None) -> str | None:
-    """``text`` (one URL or a comma list) with each URL's password replaced by ``***``."""
-    if not text or "," not in text:
-        return redact_url(text)
-    return ",".join(redact_url(u.strip()) or "" for u in text.split(","))
 
 
 @dataclass

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._cache_hits import CacheHits, count_records
+from .._secrets import redact_tree
 from ..benchmarks import BenchmarkOptions
 from ..cache import ResponseCache
 from ..errors import ConfigError, InputError
@@ -59,7 +60,7 @@ from ._store import (
     load_manifest,
     read_records,
     rewrite_records,
-    write_json_atomic,
+    write_manifest,
 )
 
 if TYPE_CHECKING:
@@ -158,13 +159,9 @@ class RunConfig:
                 "image_format", "image_mode", "tokenizer", "image_formula")
 
     def identity(self) -> dict[str, Any]:
-        from ..models.openai_compat import redact_urls
-
         ident = {k: getattr(self, k) for k in self.IDENTITY}
         # a flag and the system option it stands for measure the same: one identity
-        ident["system_options"] = {k: redact_urls(v) if k.endswith("base_url") else v
-                                   for k, v in self.effective_system_options().items()}
-        ident["base_url"] = redact_urls(self.base_url)  # a password is not what a run measures
+        ident["system_options"] = self.effective_system_options()
         for key in ("top_p", "extra_body"):  # only when given: earlier folders keep their hash
             if getattr(self, key):
                 ident[key] = getattr(self, key)
@@ -184,7 +181,9 @@ class RunConfig:
                       if k in OUTPUT_OPTIONS}
             if output:  # only those that change the captions (design 0023)
                 ident["captioner_model_options"] = output
-        return ident
+        # a password or token is not what a run measures: the system, base URLs and every
+        # URL-valued option are kept without theirs (design 0016)
+        return redact_tree(ident)
 
     def effective_system_options(self) -> dict[str, Any]:
         """``--system-option``s with the embedder flags merged in; a flag and the option it
@@ -696,7 +695,7 @@ class Runner:
                                   prior=prep.prior_manifest, packages=False)
         if s.captions is not None:
             manifest["captioner"] = s.captions.describe()
-        write_json_atomic(self.run_dir / "manifest.json", manifest)
+        write_manifest(self.run_dir, manifest)
         return manifest
 
     async def run(self) -> RunResult:
@@ -922,7 +921,7 @@ class Runner:
                         await asyncio.sleep(0.001)
                     if manifest is not None:
                         manifest["packages"] = package_versions()
-                        write_json_atomic(self.run_dir / "manifest.json", manifest)
+                        write_manifest(self.run_dir, manifest)
                 await asyncio.sleep(0)  # let work start while the loader reads on
             if part is None:  # the reader is through: the to-do count is exact now
                 result.total = result.queued
@@ -977,7 +976,7 @@ class Runner:
         manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         if cache is not None:
             manifest["cache"] = cache
-        write_json_atomic(self.run_dir / "manifest.json", manifest)
+        write_manifest(self.run_dir, manifest)
 
     def judge_pipeline(self, cache: ResponseCache | None) -> JudgePipeline | None:
         c = self.config

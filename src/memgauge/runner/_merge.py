@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..schema import Record
-from ._store import load_manifest, read_records, rewrite_records, write_json_atomic
+from ._store import load_manifest, read_records, rewrite_records, write_manifest
 
 
 def merge_runs(sources: list[str], out: str, *, partial: bool = False) -> dict[str, int]:
@@ -68,7 +68,7 @@ def merge_runs(sources: list[str], out: str, *, partial: bool = False) -> dict[s
     from ._manifest import config_hash
 
     manifest["config_hash"] = config_hash(manifest["config"]["identity"])
-    write_json_atomic(out_dir / "manifest.json", manifest)
+    write_manifest(out_dir, manifest)
     return manifest["status"]
 
 

@@ -452,7 +452,7 @@ async def batch_judge_run(run_dir: str | os.PathLike[str], model: BatchJudgeMode
     ``batches`` and ``batch_requests``). A ``budget`` is checked between batches: once
     reached, no further batch is submitted and the records still open stay to judge
     (``left``); the overshoot is at most one batch."""
-    from ..runner._store import load_manifest, read_records, rewrite_records, write_json_atomic
+    from ..runner._store import load_manifest, read_records, rewrite_records, write_manifest
 
     options = options or JudgeOptions()
     check_batch_options(f"openai:{model.name}", poll_s, window, options.name)
@@ -512,7 +512,7 @@ async def batch_judge_run(run_dir: str | os.PathLike[str], model: BatchJudgeMode
     manifest["judges"][pipeline.options.name]["batches"] = list(
         dict.fromkeys([*before, *batch_ids]))
     note_spend(manifest, records, budget)
-    write_json_atomic(run / "manifest.json", manifest)
+    write_manifest(run, manifest)
     counts = {"judged": totals["judged"], "skipped": len(records) - todo,
               "failures": totals["failures"], "auto_zero": totals["auto_zero"],
               "batches": len(batch_ids), "batch_requests": totals["batch_requests"]}
