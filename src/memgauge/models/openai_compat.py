@@ -333,22 +333,25 @@ class OpenAICompatModel:
         if config.seed is not None:
             body["seed"] = config.seed
         body.update(config.extra_body)
-        key = None
-        if cache is not None:
-            key = cache_key({"v": 1, **self.cache_identity(), "messages": keyed,
-                             "config": config.describe(),
-                             "image_policy": self.encoder.policy.describe()})
-            hit = cache.get(key)
+        if cache is None:
+            payload = self._splice(orjson.dumps(body), blobs)
+            del wire, body, blobs
+            return await self._send(payload, max_tokens=config.max_tokens)
+        key = cache_key({"v": 1, **self.cache_identity(), "messages": keyed,
+                         "config": config.describe(),
+                         "image_policy": self.encoder.policy.describe()})
+        # Single flight: two episodes ingesting one shared session at once send it once;
+        # the second waits for the first's reply (design 0018, 2026-12-03).
+        async with cache.single_flight(key) as hit:
             if hit is not None:
                 return ModelOutput(text=hit["text"], usage=Usage(**hit["usage"]),
                                    finish_reason=hit.get("finish_reason"), cached=True)
-        payload = self._splice(orjson.dumps(body), blobs)
-        del wire, body, blobs
-        out = await self._send(payload, max_tokens=config.max_tokens)
-        if cache is not None and key is not None:
+            payload = self._splice(orjson.dumps(body), blobs)
+            del wire, body, blobs
+            out = await self._send(payload, max_tokens=config.max_tokens)
             cache.put(key, {"text": out.text, "usage": out.usage.model_dump(),
                             "finish_reason": out.finish_reason})
-        return out
+            return out
 
     def cache_identity(self) -> dict[str, Any]:
         """What names the model in cache keys (a local server overrides it: its port is new
