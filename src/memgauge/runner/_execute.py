@@ -45,6 +45,7 @@ from ._gc import quiet_gc, restore_gc
 from ._ingest_cost import IngestMeter, Share
 from ._lock import RunLock
 from ._manifest import build_manifest, config_hash, package_versions
+from ._names import check_names
 from ._prefix import (
     PrefixReuse,
     PriorityGate,
@@ -609,6 +610,7 @@ class Runner:
     def setup(self, *, with_cache: bool = True) -> Setup:
         """The benchmark, model, system factory, scorers and judge of this run."""
         c = self.config
+        check_names(c)  # before a local model's server starts (minutes) or a file is read
         bench = lookup("benchmark", c.bench)(BenchmarkOptions(
             data=c.data, image_dir=c.image_dir, allow_missing_images=c.allow_missing_images,
             question_ids=c.question_ids, tier=c.tier, extra=dict(c.bench_options),
