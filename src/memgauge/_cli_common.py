@@ -55,7 +55,8 @@ def fail(exc: Exception) -> NoReturn:
     message = redact_urls_in_text(str(exc))  # a URL's password never reaches the terminal
     err.print(f"[bold red]error:[/] {escape(show_controls(message))}", highlight=False,
               soft_wrap=True)
-    raise typer.Exit(EXIT_CONFIG)
+    # a run cut short (a killed worker) is not a mistake to fix: its own status, 3
+    raise typer.Exit(getattr(exc, "exit_code", EXIT_CONFIG))
 
 
 def say(text: str, style: str | None = None) -> None:
