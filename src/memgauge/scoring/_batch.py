@@ -22,13 +22,14 @@ scores, and are not cached: a rerun sends only them again. See docs/design/0035.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import os
 import re
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,12 @@ class StagedCache:
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         self.staged[key] = value
+
+    @contextlib.asynccontextmanager
+    async def single_flight(self, key: str) -> AsyncIterator[dict[str, Any] | None]:
+        """A plain lookup: a round's calls are distinct (one per judged record), and its
+        replies come from the batch, not from a request another caller could share."""
+        yield self.get(key)
 
     def flush(self) -> None:
         for key, value in self.staged.items():
