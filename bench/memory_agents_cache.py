@@ -9,9 +9,13 @@ extraction, session summary) should reach the server once per distinct session (
 stages that also hold the episode's memory (fact decisions, the profile, recurrent rewrites)
 cannot be shared and are shown for comparison.
 
-    python bench/memory_agents_cache.py --questions 8 --tier 4k
+    python bench/memory_agents_cache.py --questions 8 --tier 4k --concurrency 1 8 32 \
+        --delay-ms 50 --workers 1 2
 
-Prints one JSON object per agent and Markdown rows for bench/RESULTS.md.
+The server answers each request after ``--delay-ms`` (a real model takes seconds, and the
+race between two episodes reading one new session is only there while a request is out).
+Every (concurrency, workers) pair runs each agent over a fresh cache. Prints one JSON
+object per agent and run, and Markdown rows for bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections import Counter, defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -55,7 +60,7 @@ class Counting:
             self.sessions[stage].add(hashlib.sha256(user.encode()).hexdigest())
 
 
-def serve(counting: Counting) -> ThreadingHTTPServer:
+def serve(counting: Counting, delay_s: float = 0.0) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
             pass
@@ -63,6 +68,7 @@ def serve(counting: Counting) -> ThreadingHTTPServer:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             counting.observe(body)
+            time.sleep(delay_s)
             reply = REPLY if any(m["role"] == "system" and isinstance(m["content"], str)
                                  and any(k in m["content"] for k in STAGES)
                                  for m in body["messages"]) else "an answer"
@@ -91,16 +97,18 @@ def serve(counting: Counting) -> ThreadingHTTPServer:
 
 
 def measure(system: str, options: dict[str, str], data: Path, tier: str,
-            work: Path, concurrency: int) -> dict[str, Any]:
+            work: Path, concurrency: int, workers: int = 1,
+            delay_s: float = 0.0) -> dict[str, Any]:
     counting = Counting()
-    server = serve(counting)
+    server = serve(counting, delay_s)
     try:
-        out = work / f"run-{system}-{'-'.join(options.values()) or 'default'}"
+        name = f"{system}-{'-'.join(options.values()) or 'default'}-c{concurrency}-w{workers}"
+        out = work / f"run-{name}"
         run(RunConfig(bench="synth", data=str(data), tier=tier, system=system,
                       system_options=options, model="openai:stub", context_mode="caption",
                       base_url=f"http://127.0.0.1:{server.server_port}/v1", out=str(out),
-                      cache=True, cache_path=str(work / f"cache-{out.name}.sqlite"),
-                      concurrency=concurrency, progress=False))
+                      cache=True, cache_path=str(work / f"cache-{name}.sqlite"),
+                      concurrency=concurrency, workers=workers, progress=False))
     finally:
         server.shutdown()
     records = [json.loads(line) for line in (out / "records.jsonl").open()]
@@ -115,7 +123,8 @@ def measure(system: str, options: dict[str, str], data: Path, tier: str,
     stages = {s: {"server_calls": counting.calls[s], "distinct_inputs": len(counting.sessions[s]),
                   "calls_per_distinct": round(counting.calls[s] / len(counting.sessions[s]), 3)}
               for s in counting.calls if s != "answer"}
-    return {"system": system, "options": options, "questions": len(records),
+    return {"system": system, "options": options, "concurrency": concurrency,
+            "workers": workers, "questions": len(records),
             "errors": sum(r["status"] != "ok" for r in records), "ingest_calls": calls,
             "ingest_cached": cached, "stages": stages}
 
@@ -126,8 +135,12 @@ def main() -> None:
     p.add_argument("--questions", type=int, default=8)
     p.add_argument("--tier", default="4k")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--concurrency", type=int, default=2,
-                   help="episodes in flight; two reading one new session both miss the cache")
+    p.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32],
+                   help="episodes in flight; each value is a run of every agent")
+    p.add_argument("--workers", type=int, nargs="+", default=[1],
+                   help="answering processes (--workers); each value is a run of every agent")
+    p.add_argument("--delay-ms", type=float, default=50.0,
+                   help="the server's time per request")
     a = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -136,18 +149,25 @@ def main() -> None:
                         "--questions", str(a.questions), "--tiers", a.tier, "--seed",
                         str(a.seed)], check=True, capture_output=True)
         rows = []
-        for system, options in (("fact-memory", {}), ("state-memory", {}),
-                                ("summary-memory", {}), ("recurrent-memory", {"variant": "blind"})):
-            result = measure(system, options, data, a.tier, work, a.concurrency)
-            print(json.dumps(result))
-            for stage, s in sorted(result["stages"].items()):
-                share = "yes" if stage in SESSION_ONLY else "no"
-                rows.append(f"| {system} | {stage} | {share} | {s['server_calls']} | "
-                            f"{s['distinct_inputs']} | {s['calls_per_distinct']} | "
-                            f"{result['ingest_calls']} / {result['ingest_cached']} |")
-        print("\n| system | stage | session-only prompt | server calls | distinct inputs | "
-              "calls per distinct | ingest calls / cached (records) |")
-        print("|---|---|---|---|---|---|---|")
+        for workers in a.workers:
+            for concurrency in a.concurrency:
+                for system, options in (("fact-memory", {}), ("state-memory", {}),
+                                        ("summary-memory", {}),
+                                        ("recurrent-memory", {"variant": "blind"})):
+                    result = measure(system, options, data, a.tier, work, concurrency,
+                                     workers, a.delay_ms / 1000)
+                    print(json.dumps(result), flush=True)
+                    for stage, st in sorted(result["stages"].items()):
+                        share = "yes" if stage in SESSION_ONLY else "no"
+                        rows.append(
+                            f"| {concurrency} | {workers} | {system} | {stage} | {share} | "
+                            f"{st['server_calls']} | {st['distinct_inputs']} | "
+                            f"{st['calls_per_distinct']:.3f} | {result['ingest_calls']} / "
+                            f"{result['ingest_cached']} | {result['errors']} |")
+        print("\n| concurrency | workers | system | stage | session-only prompt | server calls | "
+              "distinct inputs | calls per distinct | ingest calls / cached (records) | "
+              "errors |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         print("\n".join(rows))
 
 

@@ -9,6 +9,7 @@ from typing import Any, NoReturn
 
 import typer
 
+from ._secrets import redact_urls_in_text
 from .errors import MemgaugeError
 
 
@@ -51,9 +52,11 @@ def fail(exc: Exception) -> NoReturn:
 
     # The message is user text (paths, hints like memgauge[local]): never read as markup,
     # and its control characters (ESC sequences from a file name or a server) shown, not run.
-    err.print(f"[bold red]error:[/] {escape(show_controls(str(exc)))}", highlight=False,
+    message = redact_urls_in_text(str(exc))  # a URL's password never reaches the terminal
+    err.print(f"[bold red]error:[/] {escape(show_controls(message))}", highlight=False,
               soft_wrap=True)
-    raise typer.Exit(EXIT_CONFIG)
+    # a run cut short (a killed worker) is not a mistake to fix: its own status, 3
+    raise typer.Exit(getattr(exc, "exit_code", EXIT_CONFIG))
 
 
 def say(text: str, style: str | None = None) -> None:
@@ -61,7 +64,7 @@ def say(text: str, style: str | None = None) -> None:
     cost ~40 ms at the end of every scripted run)."""
     from .report import show_controls
 
-    text = show_controls(text)  # it quotes servers' error messages
+    text = show_controls(redact_urls_in_text(text))  # it quotes servers' error messages
     if sys.stderr.isatty():
         err.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
     else:

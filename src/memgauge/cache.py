@@ -7,10 +7,16 @@ command makes no new model calls for work already done.
 Every process that has the cache open holds a shared ``flock`` on ``<cache>.lock``;
 ``memgauge cache clear|prune`` take it exclusively and refuse while a run holds it
 (design 0018).
+
+Concurrent misses of one key are single-flight (:meth:`ResponseCache.single_flight`): the
+first caller sends the request, the others, in this process or in another one using the
+same file, wait for its reply; the lease is a POSIX record lock the kernel drops when its
+holder dies (design 0018, 2026-12-03).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import os
@@ -18,7 +24,7 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,6 +154,90 @@ class _UseLock:
             os.close(fd)
 
 
+# --- single flight: one request per key in flight, across tasks, threads and processes ------
+
+# How long a waiter sleeps between looks at the cache and at the lease another process
+# holds: from the first to the last, doubling (a reply takes far longer than the first).
+_POLL_FIRST_S = 0.005
+_POLL_MAX_S = 0.05
+
+
+@dataclass
+class _Flight:
+    """A key being fetched in this process: the waiters to wake when it is done."""
+
+    waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = field(
+        default_factory=list)
+
+
+_FLIGHTS: dict[tuple[str, str], _Flight] = {}  # (cache file, key) -> its flight
+_FLIGHTS_LOCK = threading.Lock()
+# One descriptor per lease file for the process's lifetime: closing any descriptor of a file
+# drops every POSIX lock the process holds on it, so none is ever closed while in use.
+_LEASE_FDS: dict[str, int] = {}
+
+
+def _forget_flights_in_child() -> None:
+    # A forked worker inherits the parent's table, but none of its tasks or leases.
+    global _FLIGHTS_LOCK
+    _FLIGHTS.clear()
+    _FLIGHTS_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_flights_in_child)
+
+
+def _lease_fd(path: Path) -> int:
+    name = f"{path}.flight"
+    with _FLIGHTS_LOCK:
+        fd = _LEASE_FDS.get(name)
+        if fd is None:
+            fd = _LEASE_FDS[name] = os.open(name, os.O_RDWR | os.O_CREAT, 0o644)
+        return fd
+
+
+class _Lease:
+    """A byte of ``<cache>.flight`` locked (``fcntl.lockf``) while this process fetches a
+    key: other processes wait on it; the kernel releases it if this process dies. The byte
+    is the key's hash over 2**48 offsets: two keys sharing one only wait for each other,
+    and only across processes."""
+
+    def __init__(self, path: Path, key: str) -> None:
+        self.offset = int.from_bytes(hashlib.sha256(key.encode()).digest()[:6], "big")
+        self.fd = -1
+        if fcntl is None:  # Windows: single-flight within the process only
+            return
+        try:
+            self.fd = _lease_fd(path)
+        except OSError:  # a read-only folder: no lease, as the cache cannot be written
+            self.fd = -1
+
+    def try_take(self) -> bool:
+        if self.fd < 0:
+            return True
+        try:
+            fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, self.offset)
+        except OSError:  # held by another process (EAGAIN / EACCES)
+            return False
+        return True
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, self.offset)
+
+
+def _wake(flight: _Flight) -> None:
+    for loop, future in flight.waiters:
+        def done(f: asyncio.Future[None] = future) -> None:
+            if not f.done():
+                f.set_result(None)
+
+        with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits there
+            loop.call_soon_threadsafe(done)
+
+
 class ResponseCache:
     def __init__(self, path: str | os.PathLike[str] | None = None, kind: str = "chat") -> None:
         self.path = resolve_cache_path(path)
@@ -194,18 +284,85 @@ class ResponseCache:
                 self.misses + sum(v.misses for v in self._views))
 
     def get(self, key: str) -> dict[str, Any] | None:
+        value = self._peek(key)
+        self._count(hit=value is not None)
+        return value
+
+    def _peek(self, key: str) -> dict[str, Any] | None:
+        """The stored reply, counting nothing."""
         with self._lock:
             row = self._db.execute("SELECT value FROM responses WHERE key = ?", (key,)).fetchone()
+        return None if row is None else orjson.loads(row[0])
+
+    def _count(self, *, hit: bool) -> None:
         use = _USE.get()
-        if row is None:
+        if hit:
+            self.hits += 1
+            if use is not None:
+                use.hits += 1
+        else:
             self.misses += 1
             if use is not None:
                 use.misses += 1
-            return None
-        self.hits += 1
-        if use is not None:
-            use.hits += 1
-        return orjson.loads(row[0])
+
+    @contextlib.asynccontextmanager
+    async def single_flight(self, key: str) -> AsyncIterator[dict[str, Any] | None]:
+        """The stored reply for ``key``, or ``None``: then the caller is the one fetching it
+        and should :meth:`put` it before leaving the block. While it does, other callers
+        of the same key (tasks of any event loop in this process, or other processes on
+        this file) wait, then get the stored reply. A fetch that fails stores nothing: the
+        next waiter fetches in turn. Counted as one lookup, a hit or a miss."""
+        hit = self._peek(key)
+        if hit is not None:
+            self._count(hit=True)
+            yield hit
+            return
+        name = (str(self.path), key)
+        loop = asyncio.get_running_loop()
+        while True:  # until the reply is stored, or this caller is the one to fetch it
+            with _FLIGHTS_LOCK:
+                flight = _FLIGHTS.get(name)
+                if flight is None:
+                    _FLIGHTS[name] = flight = _Flight()
+                    break
+                waiting: asyncio.Future[None] = loop.create_future()
+                flight.waiters.append((loop, waiting))
+            await waiting
+            hit = self._peek(key)
+            if hit is not None:
+                self._count(hit=True)
+                yield hit
+                return
+        lease = _Lease(self.path, key)
+        try:
+            hit = await self._take_lease(lease, key)
+            if hit is not None:
+                self._count(hit=True)
+                yield hit
+                return
+            try:
+                hit = self._peek(key)  # stored by another process just before the lease
+                self._count(hit=hit is not None)
+                yield hit
+            finally:
+                lease.release()
+        finally:
+            with _FLIGHTS_LOCK:
+                if _FLIGHTS.get(name) is flight:
+                    del _FLIGHTS[name]
+            _wake(flight)
+
+    async def _take_lease(self, lease: _Lease, key: str) -> dict[str, Any] | None:
+        """Wait for the lease on ``key``; ``None`` once held, or the reply if the process
+        holding it stored one meanwhile (the lease is then not taken)."""
+        pause = _POLL_FIRST_S
+        while not lease.try_take():
+            hit = self._peek(key)
+            if hit is not None:
+                return hit
+            await asyncio.sleep(pause)
+            pause = min(_POLL_MAX_S, pause * 2)
+        return None
 
     def put(self, key: str, value: dict[str, Any], kind: str | None = None) -> None:
         """Store a reply. A cache that cannot be written (a full disk, a read-only folder)

@@ -27,6 +27,14 @@ class ConfigError(MemgaugeError):
     """A bad command-line option or configuration value."""
 
 
+class RunIncomplete(MemgaugeError):
+    """A run that stopped short for a reason outside the configuration (a worker process
+    killed): what was recorded is kept and a rerun resumes. The CLI exits with 3 (some
+    questions not answered; rerun), not 2 (a mistake to fix)."""
+
+    exit_code = 3
+
+
 class ContextOverflowError(MemgaugeError):
     """The assembled prompt is longer than the model's context and the policy is 'error'."""
 

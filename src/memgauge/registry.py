@@ -20,28 +20,59 @@ _REGISTRY: dict[str, dict[str, Callable[..., Any]]] = {k: {} for k in _KINDS}
 _loaded_plugins: set[str] = set()
 
 
-def _register(kind: str, name: str,
-              options: dict[str, tuple[type, str]] | None = None) -> Callable[[F], F]:
+# What a system needs installed for the options it is given: (import name, the memgauge
+# extra that installs it, what it is for). Checked before the first request (pre-flight).
+Requirement = tuple[str, str, str]
+Requires = Callable[[dict[str, Any]], list[Requirement]]
+
+
+def _register(kind: str, name: str, options: dict[str, tuple[type, str]] | None = None,
+              requires: Requires | None = None) -> Callable[[F], F]:
     def deco(fn: F) -> F:
         if name in _REGISTRY[kind] and _REGISTRY[kind][name] is not fn:
             raise ValueError(f"{kind} {name!r} is registered twice")
         _REGISTRY[kind][name] = fn
         fn.registry_name = name  # type: ignore[attr-defined]
         fn.registry_options = dict(options or {})  # type: ignore[attr-defined]
+        fn.registry_requires = requires  # type: ignore[attr-defined]
         return fn
 
     return deco
+
+
+def missing_extras(requirements: list[Requirement], who: str) -> None:
+    """A :class:`ConfigError` naming every package of ``requirements`` that is not
+    installed and the extra that installs it; found without importing anything."""
+    import importlib.util
+
+    missing = []
+    for module, extra, purpose in dict.fromkeys(requirements):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):  # a parent package missing, a broken install
+            found = False
+        if not found:
+            missing.append((module, extra, purpose))
+    if missing:
+        what = "; ".join(f"{m!r} for {purpose}" for m, _, purpose in missing)
+        extras = ",".join(dict.fromkeys(e for _, e, _ in missing if not e.startswith("pip ")))
+        others = [e for _, e, _ in missing if e.startswith("pip ")]  # not one of ours
+        how = " and ".join([*([f"pip install 'memgauge[{extras}]'"] if extras else []),
+                            *dict.fromkeys(others)])
+        raise ConfigError(f"{who} needs {what}, not installed: {how}")
 
 
 def benchmark(name: str) -> Callable[[F], F]:
     return _register("benchmark", name)
 
 
-def system(name: str, options: dict[str, tuple[type, str]] | None = None) -> Callable[[F], F]:
+def system(name: str, options: dict[str, tuple[type, str]] | None = None,
+           requires: Requires | None = None) -> Callable[[F], F]:
     """Register a system factory. ``options`` declares its ``--system-option`` keys, each
     ``key: (type, help)`` (``memgauge list`` shows them; the factory checks them with
-    ``SystemContext.typed_options(name, options)``)."""
-    return _register("system", name, options)
+    ``SystemContext.typed_options(name, options)``). ``requires(options)`` lists the
+    optional packages those options need (checked before any model or server starts)."""
+    return _register("system", name, options, requires)
 
 
 def scorer(name: str) -> Callable[[F], F]:

@@ -172,6 +172,14 @@ class ErrorInfo(_Model):
     retryable: bool = False
     attempts: int = 1
 
+    @field_validator("message")
+    @classmethod
+    def _no_secret(cls, message: str) -> str:
+        # every error reaches records.jsonl and the reports: no URL's password or token
+        from ._secrets import redact_urls_in_text
+
+        return redact_urls_in_text(message)
+
 
 class RetrievedItem(_Model):
     """One retrieved candidate. ``chosen``: the system used it (what evidence recall counts);

@@ -5,6 +5,7 @@ runs end to end with built-in systems."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -306,3 +307,22 @@ def test_question_ids_keep_a_subset(bench, tmp_path):
     loaded = _load(bench, question_ids=str(ids))
     assert loaded.question_count() == 3
     assert sorted(q.question_id for e in loaded.episodes() for q in e.questions) == sorted(keep)
+
+
+def test_a_non_utf8_byte_is_a_named_error_and_the_checksum_is_checked_first(bench, tmp_path):
+    """One bad byte in trajectory.jsonl (issue 25 §5): an InputError naming the file and the
+    line, never a UnicodeDecodeError; in a benchmark folder the checksum says it first."""
+    from memgauge.games import read_trajectory
+
+    traj = bench / "trajectories" / "traj-b" / "trajectory.jsonl"
+    lines = traj.read_bytes().split(b"\n")
+    lines[2] = lines[2].replace(b'"do"', b'"d\xff"', 1)
+    damaged = b"\n".join(lines)
+    copy = tmp_path / "copy"
+    shutil.copytree(traj.parent, copy)  # the bare folder, as `memgauge play` wrote it
+    (copy / "trajectory.jsonl").write_bytes(damaged)
+    with pytest.raises(InputError, match=r"trajectory\.jsonl.*line 3.*not UTF-8"):
+        read_trajectory(copy)
+    traj.write_bytes(damaged)
+    with pytest.raises(InputError, match="the trajectory changed"):
+        _load(bench)

@@ -327,6 +327,9 @@ class FakeLlama:
         self._proc = None
         self.stops += 1
 
+    def death(self) -> str | None:
+        return None  # the stub never dies
+
 
 @pytest.fixture
 def fake_llama(monkeypatch):

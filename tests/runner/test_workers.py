@@ -527,6 +527,36 @@ def test_sigkill_of_the_parent_leaves_no_worker_and_a_rerun_completes(tmp_path):
     assert _worker_reports(run_dir) == []
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds workers in /proc")
+def test_sigkill_of_one_worker_is_a_clean_message_exit_3_and_a_rerun_resumes(tmp_path):
+    """Issue 25 §5: the OOM killer takes one worker. The parent says which worker, how it
+    ended, and to rerun (no traceback), exits 3; the rerun answers the rest."""
+    n = 24
+    data = write_memlens(tmp_path, n)
+    run_dir = tmp_path / "one-killed"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with StubServer(answer=colour_answer, latency_s=0.15) as stub:
+        cmd = _cli(data, stub.base_url, run_dir, "--workers", "2", "--concurrency", "2")
+        proc = _start_and_wait_for_records(cmd, env, run_dir, 4, stderr=subprocess.PIPE)
+        workers = sorted(_children(proc.pid))
+        assert len(workers) == 2, workers
+        os.kill(workers[1], signal.SIGKILL)
+        _, stderr = proc.communicate(timeout=120)
+        said = stderr.decode()
+        assert proc.returncode == 3, said
+        assert "Traceback" not in said
+        assert re.search(r"worker \d \(pid \d+\) was killed by signal 9 \(SIGKILL\)", said)
+        assert "rerun the same command" in said
+        done_before = len(read_records(run_dir))
+        assert 4 <= done_before < n
+        rerun = subprocess.run(cmd, env=env, check=False, capture_output=True, text=True,
+                               timeout=120)
+        assert rerun.returncode == 0, rerun.stderr
+    assert sorted(_ids(run_dir)) == sorted(f"q{i:03d}" for i in range(n))
+    assert load_manifest(run_dir)["status"] == {"records": n, "ok": n, "errors": 0}
+    assert _worker_reports(run_dir) == []
+
+
 # -- the loader's parts -----------------------------------------------------------------------
 
 

@@ -198,12 +198,15 @@ class GamesBenchmark:
                                  file=file, item=f"trajectories[{i}]", field="id")
             seen.add(entry.id)
             folder = self.root / "trajectories" / entry.id
-            meta, steps = read_trajectory(folder)
-            digest = file_sha256(folder / "trajectory.jsonl")
+            steps_path = folder / "trajectory.jsonl"
+            # the checksum first: a changed or damaged file is named as such, not by the
+            # first line that no longer parses
+            digest = file_sha256(steps_path) if steps_path.is_file() else entry.sha256
             if digest != entry.sha256:
                 raise InputError(f"sha256 {digest[:16]}… differs from benchmark.json's "
                                  f"{entry.sha256[:16]}…: the trajectory changed after the "
-                                 "questions were generated", file=str(folder / "trajectory.jsonl"))
+                                 "questions were generated", file=str(steps_path))
+            meta, steps = read_trajectory(folder)
             if len(steps) != entry.steps:
                 raise InputError(f"says {entry.steps} steps, the trajectory holds {len(steps)}",
                                  file=file, item=f"trajectories[{i}]", field="steps")

@@ -137,6 +137,15 @@ class TrajectoryWriter:
         os.replace(tmp, self.dir / "meta.json")
 
 
+def _utf8(raw: bytes, path: Path, where: str) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text at byte {exc.start} of the line "
+                         f"({raw[exc.start:exc.start + 1]!r}); the file is damaged or was "
+                         "not written by `memgauge play`", file=str(path), item=where) from None
+
+
 def read_trajectory(folder: str | Path) -> tuple[TrajectoryMeta, list[Step]]:
     """Read and check a trajectory folder; a problem names the file, line and field."""
     folder = Path(folder)
@@ -148,6 +157,9 @@ def read_trajectory(folder: str | Path) -> tuple[TrajectoryMeta, list[Step]]:
     try:
         raw_meta = json.loads(meta_path.read_text(encoding="utf-8"))
         meta = TrajectoryMeta.model_validate(raw_meta)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte {exc.start}: {exc.object[exc.start:exc.start + 1]!r})",
+                         file=str(meta_path)) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON: {exc}", file=str(meta_path)) from None
     except ValidationError as exc:
@@ -158,11 +170,12 @@ def read_trajectory(folder: str | Path) -> tuple[TrajectoryMeta, list[Step]]:
         raise InputError(f"format {meta.format!r} is not {FORMAT!r}", file=str(meta_path),
                          field="format")
     steps: list[Step] = []
-    with open(steps_path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    with open(steps_path, "rb") as fh:  # decoded line by line: a bad byte names its line
+        for lineno, raw in enumerate(fh, 1):
+            where = f"line {lineno}"
+            line = _utf8(raw, steps_path, where)
             if not line.strip():
                 continue
-            where = f"line {lineno}"
             try:
                 step = Step.model_validate_json(line)
             except ValidationError as exc:

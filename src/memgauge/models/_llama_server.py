@@ -28,6 +28,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,17 @@ class LlamaServer:
     def __hash__(self) -> int:
         return id(self)
 
+    def death(self) -> str | None:
+        """Why the server is gone, with the last lines it wrote, if its process has ended
+        (a crash, the OOM killer, a kill); ``None`` while it runs or after :meth:`stop`."""
+        code = self._proc.poll() if self._proc is not None else None
+        if code is None:
+            return None
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        tail = _log_tail(self._log.name, 8) if self._log is not None else ""
+        return (f"llama.cpp's server for {self.options.model.name} died: its process {how}; "
+                f"rerun to resume{tail}")
+
     def describe(self) -> dict[str, Any]:
         return {"engine": "llama.cpp server (xllamacpp)", "engine_version": self.engine_version,
                 "n_ctx": self.n_ctx, "slots": self.slots, "vision": self.vision,
@@ -246,9 +258,10 @@ class Tokenizer:
     by many prompts is sent once. One keep-alive connection per thread.
     """
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, death: Callable[[], str | None] | None = None) -> None:
         from urllib.parse import urlsplit
 
+        self._death = death  # what the server's process says when a request cannot reach it
         parts = urlsplit(address)
         self._host, self._port = parts.hostname or "127.0.0.1", parts.port or 80
         self._local = threading.local()
@@ -295,7 +308,8 @@ class Tokenizer:
                 conn.close()
                 self._local.conn = None
                 if attempt == 2:
-                    raise ConfigError(f"llama.cpp {path} failed: {exc}") from None
+                    died = self._death() if self._death is not None else None
+                    raise ConfigError(died or f"llama.cpp {path} failed: {exc}") from None
         raise AssertionError("unreachable")
 
 

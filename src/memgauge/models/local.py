@@ -142,7 +142,7 @@ class LocalModel(OpenAICompatModel):
                                         concurrency=min(settings.concurrency, self.server.slots))
             super().__init__(self.server.model_id, local)
             self._headers.pop("Authorization", None)  # never hand a user's key to it
-            self.tokenizer = Tokenizer(self.server.address)
+            self.tokenizer = Tokenizer(self.server.address, self.server.death)
             self.prefill_tps, self.decode_tps = self._measure()
         except BaseException:
             _release(self.server)
@@ -245,7 +245,14 @@ class LocalModel(OpenAICompatModel):
             raise ModelError("no_vision", f"{self.path.name} has no vision (no mmproj): use "
                              "--context-mode text or caption, or --model-option mmproj=FILE "
                              "for a VLM GGUF")
-        return await super().generate(messages, config, question_id=question_id)
+        try:
+            return await super().generate(messages, config, question_id=question_id)
+        except ModelError as exc:
+            died = self.server.death()  # "connection refused" hides the cause: say it
+            if died is None:
+                raise
+            raise ModelError("server_died", died, retryable=True,
+                             attempts=exc.attempts) from None
 
     def release(self) -> None:
         """Let go of the server (stopped when its last user lets go)."""

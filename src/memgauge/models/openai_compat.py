@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from .._secrets import redact_text, redact_url
+from .._secrets import redact_text, redact_url, redact_urls
 from ..cache import ResponseCache, cache_key
 from ..errors import ConfigError
 from ..media import EncodedImage, ImageEncoder, ImagePolicy
@@ -81,13 +81,6 @@ def split_base_urls(text: str | None) -> list[str]:
         raise ConfigError(f"--base-url {redact_urls(text)!r}: an empty URL in the list "
                           "(give each replica once, comma-separated or with --base-url again)")
     return urls
-
-
-def redact_urls(text: str | None) -> str | None:
-    """``text`` (one URL or a comma list) with each URL's password replaced by ``***``."""
-    if not text or "," not in text:
-        return redact_url(text)
-    return ",".join(redact_url(u.strip()) or "" for u in text.split(","))
 
 
 @dataclass
@@ -340,22 +333,25 @@ class OpenAICompatModel:
         if config.seed is not None:
             body["seed"] = config.seed
         body.update(config.extra_body)
-        key = None
-        if cache is not None:
-            key = cache_key({"v": 1, **self.cache_identity(), "messages": keyed,
-                             "config": config.describe(),
-                             "image_policy": self.encoder.policy.describe()})
-            hit = cache.get(key)
+        if cache is None:
+            payload = self._splice(orjson.dumps(body), blobs)
+            del wire, body, blobs
+            return await self._send(payload, max_tokens=config.max_tokens)
+        key = cache_key({"v": 1, **self.cache_identity(), "messages": keyed,
+                         "config": config.describe(),
+                         "image_policy": self.encoder.policy.describe()})
+        # Single flight: two episodes ingesting one shared session at once send it once;
+        # the second waits for the first's reply (design 0018, 2026-12-03).
+        async with cache.single_flight(key) as hit:
             if hit is not None:
                 return ModelOutput(text=hit["text"], usage=Usage(**hit["usage"]),
                                    finish_reason=hit.get("finish_reason"), cached=True)
-        payload = self._splice(orjson.dumps(body), blobs)
-        del wire, body, blobs
-        out = await self._send(payload, max_tokens=config.max_tokens)
-        if cache is not None and key is not None:
+            payload = self._splice(orjson.dumps(body), blobs)
+            del wire, body, blobs
+            out = await self._send(payload, max_tokens=config.max_tokens)
             cache.put(key, {"text": out.text, "usage": out.usage.model_dump(),
                             "finish_reason": out.finish_reason})
-        return out
+            return out
 
     def cache_identity(self) -> dict[str, Any]:
         """What names the model in cache keys (a local server overrides it: its port is new

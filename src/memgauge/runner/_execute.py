@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._cache_hits import CacheHits, count_records
+from .._secrets import redact_tree
 from ..benchmarks import BenchmarkOptions
 from ..cache import ResponseCache
 from ..errors import ConfigError, InputError
@@ -55,6 +56,7 @@ from ._gc import quiet_gc, restore_gc
 from ._ingest_cost import IngestMeter, Share
 from ._lock import RunLock
 from ._manifest import build_manifest, config_hash, package_versions
+from ._names import check_names
 from ._prefix import (
     PrefixReuse,
     PriorityGate,
@@ -70,7 +72,7 @@ from ._store import (
     load_manifest,
     read_records,
     rewrite_records,
-    write_json_atomic,
+    write_manifest,
 )
 
 if TYPE_CHECKING:
@@ -170,13 +172,9 @@ class RunConfig:
                 "image_format", "image_mode", "tokenizer", "image_formula")
 
     def identity(self) -> dict[str, Any]:
-        from ..models.openai_compat import redact_urls
-
         ident = {k: getattr(self, k) for k in self.IDENTITY}
         # a flag and the system option it stands for measure the same: one identity
-        ident["system_options"] = {k: redact_urls(v) if k.endswith("base_url") else v
-                                   for k, v in self.effective_system_options().items()}
-        ident["base_url"] = redact_urls(self.base_url)  # a password is not what a run measures
+        ident["system_options"] = self.effective_system_options()
         for key in ("top_p", "extra_body"):  # only when given: earlier folders keep their hash
             if getattr(self, key):
                 ident[key] = getattr(self, key)
@@ -196,7 +194,9 @@ class RunConfig:
                       if k in OUTPUT_OPTIONS}
             if output:  # only those that change the captions (design 0023)
                 ident["captioner_model_options"] = output
-        return ident
+        # a password or token is not what a run measures: the system, base URLs and every
+        # URL-valued option are kept without theirs (design 0016)
+        return redact_tree(ident)
 
     def effective_system_options(self) -> dict[str, Any]:
         """``--system-option``s with the embedder flags merged in; a flag and the option it
@@ -622,6 +622,7 @@ class Runner:
     def setup(self, *, with_cache: bool = True) -> Setup:
         """The benchmark, model, system factory, scorers and judge of this run."""
         c = self.config
+        check_names(c)  # before a local model's server starts (minutes) or a file is read
         bench = lookup("benchmark", c.bench)(BenchmarkOptions(
             data=c.data, image_dir=c.image_dir, allow_missing_images=c.allow_missing_images,
             allow_inconsistent=c.allow_inconsistent, question_ids=c.question_ids, tier=c.tier,
@@ -712,7 +713,7 @@ class Runner:
         # a crash) says how much of it is missing (design 0040).
         manifest["run_state"] = RUN_RUNNING
         manifest["questions_planned"] = self.planned_count(s.bench, prep)
-        write_json_atomic(self.run_dir / "manifest.json", manifest)
+        write_manifest(self.run_dir, manifest)
         return manifest
 
     def planned_count(self, bench: Any, prep: Prepared) -> int | None:
@@ -958,7 +959,7 @@ class Runner:
                         await asyncio.sleep(0.001)
                     if manifest is not None:
                         manifest["packages"] = package_versions()
-                        write_json_atomic(self.run_dir / "manifest.json", manifest)
+                        write_manifest(self.run_dir, manifest)
                 await asyncio.sleep(0)  # let work start while the loader reads on
             if part is None:  # the reader is through: the to-do count is exact now
                 result.total = result.queued
@@ -1024,7 +1025,7 @@ class Runner:
         manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         if cache is not None:
             manifest["cache"] = cache
-        write_json_atomic(self.run_dir / "manifest.json", manifest)
+        write_manifest(self.run_dir, manifest)
 
     def judge_pipeline(self, cache: ResponseCache | None) -> JudgePipeline | None:
         c = self.config

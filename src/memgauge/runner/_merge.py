@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..schema import RUN_FINISHED, RUN_STOPPED, Record
-from ._store import load_manifest, read_records, rewrite_records, write_json_atomic
+from ._store import load_manifest, read_records, rewrite_records, write_manifest
 
 
 def merge_runs(sources: list[str], out: str, *, partial: bool = False) -> dict[str, int]:
@@ -70,7 +70,7 @@ def merge_runs(sources: list[str], out: str, *, partial: bool = False) -> dict[s
     from ._manifest import config_hash
 
     manifest["config_hash"] = config_hash(manifest["config"]["identity"])
-    write_json_atomic(out_dir / "manifest.json", manifest)
+    write_manifest(out_dir, manifest)
     return manifest["status"]
 
 

@@ -28,6 +28,7 @@ try:
 except ImportError:  # Windows: one process writes (no --workers there)
     fcntl = None  # type: ignore[assignment]
 
+from .._secrets import redact_tree
 from ..errors import InputError, MemgaugeError
 from ..schema import Record
 
@@ -87,6 +88,12 @@ def _atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
 def write_json_atomic(path: Path, obj: Any) -> None:
     data = orjson.dumps(obj, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
     _atomic_write(path, [data + b"\n"])
+
+
+def write_manifest(run_dir: str | os.PathLike[str], manifest: dict[str, Any]) -> None:
+    """Write ``manifest.json`` with every URL in it redacted (design 0016): whoever adds a
+    URL-valued option later cannot leak its password or token through the manifest."""
+    write_json_atomic(Path(run_dir) / MANIFEST, redact_tree(manifest))
 
 
 def iter_record_lines(path: Path) -> Iterator[tuple[int, dict[str, Any] | None]]:
@@ -162,7 +169,8 @@ def load_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
         return None
     from ._manifest import read_manifest  # checks its shape: docs/design/0017
 
-    return read_manifest(path)
+    # a folder written before redaction covered every URL still shows none in a report
+    return redact_tree(read_manifest(path))
 
 
 def rewrite_records(run_dir: str | os.PathLike[str], records: Iterable[Record]) -> None:

@@ -34,7 +34,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MemgaugeError
+from ..errors import MemgaugeError, RunIncomplete
 from ._parts import hash_inputs, judge_earlier, merge_bench_manifest, merge_cache_stats, part_stats
 
 if TYPE_CHECKING:
@@ -153,10 +153,21 @@ def run_with_workers(runner: Runner, n: int) -> RunResult:
             RuntimeError(f"a worker failed: {first_failure['type']}: "
                          f"{first_failure['message']}\n{first_failure['traceback']}")
     if missing_reports:
-        codes_text = ", ".join(str(c) for c in codes.values())
-        raise RuntimeError(f"worker(s) {missing_reports} ended without a report "
-                           f"(exit codes {codes_text}); rerun the same command to resume")
+        lost = "; ".join(_how_it_ended(k, pids[k], codes.get(pids[k])) for k in missing_reports)
+        raise RunIncomplete(f"{lost}. {result.done} questions answered in this invocation "
+                            "are recorded; rerun the same command to answer the rest")
     return result
+
+
+def _how_it_ended(k: int, pid: int, code: int | None) -> str:
+    """'worker 1 (pid 4242) was killed by signal 9 (SIGKILL)': the OOM killer or a user."""
+    if code is not None and code < 0:
+        try:
+            name = f" ({signal.Signals(-code).name})"
+        except ValueError:
+            name = ""
+        return f"worker {k} (pid {pid}) was killed by signal {-code}{name}"
+    return f"worker {k} (pid {pid}) ended with status {code} before it finished its share"
 
 
 def _worker(runner: Runner, prep: Prepared, k: int, n: int, block: mmap.mmap) -> None:

@@ -22,13 +22,14 @@ scores, and are not cached: a rerun sends only them again. See docs/design/0035.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import os
 import re
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,12 @@ class StagedCache:
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         self.staged[key] = value
+
+    @contextlib.asynccontextmanager
+    async def single_flight(self, key: str) -> AsyncIterator[dict[str, Any] | None]:
+        """A plain lookup: a round's calls are distinct (one per judged record), and its
+        replies come from the batch, not from a request another caller could share."""
+        yield self.get(key)
 
     def flush(self) -> None:
         for key, value in self.staged.items():
@@ -452,7 +459,7 @@ async def batch_judge_run(run_dir: str | os.PathLike[str], model: BatchJudgeMode
     ``batches`` and ``batch_requests``). A ``budget`` is checked between batches: once
     reached, no further batch is submitted and the records still open stay to judge
     (``left``); the overshoot is at most one batch."""
-    from ..runner._store import load_manifest, read_records, rewrite_records, write_json_atomic
+    from ..runner._store import load_manifest, read_records, rewrite_records, write_manifest
 
     options = options or JudgeOptions()
     check_batch_options(f"openai:{model.name}", poll_s, window, options.name)
@@ -512,7 +519,7 @@ async def batch_judge_run(run_dir: str | os.PathLike[str], model: BatchJudgeMode
     manifest["judges"][pipeline.options.name]["batches"] = list(
         dict.fromkeys([*before, *batch_ids]))
     note_spend(manifest, records, budget)
-    write_json_atomic(run / "manifest.json", manifest)
+    write_manifest(run, manifest)
     counts = {"judged": totals["judged"], "skipped": len(records) - todo,
               "failures": totals["failures"], "auto_zero": totals["auto_zero"],
               "batches": len(batch_ids), "batch_requests": totals["batch_requests"]}

@@ -23,7 +23,6 @@ import os
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from .._cache_hits import use_entry
@@ -307,7 +306,7 @@ async def judge_run(run_dir: str | os.PathLike[str], model: ChatModel, *,
     auto_zero, and extracted / labelled when those are on; ``left`` when ``budget`` stopped
     it, see :func:`judge_records`)."""
     # imported here: the runner imports this package (scoring) at load time
-    from ..runner._store import load_manifest, read_records, rewrite_records, write_json_atomic
+    from ..runner._store import load_manifest, read_records, rewrite_records, write_manifest
 
     if options is None:
         options = JudgeOptions(mode=mode, max_attempts=max_attempts)
@@ -327,7 +326,7 @@ async def judge_run(run_dir: str | os.PathLike[str], model: ChatModel, *,
             rewrite_records(run_dir, records)
     record_judging(manifest, pipeline, records)
     note_spend(manifest, records, budget)
-    write_json_atomic(Path(run_dir) / "manifest.json", manifest)
+    write_manifest(run_dir, manifest)
     counts = {"judged": totals["judged"], "skipped": len(records) - todo,
               "failures": totals["failures"], "auto_zero": totals["auto_zero"]}
     for extra in ("extracted", "extract_failures", "labelled", "label_failures", "left"):

@@ -345,6 +345,32 @@ def rank(texts: Sequence[str], query: str, retriever: str = "bm25") -> list[tupl
     return get_retriever(retriever).rank(list(texts), query)
 
 
+def embedder_requirements(spec: str | None) -> list[tuple[str, str, str]]:
+    """What ``embedder=<spec>`` needs installed (an ``openai:`` one needs nothing)."""
+    spec = spec or "model2vec"
+    kind = spec.partition(":")[0]
+    if kind == "model2vec":
+        return [("model2vec", "validate", f"the embedder {spec}")]
+    if kind == "sentence-transformers":
+        return [("sentence_transformers", "pip install sentence-transformers",
+                 f"the embedder {spec}")]
+    return []
+
+
+def retriever_requirements(options: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """What the ``retriever`` option (bm25 by default; embed; rag's hybrid with its
+    ``text_retriever``) needs installed: checked before the first request, so a missing
+    extra is one error at start, not an error on every question."""
+    retriever = str(options.get("retriever", "bm25"))
+    text_side = str(options.get("text_retriever", "embed")) if retriever == "hybrid" else None
+    out: list[tuple[str, str, str]] = []
+    if "bm25" in (retriever, text_side):
+        out.append(("bm25s", "validate", f"retriever={retriever}"))
+    if "embed" in (retriever, text_side):
+        out += embedder_requirements(options.get("embedder"))
+    return out
+
+
 EMBEDDER_OPTIONS = {
     "embedder": (str, "retriever=embed: model2vec (default) | model2vec:DIR | "
                       + "sentence-transformers:NAME | openai:MODEL (as --embedder)"),

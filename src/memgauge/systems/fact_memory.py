@@ -32,6 +32,7 @@ from ._memory import (
     rank_with,
     render_session,
     retrieved_list,
+    retriever_requirements,
     text_modality,
 )
 
@@ -242,7 +243,7 @@ def _decide_input(new: list[Fact], similar: list[Fact]) -> str:
     return f"Stored facts:\n{stored}\n\nNew facts:\n{fresh}\n"
 
 
-@system("fact-memory", OPTIONS)
+@system("fact-memory", OPTIONS, retriever_requirements)
 def fact_memory(ctx: SystemContext) -> SystemFactory:
     """Extracts atomic facts per session, reconciles them (ADD/UPDATE/DELETE/NONE) with the
     most similar stored ones; the model answers from the top_k facts (BM25)"""

@@ -515,7 +515,8 @@ def _memory_view(item: Any) -> dict[str, Any]:
             "score": round(float(item.score), 6) if item.score is not None else None}
 
 
-@system("langmem", OPTIONS)
+@system("langmem", OPTIONS, lambda o: [(m, "agents", "--system langmem") for m in
+                                       ("langmem", "langgraph", "langchain_openai")])
 def langmem(ctx: SystemContext) -> SystemFactory:
     """LangMem as the memory: its manager forms memories per session with tool calls, a
     langgraph store searched per question, the model reads (replies in the run's cache)"""

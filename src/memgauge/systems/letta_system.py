@@ -411,7 +411,7 @@ def preflight(opts: LettaOptions) -> str:
     return str(version)
 
 
-@system("letta", OPTIONS)
+@system("letta", OPTIONS, lambda o: [("letta_client", "agents", "--system letta")])
 def letta(ctx: SystemContext) -> SystemFactory:
     """Letta (a server the user runs, through letta-client): archival passages per turn,
     searched per question, the run's model reads"""

@@ -457,7 +457,14 @@ def _check_context(ctx: SystemContext, opts: Mem0Options) -> None:
                           "--system-option infer=false (Mem0 stores the raw messages)")
 
 
-@system("mem0", OPTIONS)
+def _requires(options: dict[str, Any]) -> list[tuple[str, str, str]]:
+    local = [] if options.get("embedder_base_url") else [
+        ("model2vec", "agents", "its offline embedder")]
+    return [("mem0", "agents", "--system mem0"), ("faiss", "agents", "its vector store"),
+            *local]
+
+
+@system("mem0", OPTIONS, _requires)
 def mem0(ctx: SystemContext) -> SystemFactory:
     """Mem0 (mem0ai) as the memory: add per session, search per question, the model reads
     (Mem0's LLM calls go through the run's model and cache)"""

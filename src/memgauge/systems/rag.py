@@ -29,6 +29,7 @@ from ..registry import system
 from ..schema import Episode, ErrorInfo, Question, Response, RetrievedItem, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._context import build_prompt, clean_prediction
+from ._memory import retriever_requirements
 from .oracle import evidence_facts
 
 ALIAS_OPTIONS = {"top_k": (int, "sessions put in the prompt (default 5)"),
@@ -241,12 +242,14 @@ def _factory(name: str, fixed: dict[str, Any] | None, doc: str):  # type: ignore
     return build
 
 
-rag = system("rag", OPTIONS)(_factory(
+rag = system("rag", OPTIONS, retriever_requirements)(_factory(
     "rag", None, "Indexes turns, rounds or sessions at ingest; retrieves the top_k by BM25, "
     "embeddings, image similarity or both (with recency), then the model answers from them"))
-rag_bm25 = system("rag-bm25", ALIAS_OPTIONS)(_factory(
+rag_bm25 = system("rag-bm25", ALIAS_OPTIONS,
+                  lambda o: retriever_requirements({**o, "retriever": "bm25"}))(_factory(
     "rag-bm25", {"retriever": "bm25"}, "rag with unit=session, retriever=bm25: the top_k "
     "sessions by BM25 over their text, then the model answers from them (in --context-mode)"))
-rag_embed = system("rag-embed", ALIAS_OPTIONS)(_factory(
+rag_embed = system("rag-embed", ALIAS_OPTIONS,
+                   lambda o: retriever_requirements({**o, "retriever": "embed"}))(_factory(
     "rag-embed", {"retriever": "embed"}, "rag with unit=session, retriever=embed: the top_k "
     "sessions by embedding similarity, then the model answers from them (in --context-mode)"))

@@ -31,6 +31,7 @@ from ._memory import (
     rank_with,
     render_session,
     retrieved_list,
+    retriever_requirements,
     text_field,
     text_modality,
 )
@@ -148,7 +149,7 @@ class SummaryMemory:
         return response
 
 
-@system("summary-memory", OPTIONS)
+@system("summary-memory", OPTIONS, retriever_requirements)
 def summary_memory(ctx: SystemContext) -> SystemFactory:
     """A summary per session and a rolling profile; the model answers from the profile and
     the top_k sessions' summaries and raw turns (BM25 over summaries)"""

@@ -1,0 +1,40 @@
+"""Every name a run is given, and the optional packages its system needs, checked before
+anything starts: a typo in ``--system`` next to ``--model local:...`` used to surface only
+after the llama.cpp server's start-up (about two minutes on a loaded machine), and a missing
+``bm25s`` only as an error on every question (issue 25 §5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ConfigError
+from ..registry import lookup, missing_extras
+
+
+def _provider(spec: str | None, flag: str) -> str | None:
+    if not spec:
+        return None
+    provider, sep, _ = spec.partition(":")
+    if not sep:
+        raise ConfigError(f"{flag} {spec!r} must look like provider:name (e.g. "
+                          "openai:gpt-4o-mini or local:smollm2)")
+    return provider
+
+
+def check_names(config: Any) -> None:
+    """Look up the benchmark, system, model, judge and captioner by name, and the packages
+    the system's options need; a :class:`ConfigError` for the first that is wrong. Nothing
+    is loaded, started or sent."""
+    lookup("benchmark", config.bench)
+    factory = lookup("system", config.system)
+    for kind, spec, flag in (("model", config.model, "--model"),
+                             ("model", config.judge, "--judge"),
+                             ("captioner", config.captioner, "--captioner")):
+        provider = spec.partition(":")[0] if kind == "captioner" and spec else (
+            _provider(spec, flag))
+        if provider:
+            lookup(kind, provider)
+    requires = getattr(factory, "registry_requires", None)
+    if requires is not None:
+        missing_extras(requires(config.effective_system_options()),
+                       f"--system {config.system}")
