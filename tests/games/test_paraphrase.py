@@ -61,8 +61,10 @@ def test_a_paraphraser_that_always_says_A_changes_no_question(tmp_path, monkeypa
     """Today's guard kept "A" for every question without a number or a name."""
     register_test_templates(monkeypatch)
     traj = write_trajectory(tmp_path / "traj-a")
-    generate_games(GamesConfig(trajectories=[traj], out=tmp_path / "b", make_timeline=Timeline,
-                               paraphraser=ScriptedModel(fn=lambda messages, qid: "A")))
+    info = generate_games(GamesConfig(
+        trajectories=[traj], out=tmp_path / "b", make_timeline=Timeline,
+        paraphraser=ScriptedModel(fn=lambda messages, qid: "A")))["options"]["paraphrase"]
+    assert info["guard_version"] == "2" and info["kept"] == 0
     rows = [json.loads(line) for line in (tmp_path / "b" / "questions.jsonl").open()]
     assert any(r["template"] == "test.last_step" for r in rows)  # no number, no name in it
     assert {r["paraphrase"]["status"] for r in rows} == {"rejected"}

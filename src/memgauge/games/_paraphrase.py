@@ -16,6 +16,9 @@ from ..models import GenerateConfig, Message, ModelError, TextPart
 from .templates._crafter_timeline import ACHIEVEMENTS, ACTIONS, CREATURES, ITEMS, MATERIALS
 
 PROMPT_VERSION = "1"
+# What decides that a paraphrase is kept; 2: names and shape checked too (issue 24). In
+# benchmark.json, so two benchmarks paraphrased under different guards are told apart.
+GUARD_VERSION = "2"
 _SYSTEM = ("Rewrite the user's question about a game in different words. Keep its meaning "
            "exactly; keep every number, step number, quoted name and game term as written. "
            "Reply with the rewritten question only, on one line.")
@@ -137,5 +140,6 @@ def paraphrase_rows(rows: list[dict[str, Any]], model: Any, *,
     asyncio.run(run())
     statuses = Counter(r["paraphrase"]["status"] for r in rows)
     return {"model": model.describe(), "prompt_version": PROMPT_VERSION,
+            "guard_version": GUARD_VERSION,
             "kept": statuses["kept"], "rejected": statuses["rejected"],
             "errors": statuses["error"]}
