@@ -265,3 +265,17 @@ def test_configuration_mistakes_are_caught_before_anything_is_written(tmp_path,
         with pytest.raises(ConfigError, match=match):
             generate_games(GamesConfig(out=out, make_timeline=Timeline, **kw))
         assert not out.exists()
+
+
+def test_horizon_help_and_readme_say_the_same():
+    """One truth (issue 24: the help said the whole trajectory is asked too, the README that
+    --horizon N asks about steps 1..N only)."""
+    from pathlib import Path
+
+    res = runner.invoke(app, ["generate", "games", "--help"], terminal_width=200)
+    help_text = " ".join(res.output.replace("│", " ").split())
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text(
+        encoding="utf-8").split())
+    for text in (help_text, readme):
+        assert "whole trajectory is always asked about" in text
+        assert "ends before step N is asked about whole" in text
