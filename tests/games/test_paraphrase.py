@@ -21,6 +21,8 @@ KEYWORD = ("At how many steps did the game's reply to your action mention 'bench
            {"keyword": "bench", "source": "observation"})
 KEY = ("At which step did key join your inventory for the first time?",
        {"item": "key", "ordinal": "first"})
+COUNT = (("From step 14 to step 39, at how many steps did you take the action move_up "
+         "(whether or not it worked)?"), {"action": "move_up", "from_step": 14, "to_step": 39})
 LIST = ("List every step after which you made a wood pickaxe.", {"event": "make:wood_pickaxe"})
 
 
@@ -38,6 +40,10 @@ LIST = ("List every step after which you made a wood pickaxe.", {"event": "make:
     (PICKAXE, ("Right after you first made a wood_pickaxe, how many wood pickaxe did you "
               "hold?"), None),  # either spelling of a name
     (HURT, "When did a zombie or an arrow last hurt you?", None),
+    (COUNT, "From step 14 to step 39, how many times did you take the action move_up?",
+     "lost '(whether or not it worked)'"),  # attempts became successes
+    (COUNT, ("From step 14 to step 39 (whether or not it worked), how often did you take the "
+            "action move_up?"), None),
     (LIST, "Which steps saw you make a wood pickaxe?", None),  # an instruction may become a
     (LIST, "Give every step at which you made a wood pickaxe", "not a sentence"),  # question
 ])

@@ -25,6 +25,9 @@ _SYSTEM = ("Rewrite the user's question about a game in different words. Keep it
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 # A quote opens and closes outside a word: the apostrophe of "game's" opens nothing.
 _QUOTED = re.compile(r"(?<!\w)'([^']+)'(?!\w)|(?<!\w)\"([^\"]+)\"(?!\w)")
+# A template's parenthesis defines what is counted ("(whether or not it worked)", "(in grid
+# cells, ignoring obstacles)"): a paraphrase keeps it word for word, as a quoted name.
+_PARENTHESIS = re.compile(r"\([^()]+\)")
 # Names a question may carry without a parameter for them ("a zombie or an arrow hurt you").
 # "do" is left out: as an English word it is in most questions ("how many wood do you have").
 GAME_NAMES = frozenset({*ACTIONS, *MATERIALS, *ITEMS, *CREATURES, *ACHIEVEMENTS} - {"do"})
@@ -64,9 +67,10 @@ def _param_names(params: dict[str, Any]) -> list[str]:
 
 def protected(text: str, params: dict[str, Any]) -> tuple[Counter[str], list[str]]:
     """What a paraphrase must keep: the numbers (as a multiset) and the entities (quoted
-    names, string parameters that the original names, and Crafter's names in it)."""
+    names and parentheses, string parameters that the original names, and Crafter's names
+    in it)."""
     numbers = Counter(_NUMBER.findall(text))
-    quoted = [a or b for a, b in _QUOTED.findall(text)]
+    quoted = [a or b for a, b in _QUOTED.findall(text)] + _PARENTHESIS.findall(text)
     return numbers, _named(text, [*quoted, *_param_names(params), *GAME_NAMES])
 
 
