@@ -19,8 +19,9 @@ def generate_games(
     max_per_template: Annotated[int, typer.Option(
         help="At most this many questions per template, trajectory and horizon")] = 3,
     horizon: Annotated[list[int] | None, typer.Option(
-        help="Also ask about steps 1..N only (repeatable); the whole trajectory is always "
-             "asked about")] = None,
+        help="Also ask about steps 1..N only (repeatable). The whole trajectory is always "
+             "asked about too; a trajectory that ends before step N is asked about whole, "
+             "and the command says so")] = None,
     paraphrase: Annotated[str | None, typer.Option(
         help="Reword the questions with this model (e.g. openai:<name>); numbers, step "
              "indices and named entities are checked to survive, else the original stays")] = None,
@@ -58,6 +59,12 @@ def generate_games(
     err.print(f"{counts['questions']} questions from {len(summary['trajectories'])} "
               f"trajectories ({len(counts['per_template'])} templates, "
               f"{share:.0%} answerable); wrote {out_dir}", highlight=False)
+    for entry in summary["trajectories"]:
+        if entry.get("horizons_past_end"):
+            past = ", ".join(str(n) for n in entry["horizons_past_end"])
+            err.print(f"{entry['id']} ends at step {entry['steps']}: --horizon {past} is past "
+                      f"its end, so its questions cover the whole trajectory (steps "
+                      f"1–{entry['steps']})", highlight=False)
     para = summary["options"]["paraphrase"]
     if para:
         err.print(f"paraphrased: {para['kept']} kept, {para['rejected']} rejected (original "

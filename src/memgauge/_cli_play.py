@@ -230,6 +230,8 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
         env = open_env(game, seed=seed, options=options)
         try:
             player_options = {"noise": noise} if player == "scripted" else dict(llm_options)
+            if model_spec is not None:  # whether its decoding was held to the legal actions
+                player_options["constrained_choice"] = getattr(chosen, "constrained", False)
             meta = new_meta(env, seed=seed, player=player, max_steps=steps,
                             player_options=player_options)
             try:
@@ -293,20 +295,36 @@ def _llm_model(spec: str, *, base_url: str | None, api_key_env: str,
 
 def _summary(meta: Any, out: str) -> str:
     line = f"played {meta.steps} steps of {meta.env} (end: {meta.end})"
-    last = _last_achievements(out) if meta.env == "crafter" else None
-    if last is not None:
-        got = ", ".join(f"{k} {v}" for k, v in sorted(last.items()) if v)
+    last, logged, fell_back = _read_log(out)
+    achievements = last.get("achievements") if last and meta.env == "crafter" else None
+    if achievements is not None:
+        got = ", ".join(f"{k} {v}" for k, v in sorted(achievements.items()) if v)
         line += f"; achievements: {got or 'none'}"
+    if meta.player.startswith("llm:"):
+        line += "; " + _fallback_rate(logged, fell_back, meta.player_options)
     return f"{line} -> {out}"
 
 
-def _last_achievements(out: str) -> dict[str, int] | None:
+def _fallback_rate(logged: int, fell_back: int, player_options: dict[str, Any]) -> str:
+    """How often the LLM player named no legal action and took its fallback: a play that
+    is mostly fallbacks is the fallback's play, not the model's (design 0032)."""
+    share = f" ({fell_back / logged:.0%})" if logged else ""
+    how = ("its choice held to the legal actions" if player_options.get("constrained_choice")
+           else "its choice unconstrained")
+    return (f"fallback action on {fell_back} of {logged} steps{share} (no reply named a "
+            f"legal action); {how}")
+
+
+def _read_log(out: str) -> tuple[dict[str, Any] | None, int, int]:
+    """The last step, the number of steps and how many of them were fallbacks."""
     import json
     from pathlib import Path
 
-    last = None
+    last, logged, fell_back = None, 0, 0
     with open(Path(out) / "trajectory.jsonl", encoding="utf-8") as fh:
         for line in fh:
             if line.strip():
-                last = line
-    return json.loads(last).get("achievements") if last else None
+                last = json.loads(line)
+                logged += 1
+                fell_back += bool((last.get("player") or {}).get("fallback"))
+    return last, logged, fell_back

@@ -128,9 +128,18 @@ def test_benchmark_json_and_the_copied_trajectory(tmp_path, test_templates):
     assert frames[0].stat().st_ino == copied[0].stat().st_ino  # hard-linked, same disk
 
 
-def test_horizon_beyond_the_trajectory_is_a_config_error(tmp_path, test_templates):
-    with pytest.raises(ConfigError, match=r"--horizon 9 is beyond trajectory traj-a .*8 steps"):
-        _generate_to(tmp_path, horizons=[9])
+def test_horizon_past_the_trajectory_asks_about_the_whole_trajectory_and_says_so(
+        tmp_path, test_templates):
+    """A game can be won before --horizon N (issue 24: the README's TextWorld game ends at
+    step 5): its questions cover the whole trajectory, recorded in benchmark.json."""
+    bench = _generate_to(tmp_path, horizons=[4, 9, 50])
+    assert sorted(test_templates) == [4, 8]  # 9 and 50 cut nothing beyond the whole 8 steps
+    assert {tuple(r["horizon"]) for r in _rows(bench)} == {(1, 4), (1, 8)}
+    [entry] = json.loads((bench / "benchmark.json").read_text())["trajectories"]
+    assert entry["horizons"] == [4, 8] and entry["horizons_past_end"] == [9, 50]
+    inside = _generate_to(tmp_path, "inside", horizons=[4])
+    [entry] = json.loads((inside / "benchmark.json").read_text())["trajectories"]
+    assert "horizons_past_end" not in entry  # only when there is one: old bytes unchanged
 
 
 def test_a_template_that_breaks_the_contract_is_named(tmp_path, test_templates):
@@ -184,9 +193,11 @@ def test_cli_writes_the_folder_and_refuses_a_non_empty_out(tmp_path, test_templa
     forced = runner.invoke(app, ["generate", "games", str(traj), "--out", str(out),
                                  "--overwrite"])
     assert forced.exit_code == 0, forced.output
-    bad = runner.invoke(app, ["generate", "games", str(traj), "--out", str(tmp_path / "x"),
-                              "--horizon", "20"])
-    assert bad.exit_code == 2 and "beyond trajectory t1" in bad.output
+    past = runner.invoke(app, ["generate", "games", str(traj), "--out", str(tmp_path / "x"),
+                               "--horizon", "20"])
+    assert past.exit_code == 0, past.output
+    assert ("t1 ends at step 8: --horizon 20 is past its end, so its questions cover the "
+            "whole trajectory (steps 1–8)") in " ".join(past.output.split())
 
 
 def test_overwrite_never_deletes_a_folder_that_is_not_a_games_benchmark(tmp_path,
@@ -428,3 +439,17 @@ def test_generated_benchmark_passes_the_constant_answer_gate_and_says_what_it_cu
     assert cap["open_templates"]["test.score"] == {"offered": 32, "sampled": 28}
     assert cap["cut_per_horizon"]["test.score"] == {"questions": 20, "horizons": 6}
     assert cap["cut_over_benchmark"]["test.score"] == 3
+
+
+def test_horizon_help_and_readme_say_the_same():
+    """One truth (issue 24: the help said the whole trajectory is asked too, the README that
+    --horizon N asks about steps 1..N only)."""
+    from pathlib import Path
+
+    res = runner.invoke(app, ["generate", "games", "--help"], terminal_width=200)
+    help_text = " ".join(res.output.replace("│", " ").split())
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text(
+        encoding="utf-8").split())
+    for text in (help_text, readme):
+        assert "whole trajectory is always asked about" in text
+        assert "ends before step N is asked about whole" in text

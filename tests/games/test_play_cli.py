@@ -92,7 +92,25 @@ def test_play_with_an_llm_player_over_a_loopback_endpoint(tmp_path):
     assert steps[1].player.attempts == 2 and steps[1].player.fallback is False
     assert meta.player == "llm:openai:m" and meta.player_options["reasks"] == 2
     sent = [m for body in stub.requests for m in body["messages"]]
-    assert any("Legal actions: noop, move_left" in json.dumps(m) for m in sent)
+    assert any("Legal actions: 1. noop, 2. move_left" in json.dumps(m) for m in sent)
+
+
+def test_the_summary_reports_the_llm_players_fallback_rate(tmp_path):
+    """A play that is mostly the fallback action is the fallback's play (issue 24: SmolLM2
+    fell back on every step and nothing said so)."""
+    replies = iter(["move_left", "I am not sure", "3. move_right"])
+    with StubServer(answer=lambda body: next(replies)) as stub:
+        stub.models = [{"id": "m"}]
+        result = _play("crafter", "--player", "llm:openai:m", "--steps", "3", "--reasks", "0",
+                       "--model-base-url", stub.base_url, "--no-cache",
+                       "--out", str(tmp_path / "t"))
+    assert result.exit_code == 0, result.output
+    meta, steps = read_trajectory(tmp_path / "t")
+    assert [s.action for s in steps] == ["move_left", "noop", "move_right"]
+    assert meta.player_options["constrained_choice"] is False
+    summary = " ".join(result.output.split())
+    assert ("fallback action on 1 of 3 steps (33%) (no reply named a legal action); its "
+            "choice unconstrained") in summary
 
 
 def test_an_llm_endpoint_that_fails_for_good_stops_play_and_keeps_the_log(tmp_path):

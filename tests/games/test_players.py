@@ -149,6 +149,23 @@ def test_parse_action_rejects_everything_else(reply):
     assert action is None and why
 
 
+@pytest.mark.parametrize(("reply", "action"), [
+    ("3", "move_right"), ("3.", "move_right"), ("3) move_right", "move_right"),
+    ("**1. noop**", "noop"), ("Action: 9 - make_wood_pickaxe", "make_wood_pickaxe"),
+])
+def test_parse_action_takes_an_action_by_its_number_in_the_list(reply, action):
+    assert parse_action(reply, CRAFTER_ACTIONS) == (action, None)
+
+
+@pytest.mark.parametrize(("reply", "why"), [
+    ("0", "0 is not the number of a legal action (1–9)"), ("10", "not the number"),
+    ("3. move_left", "3 is move_right, not 'move_left'"), ("3 steps left", "not one of"),
+])
+def test_parse_action_refuses_a_number_that_is_no_action_or_names_another(reply, why):
+    action, got = parse_action(reply, CRAFTER_ACTIONS)
+    assert action is None and why in got
+
+
 def test_parse_action_without_a_list_takes_the_command_line():
     assert parse_action("open the door\n", None) == ("open the door", None)
 
@@ -162,7 +179,19 @@ def _scripted(replies: list[str | Exception]) -> ScriptedModel:
             raise item
         return item
 
-    return ScriptedModel(fn=answer)
+    return _ConfigKeeping(fn=answer)
+
+
+class _ConfigKeeping(ScriptedModel):
+    """A scripted model that also keeps the GenerateConfig of every call."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.configs = []
+
+    async def generate(self, messages, config, *, question_id=None):
+        self.configs.append(config)
+        return await super().generate(messages, config, question_id=question_id)
 
 
 def test_llm_unparsable_reply_is_logged_and_asked_again():
@@ -188,6 +217,28 @@ def test_llm_after_every_reask_fails_the_step_takes_the_flagged_fallback():
     assert decision.trace.model_dump()["replies"] == ["go west", "west!", "westward"]
 
 
+def test_llm_holds_a_constraining_model_to_the_legal_actions():
+    """A small model continues the prompt instead of answering (issue 24: SmolLM2 fell back
+    on every step): a model that can constrain its decoding gets the legal actions as the
+    reply's only choices; one that cannot gets them in words only."""
+    constraining = _scripted(["place_table"])
+    constraining.constrains_choices = True
+    player = LLMPlayer(constraining, game="crafter")
+    assert asyncio.run(player.act(_obs())).action == "place_table" and player.constrained
+    sent = constraining.configs[0]
+    assert sent.choices == tuple(CRAFTER_ACTIONS)
+    assert sent.max_tokens >= len("make_wood_pickaxe")
+    plain = _scripted(["do"])
+    player = LLMPlayer(plain, game="crafter")
+    asyncio.run(player.act(_obs()))
+    assert plain.configs[0].choices == () and not player.constrained
+    free_text = _scripted(["open door"])
+    free_text.constrains_choices = True
+    unknown = Observation(step=1, text="You are in a hall.", legal=None)  # any command
+    assert asyncio.run(LLMPlayer(free_text, game="jericho").act(unknown)).action == "open door"
+    assert free_text.configs[0].choices == ()
+
+
 def test_llm_fallback_must_be_legal():
     player = LLMPlayer(_scripted(["x"]), game="crafter", fallback="dance")
     with pytest.raises(ConfigError, match="'dance' is not a legal action"):
@@ -204,7 +255,7 @@ def test_llm_prompt_holds_the_observation_the_actions_history_and_the_frame(tmp_
     image = next(p for p in user.parts if isinstance(p, ImagePart))
     assert Path(image.image.path).read_bytes() == png
     text = next(p for p in user.parts if isinstance(p, TextPart)).text
-    assert "in view: tree 1 left" in text and "Legal actions: noop, move_left" in text
+    assert "in view: tree 1 left" in text and "Legal actions: 1. noop, 2. move_left" in text
     assert "Your recent actions: step 1: do." in text
     no_images = _scripted(["do"])
     asyncio.run(LLMPlayer(no_images, game="crafter").act(_obs(1, frame=png)))

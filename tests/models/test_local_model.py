@@ -542,3 +542,50 @@ def test_a_failed_setup_releases_the_local_server(tmp_path, fake_llama):
             run(cfg)
     assert len(fake_llama.started) == 1
     assert fake_llama.started[0].stops == 1 and local._SERVERS == {}
+
+
+def test_choices_become_a_grammar_for_a_local_server_and_a_new_cache_key(tmp_path, fake_llama):
+    """The llm game player's constrained choice (issue 24): a local model sends
+    ``GenerateConfig.choices`` as a GBNF grammar llama.cpp holds its decoding to; a reply
+    with and one without choices are cached apart; no choices, no grammar."""
+    f = _gguf(tmp_path / "m.gguf")
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    hi = [Message("user", [TextPart("hi")])]
+
+    async def ask(m: Any) -> list[str]:
+        try:
+            free = await m.generate(hi, GenerateConfig(max_tokens=8))
+            held = await m.generate(hi, GenerateConfig(max_tokens=8,
+                                                       choices=("noop", 'say "hi"')))
+            return [free.text, held.text]
+        finally:
+            await m.aclose()
+
+    with StubServer(answer=lambda body: "grammar" if "grammar" in body else "free") as stub:
+        fake_llama.stubs = [stub]
+        model = _local(f, cache=cache)
+        assert model.constrains_choices
+        assert asyncio.run(ask(model)) == ["free", "grammar"]
+    assert "grammar" not in stub.requests[1]
+    assert stub.requests[2]["grammar"] == 'root ::= "noop" | "say \\"hi\\""'
+    assert local.choice_grammar(("wood\\pickaxe",)) == 'root ::= "wood\\\\pickaxe"'
+    cache.close()
+
+
+def test_an_openai_compatible_endpoint_gets_no_grammar_it_may_not_know(tmp_path):
+    """vLLM, OpenAI and llama.cpp each constrain differently: a generic endpoint gets the
+    choices in the prompt only, never a field it may refuse."""
+    with StubServer(answer=lambda body: "noop") as stub:
+        model = create_model("openai:m", ModelSettings(base_url=stub.base_url,
+                                                       retry_base_s=0.001))
+        assert not model.constrains_choices
+
+        async def go() -> str:
+            try:
+                return (await model.generate([Message("user", [TextPart("hi")])],
+                                             GenerateConfig(choices=("noop",)))).text
+            finally:
+                await model.aclose()
+
+        assert asyncio.run(go()) == "noop"
+    assert set(stub.requests[-1]) == {"model", "messages", "max_tokens", "temperature"}

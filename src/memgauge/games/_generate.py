@@ -5,7 +5,9 @@
     summary = generate_games(config)
 
 For every trajectory and every horizon N (each ``--horizon``, plus the whole trajectory) the
-steps are cut at N *before* the timeline is built, so no template can read a later step.
+steps are cut at N *before* the timeline is built, so no template can read a later step. A
+horizon past a trajectory's last step (the game was won or lost before it) asks about the
+whole trajectory; ``benchmark.json`` lists it under that trajectory's ``horizons_past_end``.
 Every template of the game kind runs with its own RNG, seeded from (seed, trajectory,
 horizon, template); the questions are de-duplicated, capped per template, balanced across
 abilities, checked, given the window phrase and a stable id, and written with a copy of
@@ -97,6 +99,9 @@ class _Trajectory:
     kind: str
     sha256: str
     horizons: list[int] = field(default_factory=list)
+    # --horizon values past this trajectory's last step: a game can end (won, died) before
+    # them, so they ask about the whole trajectory, and benchmark.json says so.
+    past_end: list[int] = field(default_factory=list)
 
 
 def trajectory_id(folder: Path) -> str:
@@ -140,15 +145,14 @@ def _load(config: GamesConfig) -> list[_Trajectory]:
         seen[tid] = folder
         if not steps:
             raise ConfigError(f"{folder}: the trajectory has no steps to ask about")
-        too_long = [n for n in config.horizons if n > len(steps)]
-        if too_long:
-            raise ConfigError(f"--horizon {too_long[0]} is beyond trajectory {tid} "
-                              f"({folder}), which has {len(steps)} steps")
         from ..benchmarks._base import file_sha256
 
         out.append(_Trajectory(tid, folder, meta, steps, kind,
                                file_sha256(folder / "trajectory.jsonl"),
-                               sorted({*config.horizons, len(steps)})))
+                               sorted({n for n in config.horizons if n < len(steps)}
+                                      | {len(steps)}),
+                               past_end=sorted({n for n in config.horizons
+                                                if n > len(steps)})))
     return out
 
 
@@ -620,10 +624,7 @@ def generate_games(config: GamesConfig) -> dict[str, Any]:
                     "horizons": sorted(set(config.horizons)),
                     "max_ability_ratio": MAX_ABILITY_RATIO,
                     "paraphrase": paraphrase_info},
-        "trajectories": [{"id": t.id, "env": t.meta.env, "steps": len(t.steps),
-                          "sha256": t.sha256, "horizons": t.horizons,
-                          "questions": sum(1 for r in rows if r["trajectory"] == t.id)}
-                         for t in trajectories],
+        "trajectories": [_trajectory_entry(t, rows) for t in trajectories],
         "counts": _counts(rows),
         "view_check": report.view_check(),
         "answer_balance": report.answer_balance(),
@@ -634,6 +635,15 @@ def generate_games(config: GamesConfig) -> dict[str, Any]:
     (out / "benchmark.json").write_text(json.dumps(summary, indent=1, sort_keys=True,
                                                    ensure_ascii=False) + "\n", encoding="utf-8")
     return summary
+
+
+def _trajectory_entry(t: _Trajectory, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    entry = {"id": t.id, "env": t.meta.env, "steps": len(t.steps), "sha256": t.sha256,
+             "horizons": t.horizons,
+             "questions": sum(1 for r in rows if r["trajectory"] == t.id)}
+    if t.past_end:  # only then, so a benchmark without such a horizon keeps its bytes
+        entry["horizons_past_end"] = t.past_end
+    return entry
 
 
 __all__ = ["BENCH_FORMAT", "GENERATOR_VERSION", "GamesConfig", "TemplateError", "balance",

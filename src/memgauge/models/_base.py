@@ -36,10 +36,17 @@ class GenerateConfig:
     top_p: float | None = None
     seed: int | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
+    # The reply must be exactly one of these strings (a game's legal actions). A model whose
+    # decoding can be constrained (``constrains_choices``: a local llama.cpp server, through
+    # a grammar) guarantees it; any other gets only what the prompt asks.
+    choices: tuple[str, ...] = ()
 
     def describe(self) -> dict[str, Any]:
-        return {"max_tokens": self.max_tokens, "temperature": self.temperature,
-                "top_p": self.top_p, "seed": self.seed, "extra_body": self.extra_body}
+        out = {"max_tokens": self.max_tokens, "temperature": self.temperature,
+               "top_p": self.top_p, "seed": self.seed, "extra_body": self.extra_body}
+        if self.choices:  # only then: every cache key made without choices stays as it was
+            out["choices"] = list(self.choices)
+        return out
 
 
 @dataclass

@@ -11,7 +11,8 @@ particular to a local server lives here:
   still be computing it);
 - the cache key names the model file by sha256, not the (new every run) port;
 - prompt lengths can be counted with the model's own tokenizer (``/tokenize``);
-- image parts sent to a model without a projector fail at once with the fix, unsent.
+- image parts sent to a model without a projector fail at once with the fix, unsent;
+- ``GenerateConfig.choices`` becomes a GBNF grammar: the reply is one of the choices.
 
 Options (``--model-option key=value``): ``n_ctx`` (tokens per request, default 8192),
 ``n_parallel`` (slots, default 1), ``threads`` (default: every core), ``mmproj`` (a
@@ -78,6 +79,15 @@ def parse_options(raw: dict[str, str], flag: str = "--model-option") -> dict[str
         raise ConfigError(f"{flag} n_ctx={out['n_ctx']}: a context under 256 tokens "
                           "cannot hold a prompt")
     return out
+
+
+def choice_grammar(choices: tuple[str, ...]) -> str:
+    """A llama.cpp GBNF grammar whose only sentences are ``choices``: the model can write
+    nothing but one of them (a 135M model that continues the prompt instead of answering
+    then still picks one)."""
+    if not choices:
+        raise ValueError("a choice grammar needs at least one choice")
+    return "root ::= " + " | ".join(json.dumps(c, ensure_ascii=False) for c in choices)
 
 
 def checked_options(raw: dict[str, str], flag: str = "--model-option") -> dict[str, Any]:
@@ -182,6 +192,11 @@ class LocalModel(OpenAICompatModel):
                 "max_attempts": s.max_attempts, "image_policy": self.encoder.policy.describe()}
 
     # -- hooks of the OpenAI-compatible client ----------------------------------------------
+
+    constrains_choices = True
+
+    def choice_body(self, choices: tuple[str, ...]) -> dict[str, Any]:
+        return {"grammar": choice_grammar(choices)}
 
     def cache_identity(self) -> dict[str, Any]:
         return {"model": f"gguf:{self.sha256}", "base_url": None,

@@ -332,6 +332,8 @@ class OpenAICompatModel:
             body["top_p"] = config.top_p
         if config.seed is not None:
             body["seed"] = config.seed
+        if config.choices:
+            body.update(self.choice_body(config.choices))
         body.update(config.extra_body)
         if cache is None:
             payload = self._splice(orjson.dumps(body), blobs)
@@ -360,6 +362,15 @@ class OpenAICompatModel:
         if self.served is not None:  # a new checkpoint under the same name is a new model
             ident["served"] = self.served
         return ident
+
+    # Whether ``GenerateConfig.choices`` is enforced while decoding. An OpenAI-compatible
+    # endpoint has no one way to do it (llama.cpp takes a grammar, vLLM ``guided_choice``,
+    # OpenAI a JSON schema whose reply is JSON), so the choices are only asked for in words.
+    constrains_choices = False
+
+    def choice_body(self, choices: tuple[str, ...]) -> dict[str, Any]:
+        """Request fields that make the reply one of ``choices`` (none by default)."""
+        return {}
 
     def request_timeout(self, body_bytes: int, max_tokens: int) -> float:
         """The timeout of one request (a local server scales it with the prompt)."""

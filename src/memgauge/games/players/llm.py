@@ -1,7 +1,11 @@
 """The LLM player: any ChatModel chooses each action from our own short play prompt.
 
-The prompt holds the observation text, the legal actions, a window of recent steps and,
-when the model takes images, the frame. The reply must be one action name. A reply that
+The prompt holds the observation text, the legal actions (numbered), a window of recent
+steps and, when the model takes images, the frame. The reply must be one action, by name or
+by its number. When the game lists its legal actions they go to the model as
+``GenerateConfig.choices``: a model that can constrain its decoding (a ``local:`` llama.cpp
+model, through a grammar) can then write nothing else, which is what lets a small instruct
+model play at all (SmolLM2-135M continued the prompt on every step otherwise). A reply that
 cannot be parsed is kept in the step's trace (``raw``, ``parse_error``, ``attempts``) and
 asked again, up to ``reasks`` more times; after that the step takes the declared
 ``fallback`` action with ``fallback=True`` (never a silent no-op). A model error that the
@@ -10,6 +14,7 @@ client's own retries could not cure propagates, so the play loop stops and keeps
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import tempfile
@@ -25,17 +30,22 @@ from ._base import Decision, Observation
 SYSTEM_PROMPT = (
     "You are playing the game {game}. Each turn you are told what you see and which actions "
     "you may take. Choose the action that helps you survive and make progress. Reply with "
-    "exactly one action name from the list and nothing else.")
-REASK = ("{why} Reply with exactly one action name from this list and nothing else: "
-         "{actions}")
+    "exactly one action from the list, its name or its number, and nothing else.")
+REASK = ("{why} Reply with exactly one action from this list, its name or its number, and "
+         "nothing else: {actions}")
 FALLBACK = {"crafter": "noop", "textworld": "look", "jericho": "look"}
 _WRAPPING = " \t\r\n`'\"*.,;:!()[]<>"
+
+
+# "3", "3.", "3) move_right", "3 - move_right": an action by its number in the list.
+_NUMBERED = re.compile(r"^(\d+)\s*(?:[.):-]\s*(.*))?$")
 
 
 def parse_action(reply: str, legal: list[str] | None) -> tuple[str | None, str | None]:
     """The action a reply names, or None and why not. Strict: the first non-empty line,
     unwrapped of quotes, markup and an ``action:`` label, must equal a legal action
-    (case, and spaces for underscores, aside); without a list any one line is a command."""
+    (case, and spaces for underscores, aside) or be its number in the list (with, if it
+    follows, that action's own name); without a list any one line is a command."""
     lines = [line.strip() for line in reply.splitlines() if line.strip()]
     if not lines:
         return None, "the reply is empty"
@@ -50,7 +60,20 @@ def parse_action(reply: str, legal: list[str] | None) -> tuple[str | None, str |
     for action in legal:
         if _key(action) == wanted:
             return action, None
+    numbered = _NUMBERED.match(text)
+    if numbered:
+        return _by_number(int(numbered.group(1)), numbered.group(2), legal)
     return None, f"{text[:60]!r} is not one of the legal actions"
+
+
+def _by_number(number: int, name: str | None, legal: list[str]) -> tuple[str | None, str | None]:
+    if not 1 <= number <= len(legal):
+        return None, f"{number} is not the number of a legal action (1–{len(legal)})"
+    action = legal[number - 1]
+    named = (name or "").strip(_WRAPPING)
+    if named and _key(named) != _key(action):  # "3. move_left" when 3 is move_right
+        return None, f"{number} is {action}, not {named[:40]!r}"
+    return action, None
 
 
 def _key(text: str) -> str:
@@ -73,6 +96,8 @@ class LLMPlayer:
         self.reasks = reasks
         self.fallback = fallback or FALLBACK.get(game)
         self.config = GenerateConfig(max_tokens=max_tokens, temperature=0.0, seed=seed)
+        # Whether the model's decoding is held to the legal actions (recorded in meta.json).
+        self.constrained = bool(getattr(model, "constrains_choices", False))
         self._history: deque[str] = deque(maxlen=history)
         self._frames: tempfile.TemporaryDirectory[str] | None = None
 
@@ -84,12 +109,13 @@ class LLMPlayer:
                               f"{self.game}")
         messages = [Message("system", [TextPart(SYSTEM_PROMPT.format(game=self.game))]),
                     Message("user", self._turn(observation))]
+        config = self._config_for(legal)
         replies: list[str] = []
         action: str | None = None
         why: str | None = None
         for attempt in range(1 + self.reasks):
             qid = f"play:{self.game}:step{observation.step}:attempt{attempt + 1}"
-            output = await self.model.generate(messages, self.config, question_id=qid)
+            output = await self.model.generate(messages, config, question_id=qid)
             replies.append(output.text)
             action, why = parse_action(output.text, legal)
             if action is not None:
@@ -109,13 +135,24 @@ class LLMPlayer:
         self._history.append(f"step {observation.step}: {action}")
         return Decision(action=action, trace=trace)
 
+    def _config_for(self, legal: list[str] | None) -> GenerateConfig:
+        """The step's generation settings: the legal actions as the reply's only choices,
+        for a model that can hold its decoding to them (room for the longest, as a name
+        takes at most one token a character)."""
+        if not legal or not self.constrained:
+            return self.config
+        longest = max(len(action) for action in legal)
+        return dataclasses.replace(self.config, choices=tuple(legal),
+                                   max_tokens=max(self.config.max_tokens, longest))
+
     def _turn(self, observation: Observation) -> list[TextPart | ImagePart]:
         lines = [f"Step {observation.step}."]
         if self._history:
             lines.append("Your recent actions: " + "; ".join(self._history) + ".")
         lines.append(f"You see: {observation.text}")
         if observation.legal is not None:
-            lines.append("Legal actions: " + ", ".join(observation.legal))
+            lines.append("Legal actions: " + ", ".join(
+                f"{i}. {action}" for i, action in enumerate(observation.legal, 1)))
         lines.append("Your action:")
         parts: list[TextPart | ImagePart] = []
         if self.images and observation.frame_png is not None:
