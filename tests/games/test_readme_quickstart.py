@@ -39,8 +39,9 @@ def test_the_block_is_the_games_quickstart():
     commands = quickstart_commands(README.read_text(encoding="utf-8"))
     assert [c[:2] for c in commands] == [
         ["memgauge", "play"], ["memgauge", "play"], ["memgauge", "play"],
-        ["memgauge", "generate"], ["memgauge", "run"], ["memgauge", "report"]]
-    assert commands[4][-2:] == ["--out", "games-run"]  # continued lines joined
+        ["memgauge", "generate"], ["memgauge", "validate"], ["memgauge", "run"],
+        ["memgauge", "report"]]
+    assert commands[5][-2:] == ["--out", "games-run"]  # continued lines joined
     assert commands[0][-2:] == ["--out", "crafter-s0"]  # the comment after it is dropped
 
 
@@ -73,4 +74,6 @@ def test_the_readme_games_quickstart_runs_as_written(tmp_path):
     records = [json.loads(line) for line in
                (tmp_path / "games-run" / "records.jsonl").read_text().splitlines()]
     assert len(records) == 10 and all(r["status"] == "ok" for r in records), records
-    assert "## Game memory" in outputs[5] and "Accuracy by ability × game" in outputs[5]
+    assert "Constant answer" in outputs[4] or "constant" in outputs[4].lower(), outputs[4]
+    assert "FAIL" not in outputs[4], outputs[4]
+    assert "## Game memory" in outputs[6] and "Accuracy by ability × game" in outputs[6]
