@@ -9,6 +9,7 @@ indistinguishable from haystack ones by construction.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,19 +178,55 @@ TOPICS: dict[str, dict[str, list[str]]] = {
     },
 }
 
-FOLLOW_USER = [
-    "That makes sense, thanks.", "Good point, I hadn't thought of that.",
-    "Okay, I'll try that this week.", "Do you have any other suggestions?",
-    "What would you do in my place?", "Interesting. How long does that usually take?",
-    "I'll let you know how it goes.", "Is there anything I should avoid?",
+# Follow-up exchanges: the user's line and a reply that answers it (drawn as a pair, so the
+# assistant never answers a question nobody asked).
+FOLLOW_UPS: list[tuple[str, str]] = [
+    ("That makes sense, thanks.", "You're welcome. Small steps add up."),
+    ("Good point, I hadn't thought of that.", "It's easy to miss until it trips you up once."),
+    ("Okay, I'll try that this week.", "Sounds like a sensible plan."),
+    ("Do you have any other suggestions?",
+     "Keeping a short note of what worked will save you time next time."),
+    ("What would you do in my place?",
+     "I'd keep it simple to begin with and adjust from there."),
+    ("Interesting. How long does that usually take?",
+     "It usually takes a couple of tries to get right, so give it a few weeks."),
+    ("I'll let you know how it goes.", "Please do, I'd like to hear how it turns out."),
+    ("Is there anything I should avoid?",
+     "Avoid rushing it; most problems come from doing too much at once."),
+    ("Thanks, that's really helpful.", "Glad it helps."),
+    ("Hmm, I'm not sure I have the time for that.",
+     "Then pick the one part that matters most and leave the rest for later."),
+    ("Would it be cheaper to do it that way?", "Usually, yes, once you count the time saved."),
+    ("My friend said the opposite, though.",
+     "People's experience varies; try it once and see what suits you."),
+    ("Right, that's roughly what I expected.", "Then you're already on the right track."),
+    ("Should I ask someone to help me with it?",
+     "If someone has done it before, an extra pair of hands makes it easier."),
+    ("I tried something like that last year.", "What was different about it last time?"),
+    ("That sounds like a lot of work.", "It looks like more than it is once you start."),
+    ("Is it worth spending a bit more on it?",
+     "If you'll use it often, paying a little more usually pays off."),
+    ("How do I know if it's working?", "Give it two weeks and compare with how it was before."),
+    ("I always forget to do that.", "A reminder on your phone at the same time each day helps."),
+    ("Can I do it on a weekend?", "Sure, a quiet Saturday morning is a good time for it."),
+    ("That's more or less what I was planning.", "Then go for it; you've thought it through."),
+    ("I'm a bit nervous about getting it wrong.",
+     "Everyone gets it a little wrong the first time; that's how you learn what works."),
+    ("What if it doesn't work out?", "Then you'll know more for the next attempt."),
+    ("Do people usually find that hard?", "Not really, once they've done it once or twice."),
+    ("Okay, I'll think about it.", "No rush, it will keep."),
+    ("You're right, I was overcomplicating it.", "It happens to all of us."),
+    ("Where would you start?", "With the smallest step you can finish today."),
+    ("That's a good idea, actually.", "Glad it sounds useful."),
 ]
-FOLLOW_ASSISTANT = [
-    "Happy to help. Small steps add up.", "It usually takes a couple of tries to get right.",
-    "I'd keep it simple to begin with and adjust from there.",
-    "Avoid rushing it; most problems come from doing too much at once.",
-    "Keeping a short note of what worked will save you time next time.",
-    "That's a sensible plan.",
-]
+# Said before a user's line or after a reply now and then, as people do; every session's
+# chat draws them alike, so they vary the text without telling one kind of session apart.
+LEAD_INS = ["Quick question.", "Hi again!", "Hey.", "Morning!", "Something else on my mind.",
+            "Okay, next thing.", "Hope you're well.", "Sorry, one more thing."]
+TAILS = ["Hope that helps.", "Let me know how it goes.", "Happy to say more if useful.",
+         "Good luck!", "Shout if you want more detail.", "Just my two cents.",
+         "Take it at your own pace."]
+VARY_RATE = 0.4  # how often a chat line gets a lead-in or a tail
 SLOTS: dict[str, list[str]] = {
     "city": ["Lisbon", "Kyoto", "Valencia", "Oslo", "Porto", "Tallinn", "Bologna", "Ghent",
              "Seville", "Bergen", "Krakow", "Lyon", "Nara", "Graz"],
@@ -210,7 +247,9 @@ SLOTS: dict[str, list[str]] = {
 # What a user says when sharing an image of each kind: indirect, never the content itself.
 SHARE_LINES: dict[str, list[str]] = {
     "receipt": ["Here's the receipt from {place} today <image>", "Kept the receipt from {place} <image>",
-                "Just got back from {place}, receipt attached <image>"],
+                "Just got back from {place}, receipt attached <image>",
+                "Another receipt from {place} for my records <image>",
+                "Stopped by {place} on the way home, here's the receipt <image>"],
     "ticket": ["Look what I just booked <image>", "Tickets are sorted <image>",
                "Got my ticket for {place} <image>"],
     "label": ["This is the one I picked up <image>", "Found this at {place} <image>",
@@ -255,6 +294,15 @@ LINES: dict[str, str] = {
     "desk_swap_new": "There's a different {kind} on my desk now <image>",
     "desk_swap_replaced": "Replaced the {kind} on my desk this week <image>",
 }
+# Other wordings of a line a question's sessions say several times (the k-th session takes
+# variant k, from a random start), so no episode holds one of them more than twice.
+LINE_VARIANTS: dict[str, tuple[str, ...]] = {
+    "collection": ("Adding this one to my {kind} collection <image>",
+                   "One more {kind} for the collection <image>",
+                   "Took a photo of another {kind} from my collection <image>"),
+    "parking_move": ("Moved the car to another bay today <image>",
+                     "The car is in a different spot now <image>"),
+}
 # The MemEye export's update chains (0036): the first image's line, then each update's from
 # several. With one update line, its words ("again") were in most of a chain's sessions and
 # in few others: a tell for evidence. The haystack draws its lines through the same table.
@@ -270,9 +318,11 @@ class Phrase(str):
     keep: tuple[str, ...] = ()
 
 
-def line(template_name: str, /, **slots: str) -> Phrase:
-    """``LINES[template_name]`` filled in; the slot values it uses are phrases to keep."""
-    template = LINES[template_name]
+def line(template_name: str, /, variant: int = 0, **slots: str) -> Phrase:
+    """``LINES[template_name]`` (or its ``variant``-th wording, counting round
+    ``LINE_VARIANTS``) filled in; the slot values it uses are phrases to keep."""
+    wordings = (LINES[template_name], *LINE_VARIANTS.get(template_name, ()))
+    template = wordings[variant % len(wordings)]
     phrase = Phrase(template.format(**slots))
     phrase.keep = tuple(str(v) for k, v in slots.items() if "{" + k + "}" in template)
     return phrase
@@ -286,15 +336,18 @@ def chain_line(rng: random.Random, chain: str, step: int, /, **slots: str) -> Ph
 
 SHARE_REPLIES = [
     "Thanks for sharing, I've got it.", "Nice, thanks for the photo.", "Got it, thanks.",
-    "Thanks, that's clear.", "Noted, thanks for sending it over.",
+    "Thanks, that's clear.", "Noted, thanks for sending it over.", "Thanks, I can see it.",
+    "Got it. Anything you want me to keep in mind about it?", "Thanks, saved.",
+    "Nice one, thanks.", "Received, thank you.", "Thanks for sending that.",
+    "Okay, I've got the picture.", "Great, thanks for showing me.", "Thanks, noted.",
+    "Got it, I'll remember that.", "Lovely, thanks.", "Thanks, I'll keep that in mind.",
+    "Okay, got it.", "Thanks for the picture.", "Great, I have it.", "Perfect, thanks.",
+    "Thanks, that's useful to have.", "Got it, thank you.", "All right, noted.",
 ]
 
 
-def _fill(template: str, rng: random.Random, extra: dict[str, str] | None = None) -> str:
-    values = {k: rng.choice(v) for k, v in SLOTS.items()}
-    if extra:
-        values.update(extra)
-    return template.format(**values)
+def _slot_values(rng: random.Random) -> dict[str, str]:
+    return {k: rng.choice(v) for k, v in SLOTS.items()}
 
 
 @dataclass
@@ -304,6 +357,9 @@ class TurnPlan:
     images: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (kind, facts)
     facts: list[dict[str, Any]] = field(default_factory=list)  # text facts, for oracles
     keep: tuple[str, ...] = ()  # phrases a naturaliser must not touch
+    # "topic" or "follow_up" (a small-talk exchange) or "share_reply": lines limit_repeats
+    # may redraw
+    source: str = ""
 
 
 @dataclass
@@ -314,24 +370,56 @@ class SessionPlan:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+def _exchange(rng: random.Random, topic: str, pair: int | None, follow: int | None, *,
+              lead: bool | None = None, tail: bool | None = None) -> list[TurnPlan]:
+    """One user line and the reply that answers it: the topic's ``pair``-th (slots filled
+    with the same values on both sides) or else the ``follow``-th follow-up, with a lead-in
+    and a tail as ``lead`` and ``tail`` say (each ``VARY_RATE`` of the time if None)."""
+    if pair is not None:
+        values = _slot_values(rng)
+        bank = TOPICS[topic]
+        user, reply = bank["user"][pair].format(**values), bank["assistant"][pair].format(**values)
+        source = "topic"
+    else:
+        user, reply = FOLLOW_UPS[follow or 0]
+        source = "follow_up"
+    if rng.random() < VARY_RATE if lead is None else lead:
+        user = f"{rng.choice(LEAD_INS)} {user}"
+    if rng.random() < VARY_RATE if tail is None else tail:
+        reply = f"{reply} {rng.choice(TAILS)}"
+    return [TurnPlan("user", user, source=source), TurnPlan("assistant", reply, source=source)]
+
+
+def _redraw(rng: random.Random, topic: str, pair: list[TurnPlan]) -> list[TurnPlan]:
+    """Another exchange of the same shape as ``pair``: a topic's or a follow-up as it was,
+    with a lead-in and a tail where it had them. (Redrawn freely, the exchanges of sessions
+    that share lines with many others, evidence with several sessions, drifted towards
+    follow-ups and lead-ins, which a classifier then read as evidence.)"""
+    user, reply = pair[0].text, pair[1].text
+    lead = any(user.startswith(f"{x} ") for x in LEAD_INS)
+    tail = any(reply.endswith(f" {x}") for x in TAILS)
+    if pair[0].source == "topic":
+        return _exchange(rng, topic, rng.randrange(len(TOPICS[topic]["user"])), None,
+                         lead=lead, tail=tail)
+    return _exchange(rng, topic, None, rng.randrange(len(FOLLOW_UPS)), lead=lead, tail=tail)
+
+
 def chat_session(rng: random.Random, *, topic: str | None = None, n_exchanges: int | None = None,
                  inserts: list[list[TurnPlan]] | None = None) -> SessionPlan:
     """A topical user/assistant session; ``inserts`` are turn groups (e.g. a shared image and
-    its reply) placed at random exchange boundaries, in the given order."""
+    its reply) placed at random exchange boundaries, in the given order. It opens with one
+    of the topic's exchanges; later ones are the topic's or follow-ups, none twice."""
     topic = topic or rng.choice(sorted(TOPICS))
-    bank = TOPICS[topic]
     n = n_exchanges if n_exchanges is not None else rng.randint(3, 6)
+    size = len(TOPICS[topic]["user"])
+    pairs = rng.sample(range(size), size)
+    follows = rng.sample(range(len(FOLLOW_UPS)), len(FOLLOW_UPS))
     turns: list[TurnPlan] = []
     for i in range(n):
-        if i == 0:
-            user = _fill(rng.choice(bank["user"]), rng)
-            reply = _fill(rng.choice(bank["assistant"]), rng)
+        if pairs and (i == 0 or rng.random() < 0.5):
+            turns += _exchange(rng, topic, pairs.pop(), None)
         else:
-            user = rng.choice(FOLLOW_USER) if rng.random() < 0.5 else _fill(rng.choice(bank["user"]), rng)
-            reply = rng.choice(FOLLOW_ASSISTANT) if rng.random() < 0.5 else _fill(
-                rng.choice(bank["assistant"]), rng)
-        turns.append(TurnPlan("user", user))
-        turns.append(TurnPlan("assistant", reply))
+            turns += _exchange(rng, topic, None, follows.pop())
     if inserts:
         # Insert after whole exchanges (keeps user/assistant alternation), in the given
         # order: the slots are sorted and filled from the last so indices stay valid.
@@ -341,20 +429,64 @@ def chat_session(rng: random.Random, *, topic: str | None = None, n_exchanges: i
     return SessionPlan(topic=topic, turns=turns)
 
 
+MAX_REPEATS = 2  # how often one line may occur in an episode
+_REDRAWS = 40
+
+
+def lines_fit(session_texts: list[str], counts: Counter[str], limit: int = MAX_REPEATS) -> bool:
+    """Whether adding these lines to an episode's ``counts`` keeps each within ``limit``."""
+    return all(counts[t] + n <= limit for t, n in Counter(session_texts).items())
+
+
+def limit_repeats(sessions: list[SessionPlan], rng: random.Random,
+                  counts: Counter[str] | None = None, limit: int = MAX_REPEATS) -> Counter[str]:
+    """Redraw the small-talk exchanges and image replies of ``sessions`` (in place) that
+    would make a line occur more than ``limit`` times, counting on from ``counts`` (the
+    lines already in the episode); returns the updated counts. Lines that carry a
+    question's facts are never redrawn (they come in variants instead; see ``LINES``)."""
+    counts = Counter() if counts is None else counts
+    for session in sessions:
+        turns = session.turns
+        i = 0
+        while i < len(turns):
+            if turns[i].source in ("topic", "follow_up") and i + 1 < len(turns):
+                pair = turns[i:i + 2]
+                for _ in range(_REDRAWS):
+                    if lines_fit([t.text for t in pair], counts, limit):
+                        break
+                    pair = _redraw(rng, session.topic, pair)
+                turns[i:i + 2] = pair
+                counts.update(t.text for t in pair)
+                i += 2
+                continue
+            if turns[i].source == "share_reply":
+                for _ in range(_REDRAWS):
+                    if counts[turns[i].text] < limit:
+                        break
+                    turns[i].text = rng.choice(SHARE_REPLIES)
+            counts[turns[i].text] += 1
+            i += 1
+    return counts
+
+
 def share_image(rng: random.Random, kind: str, facts: dict[str, Any], *, line: str | None = None,
                 place: str = "the shop", text_facts: list[dict[str, Any]] | None = None,
-                reply: str | None = None) -> list[TurnPlan]:
-    """A user turn sharing an image (with an indirect line) and the assistant's reply."""
+                reply: str | None = None, variant: int | None = None) -> list[TurnPlan]:
+    """A user turn sharing an image (with an indirect line: ``line``, else the ``variant``-th
+    of its kind's share lines, else a random one) and the assistant's reply."""
     if line is not None:
         text, keep = line, tuple(getattr(line, "keep", ()))
     else:
-        text = rng.choice(SHARE_LINES[kind]).format(place=place)
+        lines = SHARE_LINES[kind]
+        template = rng.choice(lines) if variant is None else lines[variant % len(lines)]
+        text = template.format(place=place)
         keep = (place,) if place in text else ()
     if "<image>" not in text:
         text = f"{text} <image>"
     return [TurnPlan("user", str(text), images=[(kind, facts)], facts=list(text_facts or []),
                      keep=keep),
-            TurnPlan("assistant", reply or rng.choice(SHARE_REPLIES))]
+            TurnPlan("assistant", reply or rng.choice(SHARE_REPLIES),
+                     source="" if reply else "share_reply")]
 
 
 def say(role: str, text: str, facts: list[dict[str, Any]] | None = None,
