@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
+from datetime import datetime
 
 import pytest
 
@@ -110,12 +111,34 @@ def test_a_pool_session_is_an_evidence_session_of_a_planned_question():
                for s in fillers)
 
 
-def test_no_line_more_than_twice_in_a_4k_episode(tmp_path):
+@pytest.fixture(scope="module")
+def small_4k(tmp_path_factory):
+    out = tmp_path_factory.mktemp("synth") / "b"
+    generate(SynthConfig(out=str(out), seed=5, tiers=["4k"], questions=12))
+    return tier_episodes(out, "4k")
+
+
+def test_no_line_more_than_twice_in_a_4k_episode(small_4k):
     """A 4k prompt held one filler line 9 times (issue 28)."""
-    generate(SynthConfig(out=str(tmp_path / "b"), seed=5, tiers=["4k"], questions=12))
-    for ep in tier_episodes(tmp_path / "b", "4k"):
+    for ep in small_4k:
         line, n = Counter(t.text for s in ep.sessions for t in s.turns).most_common(1)[0]
         assert n <= 2, (ep.episode_id, line, n)
+
+
+def test_haystack_sessions_are_dated_as_evidence_sessions_are(small_4k):
+    """Haystack at any minute of 0-240 days (03:00, the question's own day) was never
+    evidence: a model reading the dates could rule it out."""
+    def when(stamp: str) -> datetime:
+        return datetime.strptime(f"{stamp[:10]} {stamp[-5:]}", "%Y/%m/%d %H:%M")
+
+    hours: dict[str, set[int]] = {"evidence": set(), "other": set()}
+    for ep in small_4k:
+        asked = when(ep.questions[0].question_date).date()
+        for s in ep.sessions:
+            t = when(s.date)
+            assert 8 <= t.hour <= 21 and 2 <= (asked - t.date()).days <= 237, (s.session_id, s.date)
+            hours["evidence" if s.meta["role"] == "evidence" else "other"].add(t.hour)
+    assert len(hours["other"]) > 10 and hours["evidence"] <= hours["other"]
 
 
 @pytest.mark.filterwarnings("ignore")

@@ -147,6 +147,19 @@ def _to_session(plan: SessionPlan, session_id: str, store: ImageStore, variant_s
                                    meta={"role": plan.role, "topic": plan.topic, **plan.meta})
 
 
+# Evidence sessions fall 2-237 whole days before their question (When.days), between 08:00
+# and 21:00; haystack sessions are dated alike (they were any minute of 0-240 days: a session
+# at 03:00 or on the question's day was never evidence, a tell for a model reading dates).
+EVIDENCE_DAYS = (2, 237)
+SESSION_HOURS = (8, 21)
+
+
+def session_time(rng: random.Random, qdate: date, days_before: int) -> datetime:
+    """A session's time ``days_before`` whole days before the question, in waking hours."""
+    day = datetime.combine(qdate - timedelta(days=days_before), datetime.min.time())
+    return day + timedelta(minutes=rng.randint(SESSION_HOURS[0] * 60, SESSION_HOURS[1] * 60))
+
+
 def date_stamp(d: datetime) -> str:
     """A session or question date as the LongMemEval-style stamp the exports carry."""
     return f"{d:%Y/%m/%d} ({_WEEKDAY[d.weekday()]}) {d:%H:%M}"
@@ -305,9 +318,7 @@ class Generator:
         # near-duplicate of the needle at the question's X level, tied to something else.
         for prefix, role, plans in (("e", "needle", plan.sessions), ("d", "haystack", plan.decoys)):
             for k, sp in enumerate(plans):
-                days = sp.meta["days_before"]
-                when = datetime.combine(qdate - timedelta(days=int(days)), datetime.min.time())
-                when += timedelta(minutes=rng.randint(8 * 60, 21 * 60))
+                when = session_time(rng, qdate, int(sp.meta["days_before"]))
                 sid = f"{qid}:{prefix}{k}"
                 out.append((when, _to_session(sp, sid, self.store, k, role, date_stamp(when))))
         return out
@@ -352,7 +363,6 @@ class Generator:
         n_images = sum(len(t.images) for s in chosen for t in s.turns)
         size = self.pool.size
         queues = {True: hay_rng.sample(range(size), size), False: hay_rng.sample(range(size), size)}
-        span = 240 * 24 * 60
         # Aim well inside the ±3 % promise: the final exact count can differ by a token or
         # two per session once real timestamps replace the stand-in.
         low, high = target * (1 - TOLERANCE / 3), target * (1 + TOLERANCE / 3)
@@ -368,8 +378,7 @@ class Generator:
                 fills += 1
                 if entry is None:
                     break
-            when = datetime.combine(qdate, datetime.min.time()) - timedelta(
-                minutes=hay_rng.randint(60, span))
+            when = session_time(hay_rng, qdate, hay_rng.randint(*EVIDENCE_DAYS))
             stamps.append((when, entry.session))
             lines.update(entry.lines)
             total += entry.tokens
