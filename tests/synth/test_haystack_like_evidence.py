@@ -16,6 +16,7 @@ from memgauge.benchmarks.synth._text import (
     FOLLOW_UPS,
     LEAD_INS,
     SHARE_REPLIES,
+    SLOTS,
     TAILS,
     TOPICS,
     SessionPlan,
@@ -62,17 +63,21 @@ def test_every_small_talk_reply_answers_its_user_line():
     assert pairs > 900
 
 
-def test_a_filled_slot_is_the_same_on_both_sides_of_an_exchange():
+def test_a_conversation_keeps_its_slot_values_on_both_sides():
+    """"A weekend in Lisbon?" was answered about Kyoto: each side drew its own city."""
     rng = random.Random(5)
-    cities = []
+    asked = 0
     for _ in range(400):
-        turns = chat_session(rng, topic="travel").turns
-        cities += [(u.text, a.text) for u, a in zip(turns[::2], turns[1::2], strict=True)
-                   if "a good time to go" in u.text]
-    assert cities
-    for user, reply in cities:
-        city = re.search(r"weekend in (\w+)\.", user).group(1)
-        assert _core(reply).startswith(city), (user, reply)
+        session = chat_session(rng, topic="travel")
+        text = " ".join(t.text for t in session.turns)
+        named = {c for c in SLOTS["city"] if c in text}
+        assert named <= {session.slots["city"]}, text  # one trip per conversation
+        for user, reply in zip(session.turns[::2], session.turns[1::2], strict=True):
+            if "a good time to go" in user.text:
+                city = re.search(r"weekend in (\w+)\.", user.text).group(1)
+                assert _core(reply.text).startswith(city), (user.text, reply.text)
+                asked += 1
+    assert asked > 20
 
 
 def test_limit_repeats_redraws_small_talk_and_image_replies_over_the_cap():
@@ -112,27 +117,29 @@ def test_a_pool_session_is_an_evidence_session_of_a_planned_question():
 
 
 @pytest.fixture(scope="module")
-def small_4k(tmp_path_factory):
+def small(tmp_path_factory):
     out = tmp_path_factory.mktemp("synth") / "b"
-    generate(SynthConfig(out=str(out), seed=5, tiers=["4k"], questions=12))
-    return tier_episodes(out, "4k")
+    generate(SynthConfig(out=str(out), seed=5, tiers=["4k", "8k"], questions=12))
+    return {tier: tier_episodes(out, tier) for tier in ("4k", "8k")}
 
 
-def test_no_line_more_than_twice_in_a_4k_episode(small_4k):
-    """A 4k prompt held one filler line 9 times (issue 28)."""
-    for ep in small_4k:
+@pytest.mark.parametrize("tier", ["4k", "8k"])
+def test_no_line_more_than_twice_in_an_episode(small, tier):
+    """A 4k prompt held one filler line 9 times (issue 28). (At 32k an episode has ~140
+    sessions and the small talk cannot keep every line to two; design 0041.)"""
+    for ep in small[tier]:
         line, n = Counter(t.text for s in ep.sessions for t in s.turns).most_common(1)[0]
         assert n <= 2, (ep.episode_id, line, n)
 
 
-def test_haystack_sessions_are_dated_as_evidence_sessions_are(small_4k):
+def test_haystack_sessions_are_dated_as_evidence_sessions_are(small):
     """Haystack at any minute of 0-240 days (03:00, the question's own day) was never
     evidence: a model reading the dates could rule it out."""
     def when(stamp: str) -> datetime:
         return datetime.strptime(f"{stamp[:10]} {stamp[-5:]}", "%Y/%m/%d %H:%M")
 
     hours: dict[str, set[int]] = {"evidence": set(), "other": set()}
-    for ep in small_4k:
+    for ep in small["8k"]:
         asked = when(ep.questions[0].question_date).date()
         for s in ep.sessions:
             t = when(s.date)
