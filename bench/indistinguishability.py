@@ -11,17 +11,23 @@ generated with ``--questions N`` holds. Prints, per seed, size and tier, the gat
 AUC without fillers, the most times one line occurs in an episode (``max repeats``, the
 worst episode) and the classifier's strongest evidence n-grams; then a summary per size and
 tier (mean, mean |AUC - 0.5|, worst, passes, worst repeats).
+
+``--null N`` adds, per row, the gate's AUC on the same sessions with their texts shuffled N
+times (labels and groups kept; as bench/memeye_auc_noise.py does): what the gate gives a
+benchmark whose wording carries no signal at all, fold effects included.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
 from memgauge.analysis import indistinguishability
+from memgauge.analysis._gates import gate_documents, oof_auc
 from memgauge.benchmarks.synth import SynthConfig, generate
 from memgauge.benchmarks.synth._validate import gate_episodes, tier_episodes
 from memgauge.schema import Episode
@@ -42,11 +48,24 @@ def max_repeats(episodes: list[Episode]) -> int:
                for ep in episodes)
 
 
+def null_aucs(episodes: list[Episode], shuffles: int) -> list[float]:
+    """The gate's AUC with the session texts shuffled among the sessions ``shuffles`` times."""
+    d = gate_documents(episodes)
+    rng = random.Random(0)
+    out = []
+    for _ in range(shuffles):
+        docs = d.docs[:]
+        rng.shuffle(docs)
+        out.append(oof_auc(docs, d.labels, d.groups, folds=5, seed=0)[0])
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="0-4")
     ap.add_argument("--questions", default="40", help="comma-separated question counts")
     ap.add_argument("--tiers", default="8k,32k")
+    ap.add_argument("--null", type=int, default=0, help="text shuffles per row (0: none)")
     args = ap.parse_args()
     sizes = sorted(int(q) for q in args.questions.split(","))
     tiers = args.tiers.split(",")
@@ -66,6 +85,10 @@ def main() -> None:
                     reps = max_repeats(episodes[:n])
                     rows[(n, tier)].append((res.auc, res.auc_without_fillers, res.verdict, reps))
                     top = ", ".join(f["ngram"] for f in res.top_features["evidence"][:4])
+                    if args.null:
+                        null = null_aucs(episodes[:n], args.null)
+                        top += (f" (shuffled texts: {statistics.mean(null):.3f} ± "
+                                f"{statistics.stdev(null):.3f})")
                     print(f"| {seed} | {n} | {tier} | {res.auc:.3f} | {lo:.3f}–{hi:.3f} | "
                           f"{res.auc_without_fillers:.3f} | {res.verdict} | {reps} | {top} |",
                           flush=True)
