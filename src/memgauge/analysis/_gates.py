@@ -121,6 +121,9 @@ class IndistinguishabilityResult(_ToDict):
     ``n_groups`` counts the GroupKFold groups: one per question, holding the sessions only
     its episode has, plus one per session shared by several episodes; ``folds`` the folds
     used.
+    ``auc_interval``: the gated AUC's 95 % bootstrap interval (``[low, high]``, groups
+    resampled, :func:`auc_interval`), reported beside it so a marginal pass can be told from
+    a clear one; the verdict still reads ``auc`` alone.
     ``top_features``: ``{"evidence": [...], "other": [...]}``, the n-grams with the largest
     positive / negative coefficients of the classifier refitted on all documents, each
     ``{"ngram", "weight", "evidence_docs", "other_docs"}`` (documents containing it).
@@ -139,6 +142,7 @@ class IndistinguishabilityResult(_ToDict):
     folds: int
     top_features: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     note: str | None = None
+    auc_interval: list[float] | None = None
 
 
 def _classifier(sk_text: Any, sk_linear: Any) -> tuple[Any, Any]:
@@ -149,9 +153,19 @@ def _classifier(sk_text: Any, sk_linear: Any) -> tuple[Any, Any]:
 def oof_auc(docs: Sequence[str], y: np.ndarray, groups: Sequence[str], *, folds: int,
              seed: int) -> tuple[float | None, int]:
     """Pooled out-of-fold ROC AUC over ``GroupKFold`` (None when it cannot be computed)."""
+    sk_metrics = require("sklearn.metrics", purpose="the indistinguishability gate")
+    oof, k = oof_scores(docs, y, groups, folds=folds, seed=seed)
+    if oof is None:
+        return None, 0
+    return float(sk_metrics.roc_auc_score(y, oof)), k
+
+
+def oof_scores(docs: Sequence[str], y: np.ndarray, groups: Sequence[str], *, folds: int,
+               seed: int) -> tuple[np.ndarray | None, int]:
+    """The classifier's out-of-fold evidence scores over ``GroupKFold`` and the folds used
+    (None, 0 when there are fewer than 2 groups or only one class)."""
     sk_text = require("sklearn.feature_extraction.text", purpose="the indistinguishability gate")
     sk_linear = require("sklearn.linear_model")
-    sk_metrics = require("sklearn.metrics")
     sk_sel = require("sklearn.model_selection")
     uniq = sorted(set(groups))
     k = min(folds, len(uniq))
@@ -170,7 +184,53 @@ def oof_auc(docs: Sequence[str], y: np.ndarray, groups: Sequence[str], *, folds:
         vec, clf = _classifier(sk_text, sk_linear)
         clf.fit(vec.fit_transform([docs[i] for i in train]), y[train])
         oof[test] = clf.predict_proba(vec.transform([docs[i] for i in test]))[:, 1]
-    return float(sk_metrics.roc_auc_score(y, oof)), k
+    return oof, k
+
+
+def _rank_auc(scores: np.ndarray, y: np.ndarray) -> float | None:
+    """ROC AUC by the Mann-Whitney rank sum, ties at half (None with one class only)."""
+    n_pos = int(y.sum())
+    n_neg = len(y) - n_pos
+    if n_pos == 0 or n_neg == 0:
+        return None
+    order = np.argsort(scores, kind="stable")
+    ranks = np.empty(len(scores))
+    sorted_scores = scores[order]
+    # average ranks over ties
+    _, first, counts = np.unique(sorted_scores, return_index=True, return_counts=True)
+    avg = first + (counts + 1) / 2.0
+    ranks[order] = np.repeat(avg, counts)
+    return float((ranks[y == 1].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_LEVEL = 0.95
+
+
+def auc_interval(scores: np.ndarray, y: np.ndarray, groups: Sequence[str], *,
+                 resamples: int = BOOTSTRAP_RESAMPLES, level: float = BOOTSTRAP_LEVEL,
+                 seed: int = 0) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of the pooled AUC of ``scores``: the cross-validation
+    groups (questions, shared sessions) drawn with replacement, since a question's sessions
+    are not independent of each other. None when no resample can be scored."""
+    rng = np.random.default_rng(seed)
+    uniq = sorted(set(groups))
+    index = {g: i for i, g in enumerate(uniq)}
+    members: list[list[int]] = [[] for _ in uniq]
+    for i, g in enumerate(groups):
+        members[index[g]].append(i)
+    arrays = [np.array(m) for m in members]
+    aucs = []
+    for _ in range(resamples):
+        pick = np.concatenate([arrays[j] for j in rng.integers(0, len(arrays), len(arrays))])
+        auc = _rank_auc(scores[pick], y[pick])
+        if auc is not None:
+            aucs.append(auc)
+    if not aucs:
+        return None
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.percentile(aucs, [tail, 100 - tail])
+    return float(lo), float(hi)
 
 
 def _top_features(docs: Sequence[str], y: np.ndarray, n: int) -> dict[str, list[dict[str, Any]]]:
@@ -261,9 +321,13 @@ def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: i
     n_groups = len(set(groups))
 
     auc = auc_wo = None
+    interval = None
     used = 0
     if len(questions) >= 2:
-        auc, used = oof_auc(docs, y, groups, folds=folds, seed=seed)
+        scores, used = oof_scores(docs, y, groups, folds=folds, seed=seed)
+        if scores is not None:
+            auc = float(require("sklearn.metrics").roc_auc_score(y, scores))
+            interval = auc_interval(scores, y, groups, seed=seed)
         keep = np.flatnonzero(~is_filler)
         auc_wo, _ = oof_auc([docs[i] for i in keep], y[keep], [groups[i] for i in keep],
                              folds=folds, seed=seed)
@@ -274,7 +338,9 @@ def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: i
                 f"{len(questions)})")
     top = _top_features(docs, y, n_features) if 0 < n_ev < len(y) else {}
     return IndistinguishabilityResult(
-        auc=_round(auc, 4), auc_without_fillers=_round(auc_wo, 4), max_deviation=max_deviation,
+        auc=_round(auc, 4), auc_without_fillers=_round(auc_wo, 4),
+        auc_interval=[_round(x, 4) for x in interval] if interval else None,
+        max_deviation=max_deviation,
         verdict=_verdict_of(auc is not None,
                             auc is not None and abs(auc - 0.5) <= max_deviation + 1e-12),
         n_evidence=n_ev, n_other=len(y) - n_ev, n_fillers=int(is_filler.sum()),
@@ -667,6 +733,13 @@ def _feature_list(features: Sequence[Mapping[str, Any]], n: int) -> str:
                      for f in features[:n]) or "–"
 
 
+def _interval_text(interval: Any) -> str:
+    if not interval:
+        return ""
+    return (f"; 95 % bootstrap interval {_fmt(interval[0])}–{_fmt(interval[1])} (questions "
+            "resampled: an interval that crosses a bound is a marginal result)")
+
+
 def _md_indist(g: Mapping[str, Any]) -> list[str]:
     dev = float(g.get("max_deviation", 0.10))
     out = [f"## Evidence/haystack indistinguishability — {_verdict(g)}", "",
@@ -674,7 +747,8 @@ def _md_indist(g: Mapping[str, Any]) -> list[str]:
             "evidence from all other sessions (haystack, decoys and text-only fillers) by "
             f"their text: **{_fmt(g.get('auc'))}** (pass if |AUC − 0.5| ≤ {dev:.2f}, i.e. "
             f"{0.5 - dev:.2f}–{0.5 + dev:.2f}; 0.5 = indistinguishable, far below 0.5 = "
-            "separable the other way). Without the fillers: "
+            f"separable the other way){_interval_text(g.get('auc_interval'))}. Without the "
+            "fillers: "
             f"{_fmt(g.get('auc_without_fillers'))} (reported, not gated)."), "",
            (f"- documents: {g.get('n_evidence')} evidence, {g.get('n_other')} other "
             f"({g.get('n_fillers')} of them fillers; +{g.get('n_repeats', 0)} repeated copies "

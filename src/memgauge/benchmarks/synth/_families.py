@@ -20,6 +20,8 @@ from ...schema import Ability, AnswerType, Labels
 from . import _world as W
 from ._text import (
     CHAINS,
+    LINE_VARIANTS,
+    SHARE_LINES,
     Phrase,
     SessionPlan,
     TurnPlan,
@@ -238,12 +240,13 @@ def plan_msr_arithmetic(rng: random.Random, when: When) -> QuestionPlan:
     k = rng.randint(3, 5)
     days = when.days(rng, k)
     sessions, total, totals = [], Decimal(0), []
-    for d in days:
+    first = rng.randrange(len(SHARE_LINES["receipt"]))  # each receipt worded differently
+    for i, d in enumerate(days):
         facts = W.receipt_facts(rng, store, str(when.day(d)), currency)
         total += Decimal(facts["total"])
         totals.append(facts["total"])
         sessions.append(_evidence(chat_session(rng, inserts=[_needle(
-            share_image(rng, "receipt", facts, place=store))]), d))
+            share_image(rng, "receipt", facts, place=store, variant=first + i))]), d))
     answer = W.fmt_amount(W.money(float(total)), currency)
     return QuestionPlan(
         family="msr_arithmetic", ability=Ability.MULTI_SESSION_REASONING, subtype="arithmetic",
@@ -281,10 +284,11 @@ def plan_msr_counting(rng: random.Random, when: When) -> QuestionPlan:
     rng.shuffle(shots)
     days = when.days(rng, len(shots))
     sessions = []
-    for d, ident in zip(days, shots, strict=True):
+    first = rng.randrange(len(LINE_VARIANTS["collection"]) + 1)  # each shot worded differently
+    for i, (d, ident) in enumerate(zip(days, shots, strict=True)):
         facts = dict(ident)  # the photo (pose, backdrop) varies by render variant
         sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
-            rng, "entity", facts, line=line("collection", kind=kind)))]), d))
+            rng, "entity", facts, line=line("collection", variant=first + i, kind=kind)))]), d))
     return QuestionPlan(
         family="msr_counting", ability=Ability.MULTI_SESSION_REASONING, subtype="counting",
         answer_type=AnswerType.INTEGER,
@@ -479,7 +483,7 @@ def plan_ku_update(rng: random.Random, when: When) -> QuestionPlan:
         if when.variant:
             line_text = chain_line(rng, "parking_of", i, vehicle=vehicle)
         else:
-            line_text = line("parking_first") if i == 0 else line("parking_move")
+            line_text = line("parking_first") if i == 0 else line("parking_move", variant=i - 1)
         sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
             rng, "app_ui", facts, line=line_text))]), d))
     return QuestionPlan(
@@ -594,11 +598,12 @@ def _chain_days(rng: random.Random, when: When) -> list[float]:
 
 def _chain_line(rng: random.Random, when: When, chain: str, step: int, **slots: str,
                 ) -> Phrase:
-    """A Y3 chain's line: the export's (variants) from several; the family's own otherwise."""
+    """A Y3 chain's line: the export's (variants) from several; the family's own otherwise,
+    each update in the next of the chain's wordings (no line more than twice an episode)."""
     if when.variant:
         return chain_line(rng, chain, step, **slots)
     first, updates = CHAINS[chain]
-    return line(first if step == 0 else updates[0], **slots)
+    return line(first if step == 0 else updates[(step - 1) % len(updates)], **slots)
 
 
 def plan_ku_scene(rng: random.Random, when: When) -> QuestionPlan:

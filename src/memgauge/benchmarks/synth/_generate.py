@@ -13,7 +13,8 @@ import hashlib
 import json
 import random
 import shutil
-from collections.abc import Callable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -40,14 +41,18 @@ from ._families import (
     make_refusal,
     with_image_dependency,
 )
-from ._haystack import STYLE_WEIGHTS, haystack_session
-from ._text import SessionPlan, chat_session
+from ._haystack import STYLE_WEIGHTS, family_session, haystack_session
+from ._text import SessionPlan, chat_session, limit_repeats, lines_fit
 from ._world import BASE_WORLD, World
 
 # 2: image_dependency from the facts an answer needs; 3: fillers share-worded; 4: a timeline's
-# haystack from the larger world, styled like its plans (per-question output as in 3)
-GENERATOR_VERSION = "4"
+# haystack from the larger world, styled like its plans (per-question output as in 3);
+# 5: the per-question haystack drawn as evidence sessions of planned questions, small talk
+# in answered pairs, at most two of a line per episode where the pool allows (issue 28,
+# design 0041): every benchmark's text and digest change, the demo's included
+GENERATOR_VERSION = "5"
 TOLERANCE = 0.03
+LOOKAHEAD = 60  # pool sessions looked at for the next one of an episode
 LAYOUTS = ("per-question", "timeline")
 FAMILY_CYCLE = (*DEFAULT_FAMILIES, AR_FAMILY)  # the default set
 KNOWN_FAMILIES = (*FAMILIES, AR_FAMILY)
@@ -142,6 +147,19 @@ def _to_session(plan: SessionPlan, session_id: str, store: ImageStore, variant_s
                                    meta={"role": plan.role, "topic": plan.topic, **plan.meta})
 
 
+# Evidence sessions fall 2-237 whole days before their question (When.days), between 08:00
+# and 21:00; haystack sessions are dated alike (they were any minute of 0-240 days: a session
+# at 03:00 or on the question's day was never evidence, a tell for a model reading dates).
+EVIDENCE_DAYS = (2, 237)
+SESSION_HOURS = (8, 21)
+
+
+def session_time(rng: random.Random, qdate: date, days_before: int) -> datetime:
+    """A session's time ``days_before`` whole days before the question, in waking hours."""
+    day = datetime.combine(qdate - timedelta(days=days_before), datetime.min.time())
+    return day + timedelta(minutes=rng.randint(SESSION_HOURS[0] * 60, SESSION_HOURS[1] * 60))
+
+
 def date_stamp(d: datetime) -> str:
     """A session or question date as the LongMemEval-style stamp the exports carry."""
     return f"{d:%Y/%m/%d} ({_WEEKDAY[d.weekday()]}) {d:%H:%M}"
@@ -154,6 +172,7 @@ class PoolEntry:
     tokens: int
     images: int
     text_tokens: int
+    lines: list[str] = field(default_factory=list)  # its turns' texts (repeats are capped)
 
 
 class HaystackPool:
@@ -161,15 +180,20 @@ class HaystackPool:
 
     def __init__(self, seed: int, store: ImageStore, count: Callable[[Session], int],
                  size: int, world: World = BASE_WORLD, name: str = "haystack",
-                 weights: Mapping[str, float] = STYLE_WEIGHTS) -> None:
+                 weights: Mapping[str, float] = STYLE_WEIGHTS,
+                 families: Sequence[str] | None = None) -> None:
         self.store, self.count, self.size = store, count, size
         # Plans (text) are drawn up front so a naturaliser can rewrite them in one batch;
-        # rendering and counting happen when a session is first used.
+        # rendering and counting happen when a session is first used. With ``families``
+        # (the per-question layout) a session is drawn as an evidence session of those
+        # families is; without (a timeline's pool) in the haystack styles.
         self.plans: dict[bool, list[tuple[SessionPlan, set[str]]]] = {}
         for with_image, kind in ((True, "image"), (False, "filler")):
             rng = random.Random(f"{seed}:{name}-{kind}")
-            self.plans[with_image] = [haystack_session(rng, with_image=with_image, world=world,
-                                                       weights=weights) for _ in range(size)]
+            self.plans[with_image] = [
+                family_session(rng, families, with_image=with_image) if families else
+                haystack_session(rng, with_image=with_image, world=world, weights=weights)
+                for _ in range(size)]
         self.with_images: list[PoolEntry] = []
         self.fillers: list[PoolEntry] = []
 
@@ -182,7 +206,8 @@ class HaystackPool:
         tokens = self.count(session)
         n_img = sum(len(t.images) for t in session.turns)
         img_tokens = sum(self.store_tokens(im) for t in session.turns for im in t.images)
-        entry = PoolEntry(session, keys, tokens, n_img, tokens - img_tokens)
+        entry = PoolEntry(session, keys, tokens, n_img, tokens - img_tokens,
+                          [t.text for t in session.turns])
         bucket.append(entry)
         return entry
 
@@ -208,15 +233,18 @@ class Generator:
         self.store = ImageStore(self.root, config.image_size)
         # Sessions average a few hundred tokens: this many of each kind covers the largest
         # tier several times over, whatever a question excludes.
-        size = max(64, int(max(self.targets.values()) / 150))
-        self.pool = HaystackPool(config.seed, self.store, self._session_tokens, size)
-        self.pool.store_tokens = lambda im: self.counter.image(im.width, im.height)
         default = MEMEYE_FAMILIES if config.format == "memeye" else FAMILY_CYCLE
         families = config.families or list(default)
         unknown = [f for f in families if f not in KNOWN_FAMILIES]
         if unknown:
             raise ConfigError(f"unknown question families {unknown}; known: {list(KNOWN_FAMILIES)}")
         self.families = families
+        size = max(64, int(max(self.targets.values()) / 150))
+        # The haystack talks like the evidence of these (refusals' sources: the defaults).
+        answerable = [f for f in families if f != AR_FAMILY] or list(DEFAULT_FAMILIES)
+        self.pool = HaystackPool(config.seed, self.store, self._session_tokens, size,
+                                 families=answerable)
+        self.pool.store_tokens = lambda im: self.counter.image(im.width, im.height)
 
     # -- counting ---------------------------------------------------------------------------
     def _session_tokens(self, session: Session) -> int:
@@ -226,15 +254,42 @@ class Generator:
         return self.counter.messages(msgs, lambda p: (p.image.width, p.image.height)) - self.counter.reply_priming
 
     # -- planning ---------------------------------------------------------------------------
-    def _top_up(self, sid: str, rng: random.Random, room: float) -> PoolEntry | None:
+    def _top_up(self, sid: str, rng: random.Random, room: float,
+                lines: Counter[str]) -> PoolEntry | None:
+        """A text-only chat that fits ``room``, its lines kept within the episode's cap
+        (``lines``: the episode's so far)."""
         for n in range(6, 0, -1):
             plan = chat_session(random.Random(f"{sid}:{n}"), n_exchanges=n)
             plan.role = "filler"
+            limit_repeats([plan], random.Random(f"{sid}:{n}:lines"), Counter(lines))
             session = _to_session(plan, sid, self.store, 0, "haystack", _STAND_IN)
             tokens = self._session_tokens(session)
             if tokens <= room:
-                return PoolEntry(session, set(), tokens, 0, tokens)
+                return PoolEntry(session, set(), tokens, 0, tokens,
+                                 [t.text for t in session.turns])
         return None
+
+    def _next_from_pool(self, with_image: bool, queue: list[int], exclude: set[str],
+                        room: float, lines: Counter[str]) -> PoolEntry | None:
+        """The next pool session of ``queue`` that shares no key with ``exclude`` and fits
+        ``room`` (those that do not are dropped from it), preferring among the next
+        ``LOOKAHEAD`` one that keeps every line of the episode (``lines``) within
+        ``MAX_REPEATS``; the first that fits otherwise (a top-up instead would be plainer
+        than any pool session, and a tell)."""
+        fallback = None
+        k = scanned = 0
+        while k < len(queue) and scanned < LOOKAHEAD:
+            cand = self.pool.get(with_image, queue[k])
+            scanned += 1
+            if cand.keys & exclude or cand.tokens > room:
+                del queue[k]
+            elif lines_fit(cand.lines, lines):
+                del queue[k]
+                return cand
+            else:
+                fallback = k if fallback is None else fallback
+                k += 1
+        return None if fallback is None else self.pool.get(with_image, queue.pop(fallback))
 
     def plans(self, limit: int | None = None,
               ) -> Iterator[tuple[str, QuestionPlan, date, random.Random]]:
@@ -251,6 +306,8 @@ class Generator:
                 plan = make_refusal(FAMILIES[source].plan(rng, when))
             else:
                 plan = with_image_dependency(FAMILIES[family].plan(rng, when))
+            # Its own rng: the plan's draws stay as they were.
+            limit_repeats([*plan.sessions, *plan.decoys], random.Random(f"{seed}:lines:{i}"))
             yield f"synth-{seed}-{i:04d}", plan, qdate, rng
 
     # -- assembly ---------------------------------------------------------------------------
@@ -261,9 +318,7 @@ class Generator:
         # near-duplicate of the needle at the question's X level, tied to something else.
         for prefix, role, plans in (("e", "needle", plan.sessions), ("d", "haystack", plan.decoys)):
             for k, sp in enumerate(plans):
-                days = sp.meta["days_before"]
-                when = datetime.combine(qdate - timedelta(days=int(days)), datetime.min.time())
-                when += timedelta(minutes=rng.randint(8 * 60, 21 * 60))
+                when = session_time(rng, qdate, int(sp.meta["days_before"]))
                 sid = f"{qid}:{prefix}{k}"
                 out.append((when, _to_session(sp, sid, self.store, k, role, date_stamp(when))))
         return out
@@ -306,34 +361,26 @@ class Generator:
                               f"evidence alone ({total} tokens); use larger tiers")
         text_tokens = total
         n_images = sum(len(t.images) for s in chosen for t in s.turns)
-        pos = {True: 0, False: 0}
         size = self.pool.size
-        order = {True: hay_rng.sample(range(size), size), False: hay_rng.sample(range(size), size)}
-        span = 240 * 24 * 60
+        queues = {True: hay_rng.sample(range(size), size), False: hay_rng.sample(range(size), size)}
         # Aim well inside the ±3 % promise: the final exact count can differ by a token or
         # two per session once real timestamps replace the stand-in.
         low, high = target * (1 - TOLERANCE / 3), target * (1 + TOLERANCE / 3)
         fills = 0
         hay_keys = {base_key(k) for k in plan.exclusive}
+        lines = Counter(t.text for s in chosen for t in s.turns)
         while total < low:
             want_image = text_tokens >= self.config.text_tokens_per_image * (n_images + 1)
-            entry = None
-            for _ in range(60):  # the next compatible session that still fits
-                if pos[want_image] >= size:
-                    break
-                cand = self.pool.get(want_image, order[want_image][pos[want_image]])
-                pos[want_image] += 1
-                if not (cand.keys & hay_keys) and total + cand.tokens <= high:
-                    entry = cand
-                    break
+            entry = self._next_from_pool(want_image, queues[want_image], hay_keys, high - total,
+                                         lines)
             if entry is None:  # nothing fits the remaining room: a text-only top-up session
-                entry = self._top_up(f"{qid}:{tier}:fill{fills}", hay_rng, high - total)
+                entry = self._top_up(f"{qid}:{tier}:fill{fills}", hay_rng, high - total, lines)
                 fills += 1
                 if entry is None:
                     break
-            when = datetime.combine(qdate, datetime.min.time()) - timedelta(
-                minutes=hay_rng.randint(60, span))
+            when = session_time(hay_rng, qdate, hay_rng.randint(*EVIDENCE_DAYS))
             stamps.append((when, entry.session))
+            lines.update(entry.lines)
             total += entry.tokens
             text_tokens += entry.text_tokens
             n_images += entry.images

@@ -12,13 +12,22 @@ from __future__ import annotations
 import dataclasses
 import random
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import date, timedelta
 from typing import Any
 
 from . import _world as W
-from ._families import CHAIN_STYLE_LENGTHS
-from ._text import SessionPlan, TurnPlan, chain_line, chat_session, line, say, share_image
+from ._families import CHAIN_STYLE_LENGTHS, FAMILIES, When, base_key
+from ._text import (
+    SessionPlan,
+    TurnPlan,
+    chain_line,
+    chat_session,
+    limit_repeats,
+    line,
+    say,
+    share_image,
+)
 
 HAYSTACK_APP_TITLES = [("FitLog", "Weekly steps", [["Mon", "8,214"], ["Tue", "6,530"], ["Wed", "9,870"]]),
                        ("BankBee", "Balance", [["Current", "1,245.30"], ["Savings", "3,100.00"]]),
@@ -165,7 +174,7 @@ def _styled(rng: random.Random, style: str, world: W.World = W.BASE_WORLD,
         spot = rng.choice(W.SPOTS)
         facts = {"app": "ParkSmart", "title": "Parked", "accent": rng.choice(W.COLOURS),
                  "fields": [["Level", spot[0]], ["Bay", spot], ["Since", "09:15"]]}
-        share = line(rng.choice(["parking_first", "parking_move"]))
+        share = line(rng.choice(["parking_first", "parking_move"]), variant=rng.randrange(3))
         return [share_image(rng, "app_ui", facts, line=share)], {"app_ui:parking"}
     if style in ("booking_of", "parcel_of"):  # a screen of an app no plan names
         screen = style.removesuffix("_of")
@@ -203,8 +212,8 @@ def _styled(rng: random.Random, style: str, world: W.World = W.BASE_WORLD,
     if style in ("collection", "visitor", "named"):
         kind = rng.choice(_pets(world) if style != "collection" else world.entity_kinds)
         facts = W.entity_identity(rng, kind)
-        share = line(style, kind=kind, owner=rng.choice(W.OWNERS).capitalize(),
-                     name=rng.choice(W.PET_NAMES))
+        share = line(style, variant=rng.randrange(4), kind=kind,
+                     owner=rng.choice(W.OWNERS).capitalize(), name=rng.choice(W.PET_NAMES))
         return [share_image(rng, "entity", facts, line=share)], {f"entity:{kind}"}
     if style == "clock_pair":
         act = rng.choice(world.activities)[0]
@@ -269,3 +278,40 @@ def haystack_session(rng: random.Random, *, with_image: bool, world: W.World = W
     session = chat_session(rng, inserts=inserts)
     session.role = "haystack" if with_image else "filler"
     return session, keys
+
+
+# The most evidence sessions a default family's question has (msr_counting: 4 distinct
+# entities and 2 repeats); a plan is kept with probability len(sessions) / this.
+MAX_PLAN_SESSIONS = 6
+
+
+def family_session(rng: random.Random, families: Sequence[str], *, with_image: bool,
+                   ) -> tuple[SessionPlan, set[str]]:
+    """A haystack session drawn exactly as an evidence session is: a question of one of
+    ``families`` planned (as the benchmark plans its questions) and one of its evidence
+    sessions taken, a plan kept in proportion to its sessions so that each family's
+    sessions are as common here as among the evidence. Its words, subjects, share lines
+    and lengths then follow the evidence's own distribution (the styled haystack only
+    approximated it: seed 5 of issue 28 told evidence apart at AUC 0.600). Its keys are the
+    plan's exclusive keys, so an episode whose question claims them leaves it out.
+
+    Without an image (a text-only filler) the session keeps its words and drops its
+    images: every evidence session talks about something shared, so a plain chat among
+    the fillers would be a session the classifier could place (at 200 questions it did)."""
+    while True:
+        family = rng.choice(families)
+        when = When(date(2025, 9, 1) + timedelta(days=rng.randint(0, 90)))
+        plan = FAMILIES[family].plan(rng, when)
+        if plan.sessions and rng.random() < len(plan.sessions) / MAX_PLAN_SESSIONS:
+            break
+    session = rng.choice(plan.sessions)
+    for turn in session.turns:  # nothing here is a question's needle
+        turn.facts = [f for f in turn.facts if not f.get("needle")]
+    session.meta = {}
+    limit_repeats([session], rng)
+    if with_image:
+        session.role = "haystack"
+    else:
+        session = dataclasses.replace(session, turns=_without_images([session.turns])[0],
+                                      role="filler")
+    return session, {base_key(k) for k in plan.exclusive}

@@ -9,10 +9,13 @@ indistinguishable from haystack ones by construction.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 TOPICS: dict[str, dict[str, list[str]]] = {
+    # user[i] and assistant[i] are one exchange: the reply answers that line, and a slot
+    # ({city}, {dish}, ...) takes the same value on both sides.
     "travel": {
         "user": [
             "I'm thinking about a long weekend in {city}. Is {month} a good time to go?",
@@ -21,14 +24,18 @@ TOPICS: dict[str, dict[str, list[str]]] = {
             "Is it worth renting a car in {city}, or is public transport fine?",
             "My flight to {city} leaves early. Any tips for sleeping before a dawn departure?",
             "What's a good way to spend a rainy afternoon in {city}?",
+            "Do I need to book restaurants in {city} ahead in {month}?",
+            "We have {n} days in {city}. Too many for one city?",
         ],
         "assistant": [
             "{city} in {month} is usually pleasant; mornings can be cool, so pack a light layer.",
-            "I'd plan one slow day for wandering the old town and one for a day trip nearby.",
-            "Rolling your clothes and limiting yourself to two pairs of shoes saves a lot of space.",
-            "Public transport there is reliable; a car mostly helps for the countryside.",
-            "Museums and covered markets are good bets; many have late opening on weekends.",
-            "Set out everything the night before and keep your documents in one pocket.",
+            "In {city} I'd plan one slow day for the old town and one for a day trip nearby.",
+            "For {n} days, roll your clothes and stop at two pairs of shoes; that saves a lot of space.",
+            "Public transport in {city} is reliable; a car mostly helps for the countryside.",
+            "For an early flight to {city}, lay everything out the night before and keep your documents in one pocket.",
+            "In {city}, museums and covered markets are good bets when it rains.",
+            "For dinners in {city} in {month}, booking a day or two ahead is usually enough.",
+            "{n} days in {city} is comfortable: leave one of them unplanned.",
         ],
     },
     "cooking": {
@@ -38,29 +45,41 @@ TOPICS: dict[str, dict[str, list[str]]] = {
             "Can I prepare {dish} a day ahead and reheat it?",
             "What goes well with {dish} as a side?",
             "I'm cooking for {n} people on Saturday. How much {ingredient} should I buy?",
+            "Is {dish} hard to make without an oven?",
+            "I have leftover {ingredient}. What can I do with it?",
+            "How long does {dish} keep in the fridge?",
         ],
         "assistant": [
-            "Start with a simple version and taste as you go; seasoning late is easier to fix.",
-            "Dryness usually comes from a little too much heat or time; try lowering the oven.",
-            "Most stews and bakes reheat well, often better the next day.",
-            "A crisp salad with a sharp dressing balances something rich.",
-            "Plan on a generous handful per person and a little extra for seconds.",
+            "The first time you make {dish}, start simple and taste as you go.",
+            "Dry {dish} usually means a little too much heat or time; try lowering the temperature.",
+            "You can: {dish} is often better the next day.",
+            "A crisp salad with a sharp dressing goes well with {dish}.",
+            "For {n} people, plan a generous handful of {ingredient} each and a little extra for seconds.",
+            "Some people make {dish} in a heavy pan on the hob; it takes a bit more stirring.",
+            "Leftover {ingredient} is great in a quick soup or a bake.",
+            "Covered, {dish} keeps two or three days in the fridge.",
         ],
     },
     "shopping": {
         "user": [
-            "I keep buying things on impulse. How do I stop?",
+            "I keep buying things on impulse at {store}. How do I stop?",
             "Is it better to buy {item} online or in a shop?",
             "I picked up a few things at {store} today.",
             "Do you think {store} is more expensive than the market down the road?",
-            "I'm trying to track what I spend on small things this month.",
+            "I'm trying to track what I spend on small things in {month}.",
+            "My old {item} finally broke. Should I repair it or buy new?",
+            "Are sales at {store} ever worth waiting for?",
+            "I returned {item} I didn't need. Was that silly?",
         ],
         "assistant": [
-            "A 24-hour rule helps: if you still want it tomorrow, it's probably worth it.",
-            "Shops let you check the quality; online is easier for comparing prices.",
-            "Keeping the receipts makes it much easier to see where the money goes.",
-            "Prices vary by item; staples are often cheaper at markets, brands at chains.",
-            "A simple note with date, place and amount is enough to spot patterns.",
+            "A 24-hour rule helps at {store}: if you still want it tomorrow, it's probably worth it.",
+            "For {item}, a shop lets you check the quality; online is easier for comparing prices.",
+            "Keeping the receipts from {store} makes it much easier to see where the money goes.",
+            "{store} varies by item; staples are often cheaper at markets, brands at chains.",
+            "For {month}, a simple note with date, place and amount is enough to spot patterns.",
+            "If repairing {item} costs less than half of a new one, I'd repair it.",
+            "For things you need anyway, waiting for a sale at {store} can pay off.",
+            "Not silly at all: returning {item} you don't use is money back.",
         ],
     },
     "pets": {
@@ -70,133 +89,224 @@ TOPICS: dict[str, dict[str, list[str]]] = {
             "We are thinking about adopting a {pet}. Is it a lot of work?",
             "The {pet} keeps waking me up at night. Any ideas?",
             "What's a good toy for a bored {pet}?",
+            "Our {pet} seems off its food today.",
+            "Can I leave a {pet} alone for a weekend?",
+            "How do I get a {pet} used to a new home?",
         ],
         "assistant": [
-            "Ask them for the feeding routine and the vet's number before they leave.",
-            "Once a year is typical for a healthy adult; more often when they get older.",
-            "It is a commitment, but a steady routine makes it much easier.",
-            "A late play session and a consistent bedtime often help a lot.",
-            "Puzzle feeders and anything they can chase tend to be favourites.",
+            "Ask them for the {pet}'s feeding routine and the vet's number before they leave.",
+            "Once a year is typical for a healthy adult {pet}; more often when they get older.",
+            "A {pet} is a commitment, but a steady routine makes it much easier.",
+            "A late play session and a consistent bedtime often help a {pet} settle.",
+            "For a {pet}, puzzle feeders and anything it can chase tend to be favourites.",
+            "One day off its food is common for a {pet}; call the vet if it lasts longer.",
+            "I wouldn't leave a {pet} alone that long; a neighbour dropping by helps.",
+            "Give the {pet} one quiet room first and let it explore from there.",
         ],
     },
     "plants": {
         "user": [
             "My balcony gets a lot of afternoon sun. What should I grow there?",
-            "The leaves on one of my plants are turning yellow.",
-            "How often should I water houseplants in {month}?",
-            "I repotted a few plants this weekend.",
-            "Are there plants that survive if I forget to water them?",
+            "The leaves on my {plant} are turning yellow.",
+            "How often should I water a {plant} in {month}?",
+            "I repotted my {plant} this weekend.",
+            "Is my {plant} hard to keep alive if I forget to water it?",
+            "My {plant} is leaning towards the window.",
+            "Should I feed my {plant} in {month}?",
+            "Someone gave me a new {plant}. Where should I put it?",
         ],
         "assistant": [
             "Herbs like rosemary and thyme love sun and forgive a dry spell.",
-            "Yellow leaves often mean too much water; let the soil dry out a bit.",
-            "Check the soil with a finger; water when the top few centimetres are dry.",
-            "Give them a week out of direct sun while the roots settle.",
-            "Snake plants and succulents are famously hard to kill.",
+            "Yellow leaves on your {plant} often mean too much water; let the soil dry out a bit.",
+            "Check the {plant}'s soil with a finger; water when the top few centimetres are dry.",
+            "Give the {plant} a week out of direct sun while the roots settle.",
+            "Your {plant} forgives the odd missed watering; just don't let it sit in water.",
+            "Turn the {plant} a quarter turn every week and it will grow straighter.",
+            "In {month}, a light feed once a month is plenty for your {plant}.",
+            "Bright light without harsh midday sun suits your {plant} best.",
         ],
     },
     "fitness": {
         "user": [
-            "I started running again after a long break. How far should I go at first?",
+            "I started {activity} again after a long break. How much should I do at first?",
             "My knees hurt after long walks. Should I worry?",
             "What's a good warm-up before {activity}?",
-            "I want to be able to do {activity} for an hour by summer.",
-            "Is it fine to train every day?",
+            "I want to be able to do {activity} for an hour by {month}.",
+            "Is {activity} every day too much?",
+            "I missed a week of {activity}. Do I start over?",
+            "What should I eat before {activity} in the morning?",
+            "Is {activity} on a {weekday} evening a good habit?",
         ],
         "assistant": [
-            "Short and easy is best at first; build up by about ten percent a week.",
+            "Keep the first few {activity} sessions short and easy; build up by about ten percent a week.",
             "Good shoes and a gentler surface help; see someone if it persists.",
-            "Five minutes of easy movement and a few dynamic stretches is plenty.",
-            "Add a little time each week and keep one day easy.",
-            "Light days count; hard sessions need a rest day after them.",
+            "Before {activity}, five minutes of easy movement and a few dynamic stretches is plenty.",
+            "For an hour of {activity} by {month}, add a little time each week and keep one day easy.",
+            "Light days of {activity} count; hard sessions need a rest day after them.",
+            "After a week off {activity}, pick up a little below where you were.",
+            "Something small and easy, like a banana or toast, an hour before {activity} works for most people.",
+            "A fixed {weekday} slot for {activity} makes it much easier to keep going.",
         ],
     },
     "work": {
         "user": [
             "I have a presentation on {weekday}. How do I keep it short?",
             "My inbox is out of control after the holidays.",
-            "How do I ask my manager for a day off at short notice?",
+            "How do I ask my manager for a day off on {weekday}?",
             "I keep getting distracted in the afternoons.",
-            "We're moving offices next month and I have to pack my desk.",
+            "We're moving offices in {month} and I have to pack my desk.",
+            "I have {task} due on {weekday} and haven't started.",
+            "A colleague keeps booking meetings over lunch.",
+            "Should I take on {task} as well?",
         ],
         "assistant": [
-            "Pick three points and cut everything that doesn't support them.",
+            "For {weekday}, pick three points and cut everything that doesn't support them.",
             "Sort by sender first, archive anything older than a month, then reply in batches.",
-            "Be direct about the date and mention how your work will be covered.",
+            "Be direct about {weekday} and mention how your work will be covered.",
             "A short walk after lunch and one clear task per hour can help.",
-            "Label the boxes by what you need first, not by where things were.",
+            "For the move in {month}, label the boxes by what you need first, not by where things were.",
+            "Split {task} into pieces and do the first one today; {weekday} will look less scary.",
+            "Block lunch in your calendar; most people respect a visible slot.",
+            "Only take on {task} if something else can move; say what would slip.",
         ],
     },
     "home": {
         "user": [
-            "A tap in the kitchen keeps dripping. Can I fix it myself?",
-            "We're repainting the living room. Any tips?",
-            "How do I get rid of the damp smell in a cupboard?",
+            "A tap in the {wet_room} keeps dripping. Can I fix it myself?",
+            "We're repainting the {room}. Any tips?",
+            "How do I get rid of the damp smell in a {room} cupboard?",
             "I finally cleared out the garage this weekend.",
             "What's the easiest way to keep the fridge organised?",
+            "The {room} always feels cold in {month}.",
+            "How often should I deep-clean the {room}?",
+            "We want to make the {room} feel bigger.",
         ],
         "assistant": [
-            "Usually it's a worn washer; turn the water off at the valve first.",
-            "Tape the edges well and do two thin coats rather than one thick one.",
-            "Air it out, wipe with diluted vinegar and leave a bowl of baking soda.",
+            "A dripping tap in the {wet_room} is usually a worn washer; turn the water off at the valve first.",
+            "For the {room}, tape the edges well and do two thin coats rather than one thick one.",
+            "Air the {room} cupboard out, wipe it with diluted vinegar and leave a bowl of baking soda.",
             "Great job. Keeping one shelf empty makes it easier to stay tidy.",
             "Group by type and put what expires first at the front.",
+            "Check the {room} windows for draughts first; a strip of seal is cheap.",
+            "A proper clean of the {room} once a season is plenty if you tidy weekly.",
+            "Light colours and one big mirror make a {room} feel larger.",
         ],
     },
     "events": {
         "user": [
-            "I'm going to see a {genre} concert soon and I'm really excited.",
+            "I'm going to hear some live {genre} soon and I'm really excited.",
             "Have you heard of the {genre} festival this year?",
-            "I bought tickets for something fun next month.",
-            "Do you think it's worth paying for better seats?",
-            "What should I bring to an outdoor event?",
+            "I bought tickets for something fun in {month}.",
+            "Do you think it's worth paying for better seats for {genre}?",
+            "What should I bring to an outdoor {genre} event?",
+            "My friend wants to go out for {genre} on {weekday}.",
+            "Is it weird to go and hear {genre} alone?",
+            "The {genre} show sold out before I could book.",
         ],
         "assistant": [
-            "That sounds fun. Arriving early usually means shorter queues.",
-            "It's popular; people say the evening sets are the best.",
-            "Nice! Keep the ticket somewhere safe so you can find it on the day.",
-            "For a show you care about, a better view often makes the evening.",
-            "Water, a light jacket and a charged phone cover most things.",
+            "Live {genre} sounds fun. Arriving early usually means shorter queues.",
+            "The {genre} festival is popular; people say the evening sets are the best.",
+            "Nice! Keep the tickets for {month} somewhere safe so you can find them on the day.",
+            "For {genre} you care about, a better view often makes the evening.",
+            "For an outdoor {genre} event: water, a light jacket and a charged phone.",
+            "Live {genre} on {weekday} is a nice way to break up the week.",
+            "Not at all; lots of people go alone and enjoy the {genre} more.",
+            "Sold-out {genre} shows often release returns a day or two before.",
         ],
     },
     "family": {
         "user": [
             "My {relative} is visiting next weekend. What could we do together?",
-            "It's my {relative}'s birthday soon and I have no idea what to get.",
+            "It's my {relative}'s birthday in {month} and I have no idea what to get.",
             "I had a long call with my {relative} yesterday.",
-            "We're planning a small family dinner.",
+            "We're planning a small family dinner for {n} people.",
             "My {relative} gave me something nice last week.",
+            "I haven't seen my {relative} since {month}.",
+            "My {relative} wants to learn {activity}.",
+            "My {relative} is moving to {city}.",
         ],
         "assistant": [
-            "A relaxed lunch and a walk somewhere new is hard to beat.",
-            "Something tied to a shared memory tends to land well.",
-            "It's lovely to stay in touch like that.",
-            "Keep the menu simple so you can enjoy the evening too.",
-            "That's thoughtful of them.",
+            "With your {relative}, a relaxed lunch and a walk somewhere new is hard to beat.",
+            "For your {relative}, something tied to a shared memory tends to land well.",
+            "It's lovely to stay in touch with your {relative} like that.",
+            "For {n} people, keep the menu simple so you can enjoy the evening too.",
+            "That's thoughtful of your {relative}.",
+            "Maybe plan a visit to your {relative}; it's been a while since {month}.",
+            "{activity} is a nice thing to start with your {relative}, if you have the time.",
+            "{city} is lovely; you'll have a good reason to visit your {relative}.",
         ],
     },
 }
 
-FOLLOW_USER = [
-    "That makes sense, thanks.", "Good point, I hadn't thought of that.",
-    "Okay, I'll try that this week.", "Do you have any other suggestions?",
-    "What would you do in my place?", "Interesting. How long does that usually take?",
-    "I'll let you know how it goes.", "Is there anything I should avoid?",
+# Follow-up exchanges: the user's line and a reply that answers it (drawn as a pair, so the
+# assistant never answers a question nobody asked).
+FOLLOW_UPS: list[tuple[str, str]] = [
+    ("That makes sense, thanks.", "You're welcome. Small steps add up."),
+    ("Good point, I hadn't thought of that.", "It's easy to miss until it trips you up once."),
+    ("Okay, I'll try that this week.", "Sounds like a sensible plan."),
+    ("Do you have any other suggestions?",
+     "Keeping a short note of what worked will save you time next time."),
+    ("What would you do in my place?",
+     "I'd keep it simple to begin with and adjust from there."),
+    ("Interesting. How long does that usually take?",
+     "It usually takes a couple of tries to get right, so give it a few weeks."),
+    ("I'll let you know how it goes.", "Please do, I'd like to hear how it turns out."),
+    ("Is there anything I should avoid?",
+     "Avoid rushing it; most problems come from doing too much at once."),
+    ("Thanks, that's really helpful.", "Glad it helps."),
+    ("Hmm, I'm not sure I have the time for that.",
+     "Then pick the one part that matters most and leave the rest for later."),
+    ("Would it be cheaper to do it that way?", "Usually, yes, once you count the time saved."),
+    ("My friend said the opposite, though.",
+     "People's experience varies; try it once and see what suits you."),
+    ("Right, that's roughly what I expected.", "Then you're already on the right track."),
+    ("Should I ask someone to help me with it?",
+     "If someone has done it before, an extra pair of hands makes it easier."),
+    ("I tried something like that last year.", "What was different about it last time?"),
+    ("That sounds like a lot of work.", "It looks like more than it is once you start."),
+    ("Is it worth spending a bit more on it?",
+     "If you'll use it often, paying a little more usually pays off."),
+    ("How do I know if it's working?", "Give it two weeks and compare with how it was before."),
+    ("I always forget to do that.", "A reminder on your phone at the same time each day helps."),
+    ("Can I do it on a weekend?", "Sure, a quiet Saturday morning is a good time for it."),
+    ("That's more or less what I was planning.", "Then go for it; you've thought it through."),
+    ("I'm a bit nervous about getting it wrong.",
+     "Everyone gets it a little wrong the first time; that's how you learn what works."),
+    ("What if it doesn't work out?", "Then you'll know more for the next attempt."),
+    ("Do people usually find that hard?", "Not really, once they've done it once or twice."),
+    ("Okay, I'll think about it.", "No rush, it will keep."),
+    ("You're right, I was overcomplicating it.", "It happens to all of us."),
+    ("Where would you start?", "With the smallest step you can finish today."),
+    ("That's a good idea, actually.", "Glad it sounds useful."),
+    ("How did you know that?", "It comes up a lot; it's a common question."),
+    ("Is that what most people do?", "Most people I hear about do something like it, yes."),
+    ("I'll ask around and see what others think.", "Good idea; a second opinion never hurts."),
+    ("Can you remind me about it later?", "I can't send reminders, but a note on your phone will do it."),
+    ("That's easier than I thought.", "Often the hardest part is starting."),
+    ("What's the most common mistake?", "Trying to do everything at once."),
+    ("I'll have to check my budget first.", "Sensible; better to know the numbers before you decide."),
+    ("Would you recommend it to a friend?", "If they have the time for it, yes."),
+    ("Okay, and after that?", "Then see how it feels and adjust the next step."),
+    ("I might need a bit more time to decide.", "Take the time you need; nothing here is urgent."),
+    ("Fair enough.", "Anything else on your mind?"),
+    ("That's reassuring, thanks.", "Good; it usually works out fine."),
 ]
-FOLLOW_ASSISTANT = [
-    "Happy to help. Small steps add up.", "It usually takes a couple of tries to get right.",
-    "I'd keep it simple to begin with and adjust from there.",
-    "Avoid rushing it; most problems come from doing too much at once.",
-    "Keeping a short note of what worked will save you time next time.",
-    "That's a sensible plan.",
-]
+# Said before a user's line or after a reply now and then, as people do; every session's
+# chat draws them alike, so they vary the text without telling one kind of session apart.
+LEAD_INS = ["Quick question.", "Hi again!", "Hey.", "Morning!", "Something else on my mind.",
+            "Okay, next thing.", "Hope you're well.", "Sorry, one more thing."]
+TAILS = ["Hope that helps.", "Let me know how it goes.", "Happy to say more if useful.",
+         "Good luck!", "Shout if you want more detail.", "Just my two cents.",
+         "Take it at your own pace."]
+VARY_RATE = 0.4  # how often a chat line gets a lead-in or a tail
+TOPIC_RATE = 0.75  # how often an exchange after the first is the topic's (else a follow-up)
 SLOTS: dict[str, list[str]] = {
     "city": ["Lisbon", "Kyoto", "Valencia", "Oslo", "Porto", "Tallinn", "Bologna", "Ghent",
              "Seville", "Bergen", "Krakow", "Lyon", "Nara", "Graz"],
     "month": ["March", "April", "May", "June", "September", "October", "November"],
     "n": ["3", "4", "5", "6", "8"],
-    "dish": ["lasagne", "a lentil curry", "banana bread", "risotto", "a fish pie",
-             "shakshuka", "dumplings", "a tarte tatin"],
+    "dish": ["lasagne", "lentil curry", "banana bread", "risotto", "fish pie",
+             "shakshuka", "dumpling soup", "tarte tatin"],
     "ingredient": ["rice", "pasta", "potatoes", "cheese", "bread"],
     "item": ["running shoes", "a desk lamp", "headphones", "a rain jacket", "a kettle"],
     "store": ["the corner shop", "the market", "the big supermarket", "the bakery"],
@@ -205,12 +315,19 @@ SLOTS: dict[str, list[str]] = {
     "weekday": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"],
     "genre": ["jazz", "folk", "indie", "classical", "electronic"],
     "relative": ["sister", "brother", "cousin", "aunt", "uncle", "grandmother"],
+    "plant": ["basil", "fern", "monstera", "cactus", "orchid", "peace lily", "spider plant"],
+    "wet_room": ["kitchen", "bathroom", "utility room"],
+    "room": ["kitchen", "bathroom", "living room", "hallway", "bedroom"],
+    "task": ["the quarterly report", "the budget review", "the client slides", "the team rota",
+             "the project plan"],
 }
 
 # What a user says when sharing an image of each kind: indirect, never the content itself.
 SHARE_LINES: dict[str, list[str]] = {
     "receipt": ["Here's the receipt from {place} today <image>", "Kept the receipt from {place} <image>",
-                "Just got back from {place}, receipt attached <image>"],
+                "Just got back from {place}, receipt attached <image>",
+                "Another receipt from {place} for my records <image>",
+                "Stopped by {place} on the way home, here's the receipt <image>"],
     "ticket": ["Look what I just booked <image>", "Tickets are sorted <image>",
                "Got my ticket for {place} <image>"],
     "label": ["This is the one I picked up <image>", "Found this at {place} <image>",
@@ -255,6 +372,15 @@ LINES: dict[str, str] = {
     "desk_swap_new": "There's a different {kind} on my desk now <image>",
     "desk_swap_replaced": "Replaced the {kind} on my desk this week <image>",
 }
+# Other wordings of a line a question's sessions say several times (the k-th session takes
+# variant k, from a random start), so no episode holds one of them more than twice.
+LINE_VARIANTS: dict[str, tuple[str, ...]] = {
+    "collection": ("Adding this one to my {kind} collection <image>",
+                   "One more {kind} for the collection <image>",
+                   "Took a photo of another {kind} from my collection <image>"),
+    "parking_move": ("Moved the car to another bay today <image>",
+                     "The car is in a different spot now <image>"),
+}
 # The MemEye export's update chains (0036): the first image's line, then each update's from
 # several. With one update line, its words ("again") were in most of a chain's sessions and
 # in few others: a tell for evidence. The haystack draws its lines through the same table.
@@ -270,9 +396,11 @@ class Phrase(str):
     keep: tuple[str, ...] = ()
 
 
-def line(template_name: str, /, **slots: str) -> Phrase:
-    """``LINES[template_name]`` filled in; the slot values it uses are phrases to keep."""
-    template = LINES[template_name]
+def line(template_name: str, /, variant: int = 0, **slots: str) -> Phrase:
+    """``LINES[template_name]`` (or its ``variant``-th wording, counting round
+    ``LINE_VARIANTS``) filled in; the slot values it uses are phrases to keep."""
+    wordings = (LINES[template_name], *LINE_VARIANTS.get(template_name, ()))
+    template = wordings[variant % len(wordings)]
     phrase = Phrase(template.format(**slots))
     phrase.keep = tuple(str(v) for k, v in slots.items() if "{" + k + "}" in template)
     return phrase
@@ -286,15 +414,40 @@ def chain_line(rng: random.Random, chain: str, step: int, /, **slots: str) -> Ph
 
 SHARE_REPLIES = [
     "Thanks for sharing, I've got it.", "Nice, thanks for the photo.", "Got it, thanks.",
-    "Thanks, that's clear.", "Noted, thanks for sending it over.",
+    "Thanks, that's clear.", "Noted, thanks for sending it over.", "Thanks, I can see it.",
+    "Got it. Anything you want me to keep in mind about it?", "Thanks, saved.",
+    "Nice one, thanks.", "Received, thank you.", "Thanks for sending that.",
+    "Okay, I've got the picture.", "Great, thanks for showing me.", "Thanks, noted.",
+    "Got it, I'll remember that.", "Lovely, thanks.", "Thanks, I'll keep that in mind.",
+    "Okay, got it.", "Thanks for the picture.", "Great, I have it.", "Perfect, thanks.",
+    "Thanks, that's useful to have.", "Got it, thank you.", "All right, noted.",
 ]
+# Replies that fit one kind of image (drawn with the general ones); none restates what the
+# image shows.
+SHARE_REPLIES_BY_KIND: dict[str, list[str]] = {
+    "receipt": ["Thanks, I've got the receipt.", "Receipt noted, thanks.",
+                "Good idea to keep those receipts.", "Thanks, filed with the others."],
+    "ticket": ["Nice, that should be a good one.", "Great, enjoy it when the day comes!",
+               "Thanks, I've noted the ticket.", "Lovely, something to look forward to."],
+    "label": ["Thanks, I can read the label.", "Good to know what you're using.",
+              "Nice, thanks for showing me the packet."],
+    "calendar": ["Thanks, I've noted the date.", "Good idea to mark it.",
+                 "Got it, it's in the calendar then."],
+    "schedule": ["Busy day! Thanks for sharing the plan.", "Thanks, that's a full schedule.",
+                 "Got the plan, thanks."],
+    "clock": ["Thanks, noted the time.", "Got it, thanks for the time check."],
+    "chat": ["Thanks, I see the message.", "Got it, thanks for the screenshot."],
+    "app_ui": ["Thanks, I've got the screenshot.", "Screenshot noted, thanks.",
+               "Got it, the app screen is clear.", "Thanks, I'll keep that screen in mind."],
+    "scene": ["Thanks, I can see the table.", "Nice arrangement, thanks for the photo.",
+              "Looks tidy, thanks."],
+    "entity": ["Oh, nice one!", "Thanks for the photo, lovely.", "Ha, great picture.",
+               "Thanks, I can see it clearly."],
+}
 
 
-def _fill(template: str, rng: random.Random, extra: dict[str, str] | None = None) -> str:
-    values = {k: rng.choice(v) for k, v in SLOTS.items()}
-    if extra:
-        values.update(extra)
-    return template.format(**values)
+def _slot_values(rng: random.Random) -> dict[str, str]:
+    return {k: rng.choice(v) for k, v in SLOTS.items()}
 
 
 @dataclass
@@ -304,6 +457,9 @@ class TurnPlan:
     images: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (kind, facts)
     facts: list[dict[str, Any]] = field(default_factory=list)  # text facts, for oracles
     keep: tuple[str, ...] = ()  # phrases a naturaliser must not touch
+    # "topic" or "follow_up" (a small-talk exchange) or "share_reply:<kind>": lines
+    # limit_repeats may redraw
+    source: str = ""
 
 
 @dataclass
@@ -312,49 +468,142 @@ class SessionPlan:
     turns: list[TurnPlan]
     role: str = "haystack"  # evidence | haystack | filler
     meta: dict[str, Any] = field(default_factory=dict)
+    # the session's slot values (one city, one dish, ... per conversation); not exported
+    slots: dict[str, str] = field(default_factory=dict)
+
+
+def _sentence(text: str) -> str:
+    """``text`` with its first letter capitalised (a slot may open it: "lasagne is ...")."""
+    return text[:1].upper() + text[1:]
+
+
+def _exchange(rng: random.Random, topic: str, pair: int | None, follow: int | None, *,
+              values: dict[str, str], lead: bool | None = None, tail: bool | None = None,
+              ) -> list[TurnPlan]:
+    """One user line and the reply that answers it: the topic's ``pair``-th (its slots
+    filled from ``values`` on both sides) or else the ``follow``-th follow-up, with a
+    lead-in and a tail as ``lead`` and ``tail`` say (each ``VARY_RATE`` of the time if
+    None)."""
+    if pair is not None:
+        bank = TOPICS[topic]
+        user, reply = (_sentence(bank[side][pair].format(**values)) for side in ("user", "assistant"))
+        source = "topic"
+    else:
+        user, reply = FOLLOW_UPS[follow or 0]
+        source = "follow_up"
+    if rng.random() < VARY_RATE if lead is None else lead:
+        user = f"{rng.choice(LEAD_INS)} {user}"
+    if rng.random() < VARY_RATE if tail is None else tail:
+        reply = f"{reply} {rng.choice(TAILS)}"
+    return [TurnPlan("user", user, source=source), TurnPlan("assistant", reply, source=source)]
+
+
+def _redraw(rng: random.Random, session: SessionPlan, pair: list[TurnPlan]) -> list[TurnPlan]:
+    """Another exchange of the same shape as ``pair``: a topic's or a follow-up as it was,
+    with a lead-in and a tail where it had them. (Redrawn freely, the exchanges of sessions
+    that share lines with many others, evidence with several sessions, drifted towards
+    follow-ups and lead-ins, which a classifier then read as evidence.)"""
+    user, reply = pair[0].text, pair[1].text
+    lead = any(user.startswith(f"{x} ") for x in LEAD_INS)
+    tail = any(reply.endswith(f" {x}") for x in TAILS)
+    # A topic's exchange may take other slot values: the session's own may be what repeats.
+    topic = session.topic
+    if pair[0].source == "topic":
+        return _exchange(rng, topic, rng.randrange(len(TOPICS[topic]["user"])), None,
+                         values=_slot_values(rng), lead=lead, tail=tail)
+    return _exchange(rng, topic, None, rng.randrange(len(FOLLOW_UPS)), values={},
+                     lead=lead, tail=tail)
 
 
 def chat_session(rng: random.Random, *, topic: str | None = None, n_exchanges: int | None = None,
                  inserts: list[list[TurnPlan]] | None = None) -> SessionPlan:
     """A topical user/assistant session; ``inserts`` are turn groups (e.g. a shared image and
-    its reply) placed at random exchange boundaries, in the given order."""
+    its reply) placed at random exchange boundaries, in the given order. It opens with one
+    of the topic's exchanges; later ones are the topic's or follow-ups, none twice."""
     topic = topic or rng.choice(sorted(TOPICS))
-    bank = TOPICS[topic]
     n = n_exchanges if n_exchanges is not None else rng.randint(3, 6)
+    size = len(TOPICS[topic]["user"])
+    pairs = rng.sample(range(size), size)
+    follows = rng.sample(range(len(FOLLOW_UPS)), len(FOLLOW_UPS))
+    values = _slot_values(rng)  # one trip, one dish, one pet per conversation
     turns: list[TurnPlan] = []
     for i in range(n):
-        if i == 0:
-            user = _fill(rng.choice(bank["user"]), rng)
-            reply = _fill(rng.choice(bank["assistant"]), rng)
+        if pairs and (i == 0 or rng.random() < TOPIC_RATE):
+            turns += _exchange(rng, topic, pairs.pop(), None, values=values)
         else:
-            user = rng.choice(FOLLOW_USER) if rng.random() < 0.5 else _fill(rng.choice(bank["user"]), rng)
-            reply = rng.choice(FOLLOW_ASSISTANT) if rng.random() < 0.5 else _fill(
-                rng.choice(bank["assistant"]), rng)
-        turns.append(TurnPlan("user", user))
-        turns.append(TurnPlan("assistant", reply))
+            turns += _exchange(rng, topic, None, follows.pop(), values=values)
     if inserts:
         # Insert after whole exchanges (keeps user/assistant alternation), in the given
         # order: the slots are sorted and filled from the last so indices stay valid.
         slots = sorted(rng.choice(range(2, len(turns) + 1, 2)) for _ in inserts)
         for pos, group in sorted(zip(slots, range(len(inserts)), strict=True), reverse=True):
             turns[pos:pos] = inserts[group]
-    return SessionPlan(topic=topic, turns=turns)
+    return SessionPlan(topic=topic, turns=turns, slots=values)
+
+
+MAX_REPEATS = 2  # how often one line may occur in an episode
+_REDRAWS = 40
+
+
+def lines_fit(session_texts: list[str], counts: Counter[str], limit: int = MAX_REPEATS) -> bool:
+    """Whether adding these lines to an episode's ``counts`` keeps each within ``limit``."""
+    return all(counts[t] + n <= limit for t, n in Counter(session_texts).items())
+
+
+def limit_repeats(sessions: list[SessionPlan], rng: random.Random,
+                  counts: Counter[str] | None = None, limit: int = MAX_REPEATS) -> Counter[str]:
+    """Redraw the small-talk exchanges and image replies of ``sessions`` (in place) that
+    would make a line occur more than ``limit`` times, counting on from ``counts`` (the
+    lines already in the episode); returns the updated counts. Lines that carry a
+    question's facts are never redrawn (they come in variants instead; see ``LINES``)."""
+    counts = Counter() if counts is None else counts
+    for session in sessions:
+        turns = session.turns
+        i = 0
+        while i < len(turns):
+            if turns[i].source in ("topic", "follow_up") and i + 1 < len(turns):
+                pair = turns[i:i + 2]
+                for _ in range(_REDRAWS):
+                    if lines_fit([t.text for t in pair], counts, limit):
+                        break
+                    pair = _redraw(rng, session, pair)
+                turns[i:i + 2] = pair
+                counts.update(t.text for t in pair)
+                i += 2
+                continue
+            if turns[i].source.startswith("share_reply"):
+                replies = _share_replies(turns[i].source.partition(":")[2])
+                for _ in range(_REDRAWS):
+                    if counts[turns[i].text] < limit:
+                        break
+                    turns[i].text = rng.choice(replies)
+            counts[turns[i].text] += 1
+            i += 1
+    return counts
+
+
+def _share_replies(kind: str) -> list[str]:
+    return SHARE_REPLIES + SHARE_REPLIES_BY_KIND.get(kind, [])
 
 
 def share_image(rng: random.Random, kind: str, facts: dict[str, Any], *, line: str | None = None,
                 place: str = "the shop", text_facts: list[dict[str, Any]] | None = None,
-                reply: str | None = None) -> list[TurnPlan]:
-    """A user turn sharing an image (with an indirect line) and the assistant's reply."""
+                reply: str | None = None, variant: int | None = None) -> list[TurnPlan]:
+    """A user turn sharing an image (with an indirect line: ``line``, else the ``variant``-th
+    of its kind's share lines, else a random one) and the assistant's reply."""
     if line is not None:
         text, keep = line, tuple(getattr(line, "keep", ()))
     else:
-        text = rng.choice(SHARE_LINES[kind]).format(place=place)
+        lines = SHARE_LINES[kind]
+        template = rng.choice(lines) if variant is None else lines[variant % len(lines)]
+        text = template.format(place=place)
         keep = (place,) if place in text else ()
     if "<image>" not in text:
         text = f"{text} <image>"
     return [TurnPlan("user", str(text), images=[(kind, facts)], facts=list(text_facts or []),
                      keep=keep),
-            TurnPlan("assistant", reply or rng.choice(SHARE_REPLIES))]
+            TurnPlan("assistant", reply or rng.choice(_share_replies(kind)),
+                     source="" if reply else f"share_reply:{kind}")]
 
 
 def say(role: str, text: str, facts: list[dict[str, Any]] | None = None,

@@ -61,8 +61,8 @@ def indistinguishability_gate(episodes: list[Any], out: Path) -> dict[str, Any]:
                  "coefficients of the TF-IDF + logistic-regression classifier of the "
                  "indistinguishability gate, refitted on all documents; *_docs count the "
                  "documents containing each"),
-        **{k: result[k] for k in ("auc", "auc_without_fillers", "verdict", "n_evidence",
-                                  "n_other", "n_fillers")},
+        **{k: result[k] for k in ("auc", "auc_interval", "auc_without_fillers", "verdict",
+                                  "n_evidence", "n_other", "n_fillers")},
         **result["top_features"],
     }
     (out / FEATURES_FILE).write_text(json.dumps(features, indent=2, ensure_ascii=False) + "\n",

@@ -1,0 +1,162 @@
+"""Issue 28: haystack sessions drawn as evidence sessions are, conversations whose replies
+answer what was said, few repeated lines, and the seed that failed its own gate."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from datetime import datetime
+
+import pytest
+
+from memgauge.benchmarks.synth import SynthConfig, generate
+from memgauge.benchmarks.synth._haystack import family_session
+from memgauge.benchmarks.synth._text import (
+    FOLLOW_UPS,
+    LEAD_INS,
+    SHARE_REPLIES,
+    SLOTS,
+    TAILS,
+    TOPICS,
+    SessionPlan,
+    TurnPlan,
+    chat_session,
+    limit_repeats,
+)
+from memgauge.benchmarks.synth._validate import gate_episodes, tier_episodes
+
+
+def _template_regex(template: str) -> re.Pattern[str]:
+    return re.compile("^" + re.sub(r"\\\{\w+\\\}", ".+?", re.escape(template)) + "$")
+
+
+def _core(text: str) -> str:
+    """A chat line less the lead-in or tail it may carry."""
+    for lead in LEAD_INS:
+        text = text.removeprefix(f"{lead} ")
+    for tail in TAILS:
+        text = text.removesuffix(f" {tail}")
+    return text
+
+
+def _answers(user: str, reply: str) -> bool:
+    """Whether ``reply`` is the reply written for ``user`` (a topic's pair or a follow-up)."""
+    if (user, reply) in FOLLOW_UPS:
+        return True
+    return any(_template_regex(u).match(user) and _template_regex(a).match(reply)
+               for bank in TOPICS.values()
+               for u, a in zip(bank["user"], bank["assistant"], strict=True))
+
+
+def test_every_small_talk_reply_answers_its_user_line():
+    """A pet question answered with travel advice (or a parrot with "It is a commitment")
+    came from drawing user lines and replies apart."""
+    rng = random.Random(28)
+    pairs = 0
+    for _ in range(300):
+        turns = chat_session(rng).turns
+        for user, reply in zip(turns[::2], turns[1::2], strict=True):
+            assert (user.role, reply.role) == ("user", "assistant")
+            assert _answers(_core(user.text), _core(reply.text)), (user.text, reply.text)
+            pairs += 1
+    assert pairs > 900
+
+
+def test_a_conversation_keeps_its_slot_values_on_both_sides():
+    """"A weekend in Lisbon?" was answered about Kyoto: each side drew its own city."""
+    rng = random.Random(5)
+    asked = 0
+    for _ in range(400):
+        session = chat_session(rng, topic="travel")
+        text = " ".join(t.text for t in session.turns)
+        named = {c for c in SLOTS["city"] if c in text}
+        assert named <= {session.slots["city"]}, text  # one trip per conversation
+        for user, reply in zip(session.turns[::2], session.turns[1::2], strict=True):
+            if "a good time to go" in user.text:
+                city = re.search(r"weekend in (\w+)\.", user.text).group(1)
+                assert _core(reply.text).startswith(city), (user.text, reply.text)
+                asked += 1
+    assert asked > 20
+
+
+def test_limit_repeats_redraws_small_talk_and_image_replies_over_the_cap():
+    rng = random.Random(1)
+    def share() -> list[TurnPlan]:
+        return [TurnPlan("user", "Look at this <image>", images=[("scene", {})]),
+                TurnPlan("assistant", SHARE_REPLIES[0], source="share_reply")]
+
+    sessions = [SessionPlan("pets", [*chat_session(random.Random(0), topic="pets",
+                                                   n_exchanges=3).turns, *share()])
+                for _ in range(5)]  # five copies of one session: every line five times
+    counts = limit_repeats(sessions, rng)
+    assert Counter(t.text for s in sessions for t in s.turns) == counts
+    # a line that carries a question's wording is left alone, whatever the count
+    assert counts.pop("Look at this <image>") == 5
+    assert max(counts.values()) == 2
+
+
+def test_a_pool_session_is_an_evidence_session_of_a_planned_question():
+    from memgauge.benchmarks.synth._families import DEFAULT_FAMILIES
+
+    rng = random.Random(3)
+    drawn = [family_session(rng, DEFAULT_FAMILIES, with_image=True) for _ in range(300)]
+    for session, keys in drawn:
+        assert session.role == "haystack" and keys and not session.meta
+        # every evidence session shares an image but ie_entity's article (text only)
+        assert any(t.images for t in session.turns) or "I read an article" in str(session)
+        assert not any(f.get("needle") for t in session.turns for f in t.facts)
+    # Families with several evidence sessions are as common here as among the evidence:
+    # collection photos (msr_counting, 3-6 sessions) outnumber a single-session family's.
+    collection = sum("collection" in t.text for s, _ in drawn for t in s.turns)
+    article = sum("I read an article" in t.text for s, _ in drawn for t in s.turns)
+    assert collection > 2 * article > 0
+    fillers = [family_session(rng, DEFAULT_FAMILIES, with_image=False)[0] for _ in range(200)]
+    assert all(s.role == "filler" and not any(t.images or "<image>" in t.text for t in s.turns)
+               for s in fillers)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    out = tmp_path_factory.mktemp("synth") / "b"
+    generate(SynthConfig(out=str(out), seed=5, tiers=["4k", "8k"], questions=12))
+    return {tier: tier_episodes(out, tier) for tier in ("4k", "8k")}
+
+
+@pytest.mark.parametrize("tier", ["4k", "8k"])
+def test_no_line_more_than_twice_in_an_episode(small, tier):
+    """A 4k prompt held one filler line 9 times (issue 28). (At 32k an episode has ~140
+    sessions and the small talk cannot keep every line to two; design 0041.)"""
+    for ep in small[tier]:
+        line, n = Counter(t.text for s in ep.sessions for t in s.turns).most_common(1)[0]
+        assert n <= 2, (ep.episode_id, line, n)
+
+
+def test_haystack_sessions_are_dated_as_evidence_sessions_are(small):
+    """Haystack at any minute of 0-240 days (03:00, the question's own day) was never
+    evidence: a model reading the dates could rule it out."""
+    def when(stamp: str) -> datetime:
+        return datetime.strptime(f"{stamp[:10]} {stamp[-5:]}", "%Y/%m/%d %H:%M")
+
+    hours: dict[str, set[int]] = {"evidence": set(), "other": set()}
+    for ep in small["8k"]:
+        asked = when(ep.questions[0].question_date).date()
+        for s in ep.sessions:
+            t = when(s.date)
+            assert 8 <= t.hour <= 21 and 2 <= (asked - t.date()).days <= 237, (s.session_id, s.date)
+            hours["evidence" if s.meta["role"] == "evidence" else "other"].add(t.hour)
+    assert len(hours["other"]) > 10 and hours["evidence"] <= hours["other"]
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_seed_5_passes_its_own_gate_clearly(tmp_path):
+    """``generate synth --seed 5 --tiers 8k,32k --questions 60`` gave AUC 0.600, on the
+    gate's bound (issue 28); the haystack now talks as the evidence does."""
+    pytest.importorskip("sklearn")
+    from memgauge.analysis import indistinguishability
+
+    generate(SynthConfig(out=str(tmp_path / "b"), seed=5, tiers=["8k", "32k"], questions=60))
+    res = indistinguishability(gate_episodes(tier_episodes(tmp_path / "b", "32k")))
+    assert res.verdict == "PASS" and abs(res.auc - 0.5) <= 0.05, res.top_features["evidence"][:5]
+    low, high = res.auc_interval
+    assert low < res.auc < high and high - low < 0.2
