@@ -90,10 +90,23 @@ def test_a_dump_of_the_history_earns_nothing() -> None:
     dump = "\n".join(
         f"User: on day {d} I bought {d * 3 % 17} apples and paid ${d}.50 for {d % 5} pears."
         for d in range(1, 60))
-    for question in (q("7", "integer"), q("$12.50", "currency"), q("4", "number")):
-        assert scored(question, dump) == (0.0, "hedged")
+    assert scored(q("7", "integer"), dump) == (0.0, "hedged")  # 1, 3, 1.50 in its first line
+    for question in (q("$12.50", "currency"), q("4", "number")):
+        assert scored(question, dump)[0] == 0.0
     assert scored(q("pears", "free_text"), dump)[0] == 0.0
     assert RULE.score(q("pears", "free_text"), dump).details["too_long"] is True
+
+
+def test_a_long_reply_answers_in_its_first_sentence_or_stated_part() -> None:
+    """A dump of a session that holds one "yes" somewhere is no "yes" (design 0038)."""
+    chat = " ".join(f"User: what about day {d}? Assistant: it rained, take a coat."
+                    for d in range(8))
+    dump = chat + " User: is that normal? Assistant: Most people do that, yes. " + chat
+    yes = q("Yes", "yes_no")
+    assert scored(yes, dump) == (0.0, None)
+    assert RULE.score(yes, dump).details["too_long"] is True
+    assert scored(yes, "Yes. " + chat)[0] == 1.0  # a long reply that answers first
+    assert scored(yes, chat + "\nAnswer: yes")[0] == 1.0  # or states its answer
 
 
 def test_free_text_containment_only_in_a_short_reply() -> None:

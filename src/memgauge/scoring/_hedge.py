@@ -29,12 +29,16 @@ __all__ = [
     "SHORT_LINE_WORDS",
     "containment_allowed",
     "distinct",
+    "first_sentence",
     "is_hedge",
     "stated_answer",
 ]
 
 HEDGED = "hedged"  # details["label"] of a reply with several candidates and none stated
 SHORT_LINE_WORDS = 8  # a final line this short reads as the reply's answer
+# A reply longer than this answers in its stated part or its first sentence (design 0038).
+LONG_REPLY_WORDS = 60
+_FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n")
 
 # "The answer is 5", "Answer: 5", "final answer: 5", "my answer would be 5", "**Answer:** 5"
 _ANSWER_MARKER = re.compile(
@@ -113,18 +117,32 @@ def commit(
     "hedged", ...})`` for a hedge, ``(None, {})`` when there is no candidate at all.
 
     Candidates equal to a value the question states are set aside when others remain."""
-    found = find(reply)
-    kept = [c for c in found if not any(equal(c, s) for s in stated_in_question)] or found
-    unique = distinct(kept, equal)
+    def candidates(text: str) -> list[T]:
+        found = find(text)
+        return [c for c in found if not any(equal(c, s) for s in stated_in_question)] or found
+
+    stated = stated_answer(reply)
+    if len(reply.split()) > LONG_REPLY_WORDS:
+        # a long reply answers in its stated part or its first sentence, not anywhere in a
+        # page of retrieved text that happens to hold one "yes"
+        if stated is not None and not is_hedge(stated) and (in_stated := candidates(stated)):
+            return in_stated[0], {"stated": stated}
+        reply = first_sentence(reply)
+        stated = None
+        if not candidates(reply):
+            return None, {"too_long": True}
+    unique = distinct(candidates(reply), equal)
     if len(unique) <= 1:
         return (unique[0] if unique else None), {}
-    stated = stated_answer(reply)
-    if stated is not None and not is_hedge(stated):
-        in_stated = [c for c in find(stated)
-                     if not any(equal(c, s) for s in stated_in_question)] or find(stated)
-        if in_stated:
-            return in_stated[0], {"stated": stated}
+    stated = stated if stated is not None else stated_answer(reply)
+    if stated is not None and not is_hedge(stated) and (in_stated := candidates(stated)):
+        return in_stated[0], {"stated": stated}
     return None, {"label": HEDGED}
+
+
+def first_sentence(reply: str) -> str:
+    """The reply's first sentence (or line)."""
+    return _FIRST_SENTENCE.split(reply.strip(), 1)[0]
 
 
 def containment_allowed(prediction_tokens: int, gold_tokens: int) -> bool:

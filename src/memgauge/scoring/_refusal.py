@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from ._hedge import stated_answer
+from ._hedge import LONG_REPLY_WORDS, first_sentence, stated_answer
 
 # Typographic apostrophes and quotes are folded to ASCII before matching, so "I don’t know"
 # and "I don't know" behave the same.
@@ -87,8 +87,6 @@ def is_refusal(text: str | None) -> bool:
     return any(p.search(s) for p in REFUSAL_PATTERNS)
 
 
-REFUSAL_MAX_WORDS = 60  # a longer reply refuses only in its first sentence or stated answer
-_FIRST_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n")
 
 
 def reads_as_refusal(text: str | None) -> bool:
@@ -99,7 +97,6 @@ def reads_as_refusal(text: str | None) -> bool:
     if not is_refusal(text):
         return False
     assert text is not None
-    if len(text.split()) <= REFUSAL_MAX_WORDS:
+    if len(text.split()) <= LONG_REPLY_WORDS:
         return True
-    first = _FIRST_SENTENCE.split(text.strip(), 1)[0]
-    return is_refusal(first) or is_refusal(stated_answer(text))
+    return is_refusal(first_sentence(text)) or is_refusal(stated_answer(text))
