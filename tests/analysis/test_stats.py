@@ -106,3 +106,15 @@ def test_mean_ci_switches_to_wilson_below_thirty():
     assert method == "wilson" and (low, high) == wilson_ci(15, 29)
     assert mean_ci([0.5, 0.25, 1.0])[:2] == wilson_ci(1.75, 3)  # judge levels: their sum
     assert mean_ci([2.0, -1.0])[2] == "bootstrap"  # not a share: no Wilson
+
+
+def test_wilson_bounds_hold_the_proportion_at_zero_and_one() -> None:
+    """At 0 of n and n of n the bounds equal the proportion in exact arithmetic; rounding
+    put them past it for 87 of the n below 200 (0 of 5: low 1e-17), which the HTML
+    leaderboard drew as a negative error bar and matplotlib refused (the demo's report)."""
+    from memgauge.analysis._stats import wilson_ci
+
+    for n in range(1, 200):
+        for k in (0, n):
+            low, high = wilson_ci(k, n)
+            assert low <= k / n <= high, (k, n, low, high)

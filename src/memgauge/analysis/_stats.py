@@ -98,7 +98,9 @@ def wilson_ci(successes: float, n: int, *, confidence: float = 0.95) -> tuple[fl
     z2n = z * z / n
     centre = (p + z2n / 2.0) / (1.0 + z2n)
     half = z * math.sqrt(p * (1.0 - p) / n + z2n / (4.0 * n)) / (1.0 + z2n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # at p = 0 or 1 the bounds equal p in exact arithmetic; rounding must not move them past
+    # it (an error bar of -1e-16 is refused by matplotlib)
+    return (max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half)))
 
 
 def mean_ci(

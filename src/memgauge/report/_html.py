@@ -310,7 +310,7 @@ def _leaderboard_plot(runs: Sequence[RunRow], plots: _Plots) -> str:
                 continue
             err = None
             if math.isfinite(r.ci_low) and math.isfinite(r.ci_high):
-                err = [[r.accuracy - r.ci_low], [r.ci_high - r.accuracy]]
+                err = [[max(0.0, r.accuracy - r.ci_low)], [max(0.0, r.ci_high - r.accuracy)]]
             # an incomplete run's bar is grey and hatched: not a result to rank (0040)
             ax.barh(y, r.accuracy, xerr=err, color="#b0b0b0" if r.incomplete else "#4c72b0",
                     hatch="//" if r.incomplete else None, capsize=3, height=0.6)
