@@ -48,6 +48,9 @@ class FakeLlama:
     def stop(self) -> None:
         self._proc = None
 
+    def death(self) -> str | None:
+        return None  # this stand-in never dies
+
 
 @pytest.fixture
 def servers(monkeypatch):

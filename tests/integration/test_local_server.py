@@ -206,7 +206,9 @@ def test_score_command_with_a_local_judge(answered, tmp_path):
     proc = _cli(["score", str(run_dir), "--judge", "local:smollm2", "--judge-model-option",
                  f"n_ctx={N_CTX}", "--name", "judge-local", "--concurrency", "2"], tag,
                 env_cache)
-    assert proc.returncode == 0, proc.stderr
+    entry = _manifest(run_dir)["judges"]["judge-local"]
+    # a verdict SmolLM2 could not give is recorded apart and exits 3, as run does (issue 24)
+    assert proc.returncode == (3 if entry["failures"] else 0), proc.stderr
     assert "judged" in proc.stdout and "failures" in proc.stdout
     recs = _records(run_dir)
     for rec in recs:
@@ -214,7 +216,6 @@ def test_score_command_with_a_local_judge(answered, tmp_path):
             assert 0.0 <= rec["scores"]["judge-local"] <= 1.0
         else:
             assert rec["meta"]["judge_error"]["scorer"] == "judge-local"
-    entry = _manifest(run_dir)["judges"]["judge-local"]
     assert entry["model"]["provider"] == "local" and entry["judged"] + entry["failures"] == 3
     assert _tagged_processes(tag) == []
 

@@ -108,8 +108,9 @@ def test_score_judge_auto_rubric_and_failures_apart(answered, tmp_path) -> None:
         mp.setenv("MEMGAUGE_MODELS_DIR", str(MODELS_DIR))
         res = _cli("score", str(run_dir), "--judge", "local:smollm2", "--judge-model-option",
                    "n_ctx=2048", "--name", "judge", "--no-label-errors")
-    assert res.exit_code == 0, res.output
     entry = json.loads((run_dir / "manifest.json").read_text())["judges"]["judge"]
+    # a verdict SmolLM2 could not give is recorded apart and exits 3, as run does (issue 24)
+    assert res.exit_code == (3 if entry["failures"] else 0), res.output
     # the open twin alone: the four rotations are the letter rule's (issue 24)
     assert entry["rubric"] == "auto" and entry["judged"] + entry["failures"] == 1
     assert set(entry["prompt_versions"]) == {"memeye", "memlens"}
