@@ -87,7 +87,10 @@ def test_a_malformed_answer_is_an_error_naming_route_and_field(synth, tmp_path, 
         assert r.response.error.kind == "bad_response"
         assert said in r.response.error.message
         assert r.scores == {}  # never scored as wrong
-    assert len(srv.routes_seen("/answer")) == len(records)  # not retried: it would not change
+    # not retried (it would not change): each question asked once; a question still in
+    # flight when the run stopped has no record and is asked again by the rerun
+    asked = [call["question"]["question_id"] for call in srv.routes_seen("/answer")]
+    assert len(asked) == len(set(asked)) and set(records) <= set(asked)
 
 
 def test_5xx_replies_are_retried_then_answered(synth, tmp_path) -> None:

@@ -41,16 +41,17 @@ def test_the_summary_counts_hedged_replies() -> None:
     assert "2 hedged (2 of 4 ok, scored 0)" in md
 
 
-def test_the_leaderboard_has_a_hedged_column() -> None:
+def test_the_leaderboard_counts_hedged_replies_beside_n_ok() -> None:
     from memgauge.report import render_html
 
     identity = {"config": {"identity": {"system": "s", "model": "m", "context_mode": "text",
                                         "tier": "4k", "bench": "t", "system_options": {}}}}
     tables = build_tables([RunData("r", identity, records())])
     md = render_tables_markdown(tables)
-    assert "Hedged / unparseable" in md and "2 hedged (2 of 4 ok, scored 0)" in md
+    assert "| r | s · m · text | 4k | 4 (2 hedged) | 0 |" in md
+    assert "were hedged (several candidates, none stated)" in md
     html = render_html(tables, title="runs")
-    assert "Hedged / unparseable" in html and "2 hedged (2 of 4 ok, scored 0)" in html
+    assert "<td class=num>4 (2 hedged)</td>" in html
 
 
 def test_two_scorer_versions_in_one_run_are_flagged() -> None:

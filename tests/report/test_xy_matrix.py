@@ -158,7 +158,7 @@ def test_open_questions_take_the_judge_never_a_rule_score_and_the_headline_keeps
     assert set(t.ability_matrix) == {"A · MCQ", "A · open"}
     md = render_tables_markdown(t)
     assert "`<run> · MCQ` and `<run> · open` are one run's two forms" in md
-    assert ("| A · open | s · m · image | - | 3 | 0 | 0 | 50.0% [9.5, 90.5] (small n: Wilson) "
+    assert ("| A · open | s · m · image | - | 3 | 0 | 50.0% [9.5, 90.5] (small n: Wilson) "
             "(n=2) |") in md
 
 

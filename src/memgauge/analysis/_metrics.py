@@ -25,6 +25,7 @@ __all__ = [
     "choose_primary",
     "fmt_reply_labels",
     "mixed_versions",
+    "ok_with_labels",
     "reply_labels",
     "scorer_versions",
     "summarize",
@@ -316,6 +317,14 @@ def mixed_versions(versions: dict[str, dict[str, int]]) -> str | None:
     mixed = [f"{name}: version " + ", ".join(f"{v} ({n})" for v, n in by.items())
              for name, by in versions.items() if len(by) > 1]
     return "; ".join(mixed) if mixed else None
+
+
+def ok_with_labels(n_ok: int, labels: dict[str, int]) -> str:
+    """A leaderboard's "n ok" cell: "30", or "30 (2 hedged)" when some ok replies were
+    hedged or unparseable (scored 0, counted apart)."""
+    if not labels:
+        return str(n_ok)
+    return f"{n_ok} (" + ", ".join(f"{n} {label}" for label, n in labels.items()) + ")"
 
 
 def fmt_reply_labels(labels: dict[str, int], n_ok: int) -> str:

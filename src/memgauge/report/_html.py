@@ -23,8 +23,8 @@ from memgauge.analysis import (
     QuestionRow,
     ReportTables,
     RunRow,
-    fmt_reply_labels,
     measure_of,
+    ok_with_labels,
     scorer_label,
 )
 from memgauge.analysis._games import ALL_GAMES, GameCell, GameReport
@@ -272,8 +272,7 @@ def _header(t: ReportTables, title: str,
 def _leaderboard(t: ReportTables, plots: _Plots) -> str:
     ranked_runs = ranked(t.runs)
     ci = f"{measure_of(t.primary, title=True)} (micro) {t.confidence * 100:g}% CI"
-    header = ["Run", "System", "Tier", "n ok", "Errors", "Hedged / unparseable", ci,
-              "Macro (abilities)",
+    header = ["Run", "System", "Tier", "n ok", "Errors", ci, "Macro (abilities)",
               "SE clustered (episodes)", "Coverage", "Per-answer acc.", "Refusal acc.",
               "Evidence recall"]
     others = [s for s in t.scorers if s != t.primary]
@@ -282,8 +281,8 @@ def _leaderboard(t: ReportTables, plots: _Plots) -> str:
         errors = str(r.n_errors)
         if r.error_kinds:
             errors += " (" + ", ".join(f"{k}: {n}" for k, n in r.error_kinds.items()) + ")"
-        rows.append([_e(run_name(r)), _e(r.system), _e(r.tier), str(r.n_ok), _e(errors),
-                     _e(fmt_reply_labels(r.reply_labels, r.n_ok)),
+        rows.append([_e(run_name(r)), _e(r.system), _e(r.tier),
+                     _e(ok_with_labels(r.n_ok, r.reply_labels)), _e(errors),
                      _e(f"{fmt_pct(r.accuracy)} {fmt_ci(r.ci_low, r.ci_high, small=r.small_n)}"
                         f" (n={r.n})"),
                      _e(f"{fmt_pct(r.macro_accuracy)} ({r.n_abilities})"),

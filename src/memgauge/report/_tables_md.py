@@ -15,8 +15,8 @@ from memgauge.analysis import (
     ReportTables,
     RunRow,
     Spread,
-    fmt_reply_labels,
     measure_of,
+    ok_with_labels,
     scorer_label,
 )
 from memgauge.analysis._stats import WILSON
@@ -303,7 +303,9 @@ def run_name(r: RunRow) -> str:
 
 LEADERBOARD_NOTE = ("Best micro accuracy first. Incomplete runs (records missing: stopped, "
                     "or still running) are ranked after the finished ones and marked "
-                    "\"incomplete: k of n\".")
+                    "\"incomplete: k of n\". *n ok* says in brackets how many replies "
+                    "were hedged (several candidates, none stated) or unparseable: scored "
+                    "0, counted apart.")
 
 
 def _grid(rows: Mapping[str, Mapping[str, Cell]], cols: Sequence[str], corner: str) -> str:
@@ -313,7 +315,7 @@ def _grid(rows: Mapping[str, Mapping[str, Cell]], cols: Sequence[str], corner: s
 
 def _leaderboard(t: ReportTables) -> list[str]:
     ci = f"{t.confidence * 100:g}% CI"
-    header = ["Run", "System", "Tier", "n ok", "Errors", "Hedged / unparseable",
+    header = ["Run", "System", "Tier", "n ok", "Errors",
               f"{measure_of(t.primary, title=True)} (micro) {ci}",
               "Macro (abilities)", "SE clustered (episodes)", "Coverage", "Per-answer acc.",
               "Refusal acc.", "Evidence recall"]
@@ -321,8 +323,8 @@ def _leaderboard(t: ReportTables) -> list[str]:
     header += [cell(scorer_label(s)) for s in others]
     rows = []
     for r in ranked(t.runs):
-        row = [cell(run_name(r)), cell(r.system), cell(r.tier), str(r.n_ok), str(r.n_errors),
-               cell(fmt_reply_labels(r.reply_labels, r.n_ok)),
+        row = [cell(run_name(r)), cell(r.system), cell(r.tier),
+               cell(ok_with_labels(r.n_ok, r.reply_labels)), str(r.n_errors),
                (f"{fmt_pct(r.accuracy)} {fmt_ci(r.ci_low, r.ci_high, small=r.small_n)} "
                 f"(n={r.n})"),
                f"{fmt_pct(r.macro_accuracy)} ({r.n_abilities})",
