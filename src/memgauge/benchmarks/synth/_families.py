@@ -19,6 +19,7 @@ from typing import Any
 from ...schema import Ability, AnswerType, Labels
 from . import _world as W
 from ._text import (
+    ARTICLE_REPLIES,
     CHAINS,
     LINE_VARIANTS,
     SHARE_LINES,
@@ -132,7 +133,7 @@ def plan_ie_entity(rng: random.Random, when: When) -> QuestionPlan:
         say("user", line("article", product=product, facts=fact_text),
             [{"entity": b, "based_in": o} for b, o in pairs] + [{"needle": True}],
             keep=tuple(f"{b} is based in {o}" for b, o in pairs)),
-        say("assistant", "Interesting, thanks for sharing that.")]])
+        say("assistant", rng.choice(ARTICLE_REPLIES))]])
     return QuestionPlan(
         family="ie_entity", ability=Ability.INFORMATION_EXTRACTION, subtype="entity",
         answer_type=AnswerType.FREE_TEXT,
@@ -170,7 +171,7 @@ def plan_ie_previnfo(rng: random.Random, when: When) -> QuestionPlan:
                   ["Status", "In transit"], ["Tracking", ref], ["Items", str(rng.randint(1, 3))]]
         q = ("What was the tracking number of my own parcel, in the "
              f"{app + ' ' if when.variant else ''}screenshot I shared?")
-        share = line("parcel")
+        share = line("parcel", variant=rng.randrange(4))
     facts = {"app": app, "title": "Confirmation" if kind == "booking" else "Your parcel",
              "fields": fields, "accent": rng.choice(W.COLOURS)}
     (t1,) = when.days(rng, 1)
@@ -359,8 +360,10 @@ def plan_tr_duration(rng: random.Random, when: When) -> QuestionPlan:
         f2 = {"hour": end // 60, "minute": end % 60, "face_colour": f1["face_colour"]}
         facts_all.append((f1, f2))
         sessions.append(_evidence(chat_session(rng, inserts=[
-            _needle(share_image(rng, "clock", f1, line=line("clock_start", activity=act))),
-            _needle(share_image(rng, "clock", f2, line=line("clock_end", activity=act)))]),
+            _needle(share_image(rng, "clock", f1, line=line(
+                "clock_start", variant=rng.randrange(4), activity=act))),
+            _needle(share_image(rng, "clock", f2, line=line(
+                "clock_end", variant=rng.randrange(4), activity=act)))]),
             d))
     answer = "A" if durations[0] > durations[1] else "B"
     q = (f"Which took longer, {a1_ref} or {a2_ref}? A. Duration 1 ({a1_ref}) is longer. "
@@ -475,6 +478,7 @@ def plan_ku_update(rng: random.Random, when: When) -> QuestionPlan:
     vehicle = VEHICLES[(when.variant - 1) % len(VEHICLES)] if when.variant else "car"
     spots = rng.sample(W.SPOTS, PARKING_CHAIN)
     colour = rng.choice(W.COLOURS)
+    start = rng.randrange(7)  # the moves' wordings, in turn from a random one (LINE_VARIANTS)
     sessions = []
     for i, (spot, d) in enumerate(zip(spots, when.days(rng, PARKING_CHAIN), strict=True)):
         facts = {"app": "ParkSmart", "title": "Parked", "fields": [["Level", spot[0]],
@@ -483,7 +487,7 @@ def plan_ku_update(rng: random.Random, when: When) -> QuestionPlan:
         if when.variant:
             line_text = chain_line(rng, "parking_of", i, vehicle=vehicle)
         else:
-            line_text = line("parking_first") if i == 0 else line("parking_move", variant=i - 1)
+            line_text = line("parking_first", variant=start) if i == 0 else line("parking_move", variant=start + i - 1)
         sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
             rng, "app_ui", facts, line=line_text))]), d))
     return QuestionPlan(
@@ -571,12 +575,13 @@ def plan_msr_parcels(rng: random.Random, when: When) -> QuestionPlan:
     app, accent = rng.choice(W.APPS), rng.choice(W.COLOURS)
     counts = [rng.randint(1, 4) for _ in range(k)]
     sessions = []
-    for items, d in zip(counts, when.days(rng, k), strict=True):
+    start = rng.randrange(4)  # the parcel lines' wordings, in turn (LINE_VARIANTS)
+    for i, (items, d) in enumerate(zip(counts, when.days(rng, k), strict=True)):
         facts = {"app": app, "title": "Your parcel", "accent": accent, "fields": [
             ["Carrier", rng.choice(["SwiftPost", "ParcelOne", "BoxRoute"])],
             ["Status", "In transit"], ["Tracking", W.code(rng, "PK")], ["Items", str(items)]]}
         sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
-            rng, "app_ui", facts, line=line("parcel")))]), d))
+            rng, "app_ui", facts, line=line("parcel", variant=start + i)))]), d))
     return QuestionPlan(
         family="msr_parcels", ability=Ability.MULTI_SESSION_REASONING, subtype="arithmetic",
         answer_type=AnswerType.INTEGER,

@@ -49,8 +49,11 @@ from ._world import BASE_WORLD, World
 # haystack from the larger world, styled like its plans (per-question output as in 3);
 # 5: the per-question haystack drawn as evidence sessions of planned questions, small talk
 # in answered pairs, at most two of a line per episode where the pool allows (issue 28,
-# design 0041): every benchmark's text and digest change, the demo's included
-GENERATOR_VERSION = "5"
+# design 0041): every benchmark's text and digest change, the demo's included; 6: sessions
+# carry the family they were drawn as (the gate's folds), more small-talk follow-ups,
+# image replies and wordings of a question's repeated lines, no small-talk line without
+# slots (issue 28, 0041): every benchmark's text and digest change again, the demo's included
+GENERATOR_VERSION = "6"
 TOLERANCE = 0.03
 LOOKAHEAD = 60  # pool sessions looked at for the next one of an episode
 LAYOUTS = ("per-question", "timeline")
@@ -314,13 +317,16 @@ class Generator:
     def _evidence_sessions(self, qid: str, plan: QuestionPlan, qdate: date,
                            rng: random.Random) -> list[tuple[datetime, Session]]:
         out = []
+        family = plan.program.get("source_family", plan.family)  # a refusal's: its source's
         # Decoys are fixed like evidence (identical at every tier) but are haystack: a
         # near-duplicate of the needle at the question's X level, tied to something else.
         for prefix, role, plans in (("e", "needle", plan.sessions), ("d", "haystack", plan.decoys)):
             for k, sp in enumerate(plans):
                 when = session_time(rng, qdate, int(sp.meta["days_before"]))
                 sid = f"{qid}:{prefix}{k}"
-                out.append((when, _to_session(sp, sid, self.store, k, role, date_stamp(when))))
+                session = _to_session(sp, sid, self.store, k, role, date_stamp(when))
+                session.meta["family"] = family  # as the haystack's (the gate's folds)
+                out.append((when, session))
         return out
 
     def _question(self, qid: str, plan: QuestionPlan, qdate: date,

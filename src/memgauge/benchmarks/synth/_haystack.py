@@ -307,11 +307,13 @@ def family_session(rng: random.Random, families: Sequence[str], *, with_image: b
     session = rng.choice(plan.sessions)
     for turn in session.turns:  # nothing here is a question's needle
         turn.facts = [f for f in turn.facts if not f.get("needle")]
-    session.meta = {}
+    keys = {base_key(k) for k in plan.exclusive}
+    # The family it was drawn as, for the gate's cross-validation folds (merge_by_family).
+    session.meta = {"family": family}
     limit_repeats([session], rng)
     if with_image:
         session.role = "haystack"
     else:
         session = dataclasses.replace(session, turns=_without_images([session.turns])[0],
                                       role="filler")
-    return session, {base_key(k) for k in plan.exclusive}
+    return session, keys

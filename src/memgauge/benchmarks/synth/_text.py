@@ -106,7 +106,7 @@ TOPICS: dict[str, dict[str, list[str]]] = {
     },
     "plants": {
         "user": [
-            "My balcony gets a lot of afternoon sun. What should I grow there?",
+            "My balcony gets a lot of afternoon sun from {month} on. What should I grow there?",
             "The leaves on my {plant} are turning yellow.",
             "How often should I water a {plant} in {month}?",
             "I repotted my {plant} this weekend.",
@@ -116,7 +116,7 @@ TOPICS: dict[str, dict[str, list[str]]] = {
             "Someone gave me a new {plant}. Where should I put it?",
         ],
         "assistant": [
-            "Herbs like rosemary and thyme love sun and forgive a dry spell.",
+            "From {month}, herbs like rosemary and thyme will love it and forgive a dry spell.",
             "Yellow leaves on your {plant} often mean too much water; let the soil dry out a bit.",
             "Check the {plant}'s soil with a finger; water when the top few centimetres are dry.",
             "Give the {plant} a week out of direct sun while the roots settle.",
@@ -129,7 +129,7 @@ TOPICS: dict[str, dict[str, list[str]]] = {
     "fitness": {
         "user": [
             "I started {activity} again after a long break. How much should I do at first?",
-            "My knees hurt after long walks. Should I worry?",
+            "My knees hurt after {activity}. Should I worry?",
             "What's a good warm-up before {activity}?",
             "I want to be able to do {activity} for an hour by {month}.",
             "Is {activity} every day too much?",
@@ -139,7 +139,7 @@ TOPICS: dict[str, dict[str, list[str]]] = {
         ],
         "assistant": [
             "Keep the first few {activity} sessions short and easy; build up by about ten percent a week.",
-            "Good shoes and a gentler surface help; see someone if it persists.",
+            "Good shoes and a gentler pace help after {activity}; see someone if it persists.",
             "Before {activity}, five minutes of easy movement and a few dynamic stretches is plenty.",
             "For an hour of {activity} by {month}, add a little time each week and keep one day easy.",
             "Light days of {activity} count; hard sessions need a rest day after them.",
@@ -151,22 +151,22 @@ TOPICS: dict[str, dict[str, list[str]]] = {
     "work": {
         "user": [
             "I have a presentation on {weekday}. How do I keep it short?",
-            "My inbox is out of control after the holidays.",
+            "My inbox has been out of control since {weekday}.",
             "How do I ask my manager for a day off on {weekday}?",
-            "I keep getting distracted in the afternoons.",
+            "I keep getting distracted on {weekday} afternoons.",
             "We're moving offices in {month} and I have to pack my desk.",
             "I have {task} due on {weekday} and haven't started.",
-            "A colleague keeps booking meetings over lunch.",
+            "A colleague keeps booking meetings over lunch on {weekday}s.",
             "Should I take on {task} as well?",
         ],
         "assistant": [
             "For {weekday}, pick three points and cut everything that doesn't support them.",
-            "Sort by sender first, archive anything older than a month, then reply in batches.",
+            "Sort by sender first, archive anything from before {weekday}, then reply in batches.",
             "Be direct about {weekday} and mention how your work will be covered.",
-            "A short walk after lunch and one clear task per hour can help.",
+            "On {weekday}s, a short walk after lunch and one clear task per hour can help.",
             "For the move in {month}, label the boxes by what you need first, not by where things were.",
             "Split {task} into pieces and do the first one today; {weekday} will look less scary.",
-            "Block lunch in your calendar; most people respect a visible slot.",
+            "Block {weekday} lunch in your calendar; most people respect a visible slot.",
             "Only take on {task} if something else can move; say what would slip.",
         ],
     },
@@ -175,8 +175,8 @@ TOPICS: dict[str, dict[str, list[str]]] = {
             "A tap in the {wet_room} keeps dripping. Can I fix it myself?",
             "We're repainting the {room}. Any tips?",
             "How do I get rid of the damp smell in a {room} cupboard?",
-            "I finally cleared out the garage this weekend.",
-            "What's the easiest way to keep the fridge organised?",
+            "I finally cleared out the {room} this weekend.",
+            "What's the easiest way to keep the fridge organised when I shop on {weekday}s?",
             "The {room} always feels cold in {month}.",
             "How often should I deep-clean the {room}?",
             "We want to make the {room} feel bigger.",
@@ -185,8 +185,8 @@ TOPICS: dict[str, dict[str, list[str]]] = {
             "A dripping tap in the {wet_room} is usually a worn washer; turn the water off at the valve first.",
             "For the {room}, tape the edges well and do two thin coats rather than one thick one.",
             "Air the {room} cupboard out, wipe it with diluted vinegar and leave a bowl of baking soda.",
-            "Great job. Keeping one shelf empty makes it easier to stay tidy.",
-            "Group by type and put what expires first at the front.",
+            "Great job. Keeping one shelf in the {room} empty makes it easier to stay tidy.",
+            "Unpack by type on {weekday} and put what expires first at the front.",
             "Check the {room} windows for draughts first; a strip of seal is cheap.",
             "A proper clean of the {room} once a season is plenty if you tidy weekly.",
             "Light colours and one big mirror make a {room} feel larger.",
@@ -288,6 +288,45 @@ FOLLOW_UPS: list[tuple[str, str]] = [
     ("Would you recommend it to a friend?", "If they have the time for it, yes."),
     ("Okay, and after that?", "Then see how it feels and adjust the next step."),
     ("I might need a bit more time to decide.", "Take the time you need; nothing here is urgent."),
+    ("Would doing it in the evening work as well?", "Evenings are fine, as long as you're not too tired."),
+    ("Does it matter which order I do it in?", "Start with whatever the rest depends on."),
+    ("I've heard mixed things about that.", "Opinions differ; what matters is whether it suits you."),
+    ("How much should I expect to spend?", "Set a limit first, then see what fits within it."),
+    ("Is it okay to skip a week now and then?", "Yes; one missed week changes very little."),
+    ("I keep putting it off.", "Pick a time in the diary and treat it like an appointment."),
+    ("Do I need any special equipment?", "Not at first; borrow what you can until you're sure."),
+    ("That's what my partner suggested too.", "Then you have two votes for it already."),
+    ("Should I write it down somewhere?", "A short list on your phone is plenty."),
+    ("What if I run out of time halfway?", "Stop at a natural break and pick it up the next day."),
+    ("Is it better to do a little every day?", "Little and often usually beats one long push."),
+    ("I did something similar at my old flat.", "Then you already know most of what you need."),
+    ("How will I know when it's done?", "When it stops needing your attention every day."),
+    ("Can I change my mind later?", "Almost always; very little of this is final."),
+    ("I'm worried it will take over my weekend.", "Give it a fixed two hours and stop there."),
+    ("Do you think I'm overthinking this?", "A little, maybe; it's a small decision."),
+    ("My neighbour does it differently.", "There are several good ways; pick the one you'll keep up."),
+    ("Could I ask a friend to join me?", "Yes, company makes it easier to stick with."),
+    ("Would it help to plan it in advance?", "A rough plan helps; a detailed one rarely survives."),
+    ("I'm not very good at this kind of thing.", "Most people aren't at first; it gets easier quickly."),
+    ("Is there a cheaper way?", "Often, if you're willing to spend a bit more time on it."),
+    ("What's the first thing I should do?", "Decide what a good result would look like."),
+    ("I'll give it a go on Saturday.", "Good plan; let me know how Saturday goes."),
+    ("Does the weather make a difference?", "A little; a dry day makes it more pleasant."),
+    ("I think I've been doing it wrong.", "Then this is a good moment to reset."),
+    ("How often should I check on it?", "Once a week is usually enough."),
+    ("Would you do it all at once or in stages?", "In stages; it's easier to fix one step at a time."),
+    ("That's a relief, honestly.", "Good; it's rarely as bad as it seems beforehand."),
+    ("Is it normal to feel a bit unsure?", "Completely; being unsure just means you're paying attention."),
+    ("I wish I'd asked sooner.", "Better now than not at all."),
+    ("Let me think about how to fit it in.", "Sure; even a small slot in the week will do."),
+    ("What do most people get wrong about it?", "They expect quick results and stop too early."),
+    ("Sounds simple enough.", "It is; the trick is doing it regularly."),
+    ("Okay, that clears it up.", "Good, glad that's settled."),
+    ("Could it go wrong in any way?", "Only in small ways you can fix as you go."),
+    ("I'll try and keep it short.", "Short is good; you can always add more later."),
+    ("Should I tell anyone else about it?", "Only the people it affects."),
+    ("That's the part I was unsure about.", "It's the part most people ask about."),
+    ("Good to hear it's not just me.", "Not at all; it comes up all the time."),
     ("Fair enough.", "Anything else on your mind?"),
     ("That's reassuring, thanks.", "Good; it usually works out fine."),
 ]
@@ -377,9 +416,27 @@ LINES: dict[str, str] = {
 LINE_VARIANTS: dict[str, tuple[str, ...]] = {
     "collection": ("Adding this one to my {kind} collection <image>",
                    "One more {kind} for the collection <image>",
-                   "Took a photo of another {kind} from my collection <image>"),
+                   "Took a photo of another {kind} from my collection <image>",
+                   "The {kind} collection keeps growing <image>",
+                   "New addition to my {kind} collection <image>",
+                   "Look what joined the {kind} collection <image>"),
+    "clock_start": ("About to start {activity} <image>", "Beginning {activity} now <image>",
+                    "Heading into {activity}, time check <image>"),
+    "clock_end": ("Done with {activity} <image>", "Just finished {activity} <image>",
+                  "That's {activity} over with <image>"),
+    "parcel": ("Tracking screenshot for my parcel <image>",
+               "The app says my parcel is on the way <image>",
+               "Parcel update from the app <image>"),
+    "parking_first": ("Saving where I parked the car <image>",
+                      "Left the car here today <image>",
+                      "Parked up, here's the spot <image>",
+                      "Noting where the car is parked <image>"),
     "parking_move": ("Moved the car to another bay today <image>",
-                     "The car is in a different spot now <image>"),
+                     "The car is in a different spot now <image>",
+                     "Found a new spot for the car <image>",
+                     "Parked somewhere else this time <image>",
+                     "The car has moved, here's where it is <image>",
+                     "Different parking spot today <image>"),
 }
 # The MemEye export's update chains (0036): the first image's line, then each update's from
 # several. With one update line, its words ("again") were in most of a chain's sessions and
@@ -412,6 +469,10 @@ def chain_line(rng: random.Random, chain: str, step: int, /, **slots: str) -> Ph
     return line(first if step == 0 else rng.choice(updates), **slots)
 
 
+# What the assistant says to an article the user passes on (ie_entity's second session).
+ARTICLE_REPLIES = ["Interesting, thanks for sharing that.", "Good to know, thanks.",
+                   "Thanks, that's an interesting read.", "Huh, I didn't know that. Thanks!",
+                   "Thanks for passing that on."]
 SHARE_REPLIES = [
     "Thanks for sharing, I've got it.", "Nice, thanks for the photo.", "Got it, thanks.",
     "Thanks, that's clear.", "Noted, thanks for sending it over.", "Thanks, I can see it.",
@@ -422,6 +483,17 @@ SHARE_REPLIES = [
     "Okay, got it.", "Thanks for the picture.", "Great, I have it.", "Perfect, thanks.",
     "Thanks, that's useful to have.", "Got it, thank you.", "All right, noted.",
 ]
+# More replies, each an acknowledgement and a remark on having the picture, so that a long
+# episode (a 32k one shares ~140 images) need not say any reply more than twice.
+SHARE_ACKS = ["Thanks!", "Got it.", "Nice.", "Oh, lovely.", "Great.", "Perfect.", "Okay.",
+              "Cheers.", "Ah, thanks.", "Thank you.", "Noted.", "Right."]
+SHARE_REMARKS = ["I can see it.", "That's clear.", "I've saved it.", "I'll keep it in mind.",
+                 "Good to have it here.", "That's useful to have.", "Thanks for showing me.",
+                 "Anything you want me to keep in mind about it?", "I'll remember that.",
+                 "That helps.", "It came through fine.",
+                 "Is there anything you want me to do with it?"]
+SHARE_REPLIES += [f"{a} {r}" for a in SHARE_ACKS for r in SHARE_REMARKS
+                  if not (a.startswith(("Thank", "Ah, thanks")) and r.startswith("Thanks"))]
 # Replies that fit one kind of image (drawn with the general ones); none restates what the
 # image shows.
 SHARE_REPLIES_BY_KIND: dict[str, list[str]] = {
