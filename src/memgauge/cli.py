@@ -907,6 +907,10 @@ def score(
         if not timeout > 0:
             raise MemgaugeError(f"--timeout {timeout:g}: must be more than 0 seconds")
         if not (Path(run_dir) / "manifest.json").exists():
+            from .runner._store import benchmark_not_run, holds_benchmark
+
+            if holds_benchmark(run_dir):
+                raise benchmark_not_run(run_dir)
             raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
         if batch:
             from .scoring._batch import check_batch_options
