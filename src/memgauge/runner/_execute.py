@@ -355,7 +355,13 @@ class RunConfig:
         elif self.model_options:
             raise ConfigError("--model-option applies to local: models only "
                               f"(the model is {self.model})")
-        return dataclasses.replace(self, tokenizer=tokenizer, max_context_tokens=limit)
+        base_url = self.base_url
+        if self.model.startswith("openai:"):  # $OPENAI_BASE_URL, as the model reads it: the
+            from ..models.openai_compat import resolve_base_url  # identity names the server
+
+            base_url = resolve_base_url(self.base_url)[0]
+        return dataclasses.replace(self, tokenizer=tokenizer, max_context_tokens=limit,
+                                   base_url=base_url)
 
 
 @dataclass
