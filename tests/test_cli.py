@@ -25,6 +25,9 @@ def test_demo_runs_offline_passes_its_gates_and_writes_a_report(tmp_path):
     assert gates["passed"] and gates["indistinguishability"]["auc"] <= 0.60
     assert gates["caption_proof"].get("n_questions", 0) > 0  # OCR ran (the demo extra)
     assert "memgauge run --bench synth" in result.output
+    from memgauge.demo import closing_commands  # printed whole, so it pastes as printed
+
+    assert closing_commands(out / "benchmark", ("8k", "32k")) in result.output
     page = (out / "report.html").read_text()  # the same runs, browsable (six runs, 120 rows)
     assert page.count("<tr data-run=") == 120
     assert "rag-embed" in page and "http://" not in page and "https://" not in page

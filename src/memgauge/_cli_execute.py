@@ -17,8 +17,13 @@ def execute_run(config) -> None:  # type: ignore[no-untyped-def]
     """Run ``config`` with a progress bar on a terminal, then say what happened."""
     from .runner import Runner
 
+    runner = Runner(config)  # checks the configuration: a mistake is named before this line
+    say(endpoint_line(config))
+    sent = image_url_notice(config)
+    if sent:
+        say(sent, style="yellow")
     if not sys.stderr.isatty():  # no progress bar to draw: leave rich out of the start-up
-        result = Runner(config).run_sync()
+        result = runner.run_sync()
     else:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -46,8 +51,9 @@ def execute_run(config) -> None:  # type: ignore[no-untyped-def]
             if not threaded:
                 progress.refresh()
 
+        runner.on_progress = tick
         with progress:
-            result = Runner(config, on_progress=tick).run_sync()
+            result = runner.run_sync()
     say(f"{result.done} answered now ({result.ok} ok, {result.errors} errors), "
          f"{result.skipped} already done; records in {result.run_dir / 'records.jsonl'}"
          f" ({result.wall_s:.1f} s)")
@@ -73,6 +79,38 @@ def execute_run(config) -> None:  # type: ignore[no-untyped-def]
         if causes:
             say("top causes: " + "; ".join(causes), style="yellow")
         raise typer.Exit(EXIT_SOME_FAILED)
+
+
+def endpoint_line(config) -> str:  # type: ignore[no-untyped-def]
+    """The run's first line: where the model's (and a judge's) requests go."""
+    from .models import endpoint_of
+
+    line = f"{config.model} → {endpoint_of(config.model, config.base_url)}"
+    if config.judge:
+        line += f"; judge {config.judge} → {endpoint_of(config.judge, config.judge_base_url)}"
+    return line
+
+
+def image_url_notice(config) -> str | None:  # type: ignore[no-untyped-def]
+    """LoCoMo's photos are web addresses: in image mode the endpoint is handed each URL to
+    fetch, which a user evaluating offline must know before the first request."""
+    if config.bench != "locomo" or config.context_mode != "image" or \
+            config.model.startswith(("none:", "replay:")):
+        return None
+    from .benchmarks import BenchmarkOptions
+    from .benchmarks.locomo import locomo
+
+    try:
+        n = locomo(BenchmarkOptions(data=config.data, question_ids=config.question_ids,
+                                    extra=dict(config.bench_options))).public_image_urls()
+    except MemgaugeError:
+        return None  # the run names the data's mistake itself
+    if not n:
+        return None
+    photos = f"{n} shared photo" + ("s" if n != 1 else "")
+    return (f"note: LoCoMo in image mode sends its {photos} to the endpoint as "
+            "public URLs, for the endpoint to fetch from the web; --context-mode caption "
+            "sends their BLIP captions instead")
 
 
 def reply_labels_line(run_dir: str | Path) -> str | None:

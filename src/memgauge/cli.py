@@ -416,7 +416,7 @@ def demo(
     """Offline end to end: generate a fresh benchmark, validate it, run the offline
     baselines and a real local model (SmolLM2 through llama.cpp), and write a report (no
     network, no keys)."""
-    from .demo import DemoConfig, run_demo
+    from .demo import DemoConfig, closing_commands, run_demo
 
     tier_list = tuple(t.strip() for t in tiers.split(",") if t.strip())
     try:
@@ -431,18 +431,9 @@ def demo(
     err.print(f"\n[bold]Report:[/] {root / 'report.md'}", highlight=False)
     if (root / "report.html").exists():
         err.print(f"[bold]Browsable report:[/] {root / 'report.html'}", highlight=False)
-    err.print(
-        "\n[bold]Evaluate a real model on this benchmark[/] (any OpenAI-compatible server):\n"
-        f"  memgauge run --bench synth --data {bench} --tier {tier_list[-1]} \\\n"
-        "      --system full-context --model openai:<model-name> --base-url http://127.0.0.1:8000/v1 \\\n"
-        f"      --out runs/my-model-{tier_list[-1]}\n"
-        f"  memgauge report runs/my-model-{tier_list[-1]}\n"
-        "Or a local GGUF model through llama.cpp (no server to run yourself):\n"
-        f"  memgauge run --bench synth --data {bench} --tier {tier_list[0]} --system full-context \\\n"
-        "      --context-mode caption --model local:smollm2 --out runs/smollm2 "
-        "(or local:/path/to/model.gguf)\n"
-        f"The same data in MemLens format: {bench / 'memlens'} (image dir: {bench})",
-        highlight=False, soft_wrap=True)
+    err.print("")
+    err.print(closing_commands(bench, tier_list), highlight=False, markup=False,
+              soft_wrap=True)
 
 
 @app.command()
@@ -907,6 +898,10 @@ def score(
         if not timeout > 0:
             raise MemgaugeError(f"--timeout {timeout:g}: must be more than 0 seconds")
         if not (Path(run_dir) / "manifest.json").exists():
+            from .runner._store import benchmark_not_run, holds_benchmark
+
+            if holds_benchmark(run_dir):
+                raise benchmark_not_run(run_dir)
             raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
         if batch:
             from .scoring._batch import check_batch_options

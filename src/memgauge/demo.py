@@ -4,6 +4,8 @@ and write one report — no model, no network, no keys."""
 from __future__ import annotations
 
 import math
+import shlex
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,7 +120,8 @@ def _model_runs(config: DemoConfig, root: Path, bench_dir: Path,
                 bench="synth", data=str(bench_dir), tier=tier, system=system,
                 system_options=options, model=config.model, out=str(out), context_mode=mode,
                 limit=config.model_questions, max_tokens=config.model_max_tokens, cache=False,
-                progress=False)).run_sync()
+                progress=False), on_progress=question_progress(say, config.model_questions),
+            ).run_sync()
         except MemgaugeError as exc:
             say(f"    {label}: stopped: {exc}")
             return rows, f"stopped: {exc}"
@@ -136,6 +139,42 @@ def _model_runs(config: DemoConfig, root: Path, bench_dir: Path,
                      "output_tokens": sum(u.output_tokens or 0 for u in tokens),
                      "wall_s": result.wall_s, "run": str(out.relative_to(root)), "summary": summary})
     return rows, None
+
+
+def question_progress(say: Callable[[str], None], limit: int) -> Callable[[Any, Any], None]:
+    """One line per answered question (a 4K prompt takes SmolLM2 15 s on two idle cores,
+    minutes on busy ones: without it the demo is silent for as long)."""
+    start = time.monotonic()
+
+    def tick(result: Any, record: Any) -> None:
+        if record is None:  # a progress poll, not a question
+            return
+        total = min(limit, result.total) if result.total is not None else limit
+        say(f"      question {result.done}/{total} ({record.question_id}): {record.status}, "
+            f"{time.monotonic() - start:.0f} s so far")
+
+    return tick
+
+
+def closing_commands(bench: Path, tiers: tuple[str, ...]) -> str:
+    """What to run next, as lines that paste into a shell as printed: prose only as
+    comments, paths quoted, no placeholder a shell would read as a redirection."""
+    data = shlex.quote(str(bench))
+    first, last = tiers[0], tiers[-1]
+    return "\n".join([
+        ("# Evaluate a model on this benchmark through any OpenAI-compatible server (set "
+         "MODEL_NAME to a name its /v1/models lists):"),
+        "MODEL_NAME=your-model-name",
+        f"memgauge run --bench synth --data {data} --tier {last} \\",
+        "    --system full-context --model \"openai:$MODEL_NAME\" \\",
+        f"    --base-url http://127.0.0.1:8000/v1 --out runs/my-model-{last}",
+        f"memgauge report runs/my-model-{last}",
+        ("# Or a local GGUF model through llama.cpp, no server to run yourself "
+         "(local:/path/to/model.gguf for another):"),
+        f"memgauge run --bench synth --data {data} --tier {first} --system full-context \\",
+        "    --context-mode caption --model local:smollm2 --out runs/smollm2",
+        f"# The same data in MemLens format: {bench / 'memlens'} (image dir: {bench})",
+    ])
 
 
 def _model_label(spec: str) -> str:

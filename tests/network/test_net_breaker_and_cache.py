@@ -88,14 +88,33 @@ def test_a_created_stamped_at_reply_time_does_not_defeat_the_cache(tmp_path):
     assert manifest["model"]["served"] == {"id": "m", "root": "/ckpt/a"}
 
 
-def test_no_matching_entry_is_said_once_and_keys_as_before(tmp_path):
+def test_a_name_the_list_leaves_out_stops_the_run_before_the_first_request(tmp_path):
+    """Issue 29: a name the endpoint does not list was a warning, then a refused request per
+    question (3 before the breaker): now exit 2 before any, naming what it serves."""
     data = write_memlens(tmp_path, 2)
     with StubServer() as stub:
-        stub.models = [{"id": "someone-else"}]
+        stub.models = [{"id": "someone-else"}, {"id": "another"}]
+        res = _run(data, stub.base_url, tmp_path / "r1")
+        assert res.exit_code == 2, res.output
+        assert stub.requests == []
+        flat = " ".join(res.output.split())
+        assert (f"the model endpoint {stub.base_url} does not serve 'm': its /models lists "
+                "someone-else, another; name one of those, or point --base-url at the server "
+                "that serves 'm'") in flat
+        assert not (tmp_path / "r1" / "records.jsonl").exists()
+        stub.models = [{"id": "m:latest"}]  # Ollama lists a bare name with its default tag
+        assert _run(data, stub.base_url, tmp_path / "r2").exit_code == 0
+        assert len(stub.requests) == 2
+
+
+def test_no_list_or_an_empty_one_is_said_once_and_keys_as_before(tmp_path):
+    data = write_memlens(tmp_path, 2)
+    with StubServer() as stub:
+        stub.models = []  # lists nothing: nothing to hold the name against
         res = _run(data, stub.base_url, tmp_path / "r1")
         assert res.exit_code == 0, res.output
         flat = " ".join(res.output.split())
-        assert flat.count("lists no model named 'm' (it lists: someone-else)") == 1
+        assert flat.count("lists no model named 'm' (it lists: none)") == 1
         stub.models = None  # no /models at all now: still the same cache key
         assert _run(data, stub.base_url, tmp_path / "r2").exit_code == 0
     assert len(stub.requests) == 2

@@ -371,6 +371,56 @@ def test_a_run_that_starts_its_own_ray_shuts_it_down_and_exits_cleanly(tmp_path)
     assert load_manifest(out)["status"] == {"records": n, "ok": n, "errors": 0}
 
 
+NO_CLUSTER = ("Could not find any running Ray instance. Please specify the one to connect to "
+              "by setting `--address` flag or `RAY_ADDRESS` environment variable.")
+
+
+def _ray_runs_on_this_machine() -> bool:
+    """`auto` also finds a cluster by its GCS process (this module's own Ray is one)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True  # cannot tell: assume one
+    names = []
+    for comm in proc.glob("[0-9]*/comm"):
+        with contextlib.suppress(OSError):
+            names.append(comm.read_text())
+    return any("gcs_server" in name for name in names)
+
+
+@pytest.mark.parametrize("real", [False, True])
+def test_auto_without_a_cluster_is_one_line_naming_the_fix_before_any_request(tmp_path, real):
+    """Issue 29: `--ray-address auto` with no Ray running was a 120-line traceback, exit 1.
+    Not real: ``ray.init`` raises what Ray raises then (whatever runs on the machine)."""
+    pytest.importorskip("ray")
+    if real and _ray_runs_on_this_machine():
+        pytest.skip("a Ray cluster runs on this machine: `auto` would find it")
+    import subprocess
+
+    data = write_memlens(tmp_path, 2)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["RAY_TMPDIR"] = str(tmp_path / "no-ray")  # where `auto` looks first: nothing there
+    patch = "" if real else (
+        "import ray\n"
+        "def init(*a, **k):\n"
+        f"    raise ConnectionError({NO_CLUSTER!r})\n"
+        "ray.init = init\n")
+    code = patch + "import sys\nfrom memgauge.cli import main\nsys.argv[0] = 'memgauge'\nmain()\n"
+    with StubServer(answer=colour_answer) as stub:
+        proc = subprocess.run(
+            [sys.executable, "-c", code, "run", "--bench", "memlens", "--data",
+             str(data), "--image-dir", str(tmp_path), "--out", str(tmp_path / "run"),
+             "--model", "openai:stub-vlm", "--base-url", stub.base_url, "--no-cache",
+             "--executor", "ray", "--ray-address", "auto"], check=False, capture_output=True,
+            text=True, env=env, timeout=240)
+        assert stub.requests == []
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    lines = [x for x in (proc.stdout + proc.stderr).splitlines() if x.strip()]
+    assert "Traceback" not in proc.stderr
+    assert lines[-1].startswith("error: --ray-address auto: no Ray cluster is running"), lines
+    assert "`ray start --head`" in lines[-1] and "drop --ray-address" in lines[-1]
+    assert not (tmp_path / "run" / "records.jsonl").exists()
+
+
 @pytest.mark.parametrize("users_value", [None, "500"])
 def test_the_driver_s_task_events_are_off_only_while_ray_init_reads_its_config(
         tmp_path, monkeypatch, users_value):

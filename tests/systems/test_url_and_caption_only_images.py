@@ -82,3 +82,26 @@ def test_labelled_caption_stand_ins_keep_their_number() -> None:
     assert [type(p) for p in parts] == [TextPart, ImagePart, TextPart, TextPart, TextPart]
     assert [p.text for p in parts if isinstance(p, TextPart)] == [
         "[Image 5]", "[Image 6]", "[Image: a grey cat]", "two photos"]
+
+
+def test_the_run_says_at_start_that_public_photo_urls_go_to_the_endpoint(tmp_path: Path,
+                                                                        stub) -> None:
+    """Issue 29: LoCoMo's 908 photo URLs went to the endpoint without a word. The count is
+    of photos known only by a public URL (an inline data: URL is not one)."""
+    data = _conversation(tmp_path)
+    got = runner.invoke(app, ["run", "--bench", "locomo", "--data", str(data), "--out",
+                              str(tmp_path / "r"), "--model", "openai:m", "--base-url",
+                              stub.base_url])
+    assert got.exit_code == 0, got.output
+    lines = [" ".join(x.split()) for x in got.output.splitlines() if x.strip()]
+    note = ("note: LoCoMo in image mode sends its 1 shared photo to the endpoint as public "
+            "URLs, for the endpoint to fetch from the web; --context-mode caption sends their "
+            "BLIP captions instead")
+    assert lines[1] == note, lines  # at start: right after the endpoint line
+    caption = runner.invoke(app, ["run", "--bench", "locomo", "--data", str(data), "--out",
+                                  str(tmp_path / "c"), "--model", "openai:m", "--base-url",
+                                  stub.base_url, "--context-mode", "caption"])
+    assert caption.exit_code == 0, caption.output
+    assert "public URLs" not in caption.output
+    urls = [p for p in _parts(stub.requests[-1]) if p["type"] == "image_url"]
+    assert urls == []  # caption mode sent no URL, as the note says

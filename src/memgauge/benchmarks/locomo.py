@@ -451,6 +451,15 @@ class LoCoMoBenchmark:
 
     # -- manifest ---------------------------------------------------------------------------
 
+    def public_image_urls(self) -> int:
+        """How many shared photos the data knows only by a public web address: in image mode
+        each is sent to the endpoint as its URL, for the endpoint to fetch (a fresh pass)."""
+        fresh = LoCoMoBenchmark(self.opts)
+        return sum(1 for ep in fresh.episodes() for s in ep.sessions for t in s.turns
+                   for image in t.images
+                   if image.path is None and (image.url or "").startswith(("http://",
+                                                                           "https://")))
+
     def manifest(self) -> dict[str, Any]:
         inputs = {str(p): self._shas.get(str(p)) or file_sha256(p) for p in self.files}
         if self.opts.question_ids:

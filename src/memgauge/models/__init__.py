@@ -34,3 +34,25 @@ def create_model(spec: str, settings: ModelSettings | None = None) -> ChatModel:
         raise ConfigError(f"model options ({', '.join(settings.model_options)}) apply to "
                           f"local: models; {provider}: takes none")
     return lookup("model", provider)(arg, settings)
+
+
+def endpoint_of(spec: str, base_url: str | None) -> str:
+    """Where a model's requests go, in words, for the line a run starts with: the URL and
+    where it came from (a flag, ``$OPENAI_BASE_URL``, or the hosted API by default), so an
+    evaluation meant to stay local cannot send data out unseen."""
+    from .._secrets import redact_urls
+    from .openai_compat import BASE_URL_ENV, HOSTED_OPENAI, resolve_base_url
+
+    provider = spec.partition(":")[0]
+    if provider == "openai":
+        url, source = resolve_base_url(base_url)
+        if source == "hosted":
+            return (f"{HOSTED_OPENAI} (the hosted OpenAI API: no --base-url, no "
+                    f"${BASE_URL_ENV})")
+        return f"{redact_urls(url)} (from " + ("--base-url)" if source == "flag"
+                                                  else f"${BASE_URL_ENV})")
+    if provider == "local":
+        return "a llama.cpp server this run starts on 127.0.0.1 (this machine)"
+    if provider in ("none", "replay"):
+        return "none (no request is sent)"
+    return f"as the {provider!r} provider chooses"

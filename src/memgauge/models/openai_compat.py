@@ -33,7 +33,7 @@ import time
 import uuid
 from collections import OrderedDict
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -69,6 +69,22 @@ ERROR_TEXT_LIMIT = 300  # characters of a server's error text kept in a record
 # Which replica a request goes to: the runner sets the episode id for an episode's task.
 ROUTING_KEY: ContextVar[str | None] = ContextVar("memgauge_routing_key", default=None)
 ROUTES_KEPT = 4096  # episodes whose replica is remembered (the oldest is forgotten first)
+
+
+HOSTED_OPENAI = "https://api.openai.com/v1"
+BASE_URL_ENV = "OPENAI_BASE_URL"  # read as the OpenAI SDK reads it: when no URL is given
+
+
+def resolve_base_url(given: str | None) -> tuple[str | None, str]:
+    """The base URL an ``openai:`` model talks to and where it came from: ``given`` (a
+    flag) wins, else ``$OPENAI_BASE_URL``, else None (the hosted OpenAI API). A local
+    evaluation set up through the variable must never go to the hosted API instead."""
+    if given:
+        return given, "flag"
+    env = os.environ.get(BASE_URL_ENV, "").strip()
+    if env:
+        return env, BASE_URL_ENV
+    return None, "hosted"
 
 
 def split_base_urls(text: str | None) -> list[str]:
@@ -110,13 +126,16 @@ class OpenAICompatModel:
         if settings.image_mode not in ("inline", "url"):
             raise ConfigError(f"unknown image mode {settings.image_mode!r}; use inline or url")
         self.name = name
+        base_url, self.base_source = resolve_base_url(settings.base_url)
+        if base_url != settings.base_url:  # from $OPENAI_BASE_URL: keyed and described so
+            settings = replace(settings, base_url=base_url)
         self.settings = settings
         self.encoder = settings.encoder or ImageEncoder(settings.image_policy)
         key = os.environ.get(settings.api_key_env)
         if not key and settings.base_url is None:
             raise ConfigError(f"no API key: set {settings.api_key_env} or pass --base-url "
-                              "for a local server that needs none")
-        self.bases = split_base_urls(settings.base_url) or ["https://api.openai.com/v1"]
+                              f"(or set {BASE_URL_ENV}) for a local server that needs none")
+        self.bases = split_base_urls(settings.base_url) or [HOSTED_OPENAI]
         for base in self.bases:
             if urlsplit(base).scheme not in ("http", "https") or not urlsplit(base).hostname:
                 raise ConfigError("--base-url must be an http:// or https:// URL, got "
@@ -189,7 +208,7 @@ class OpenAICompatModel:
     def describe(self) -> dict[str, Any]:
         s = self.settings
         return {"provider": "openai", "model": self.name,
-                "base_url": redact_urls(s.base_url) or "https://api.openai.com/v1",
+                "base_url": redact_urls(s.base_url) or HOSTED_OPENAI,
                 **({"replicas": len(self.bases)} if len(self.bases) > 1 else {}),
                 "api_key_env": s.api_key_env, "concurrency": s.concurrency,
                 "timeout_s": s.timeout_s, "max_attempts": s.max_attempts,

@@ -69,6 +69,7 @@ from ._prefix import (
 from ._store import (
     RecordWriter,
     StorageError,
+    holds_benchmark,
     load_manifest,
     read_records,
     rewrite_records,
@@ -253,6 +254,11 @@ class RunConfig:
         for flag, (value, allowed) in choices.items():
             if value not in allowed:
                 raise ConfigError(f"{flag} {value!r}: use one of {', '.join(allowed)}")
+        if self.out and holds_benchmark(self.out):
+            raise ConfigError(f"--out {self.out} is a benchmark folder (written by `memgauge "
+                              "generate`): a run writes a folder of its own; pass the "
+                              f"benchmark as --data {self.out} and a new folder as --out "
+                              "(e.g. --out runs/NAME)")
         at_least = {"--concurrency": (self.concurrency, 1), "--workers": (self.workers, 1),
                     "--min-concurrency": (self.min_concurrency, 1),
                     "--max-tokens-total": (self.max_tokens_total, 1),
@@ -349,7 +355,13 @@ class RunConfig:
         elif self.model_options:
             raise ConfigError("--model-option applies to local: models only "
                               f"(the model is {self.model})")
-        return dataclasses.replace(self, tokenizer=tokenizer, max_context_tokens=limit)
+        base_url = self.base_url
+        if self.model.startswith("openai:"):  # $OPENAI_BASE_URL, as the model reads it: the
+            from ..models.openai_compat import resolve_base_url  # identity names the server
+
+            base_url = resolve_base_url(self.base_url)[0]
+        return dataclasses.replace(self, tokenizer=tokenizer, max_context_tokens=limit,
+                                   base_url=base_url)
 
 
 @dataclass

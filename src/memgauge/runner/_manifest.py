@@ -18,6 +18,7 @@ from .._json_limits import load_document
 from .._secrets import redact_url
 from ..cache import cache_key
 from ..errors import InputError
+from ._store import benchmark_not_run, is_benchmark_manifest
 
 _PACKAGES = ("pydantic", "httptools", "pillow", "ijson", "orjson", "numpy", "bpe-openai", "typer")
 _SECRET_FLAGS = ("--api-key", "--key", "--token")
@@ -134,6 +135,8 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     if not isinstance(config, dict):
         raise bad("config", "an object", config)
     identity = config.get("identity")
+    if not isinstance(identity, dict) and is_benchmark_manifest(obj):
+        raise benchmark_not_run(Path(path).parent)
     if not isinstance(identity, dict):
         raise bad("config.identity", "an object", identity)
     for key in _IDENTITY_STRINGS:

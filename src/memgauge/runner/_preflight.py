@@ -17,8 +17,10 @@ The request is ``GET <base>/models`` (docs/design/0016). What it decides:
   ``owned_by`` where given) is handed to the model, which keys its cache on it and records
   it; a ``created`` within ``NOW_STAMP_S`` of now is the server's clock at reply time (vLLM,
   SGLang, llama.cpp stamp every listing so), not the model's, and is left out;
-- anything else (404/405/501 for both paths, a 5xx, not JSON, no matching entry, a reply
-  that timed out on an open connection): one warning, and the run goes on keyed as before.
+- a model list without the model's name (``name:latest`` counts, as Ollama lists it):
+  ``ConfigError`` naming the names it lists (every request would be refused);
+- anything else (404/405/501 for both paths, a 5xx, not JSON, an empty list, a reply that
+  timed out on an open connection): one warning, and the run goes on keyed as before.
 
 A hosted ``https`` URL (not loopback) sent without an API key gets one warning. Models
 without ``preflight_target`` (replay, scripted, none) and ``local:`` (whose server this
@@ -103,13 +105,15 @@ def check(models: list[tuple[Any, Role]], known: dict[tuple[str, str], Listing],
                 say(line)
             known[key] = listing
     told: set[tuple[str, str]] = set()
-    for model, _role in models:
+    for model, role in models:
         target = getattr(model, "preflight_target", lambda: None)()
         if target is None:
             continue
         base, headers = target
         key = (base, headers.get("Authorization", ""))
         entry, note = served_entry(known[key], model.name, base)
+        if entry is None and known[key].entries:  # a list that leaves this name out
+            raise ConfigError(unlisted_message(known[key].entries, model.name, base, role))
         # said once: by the call that asked (not again in each worker process), and a
         # listing's own note (already among its warnings) not twice
         if note and key in todo and note != known[key].note and (base, model.name) not in told:
@@ -272,7 +276,7 @@ def served_entry(listing: Listing, name: str, base: str,
         return None, listing.note
     shown = redact_url(base) or base
     for e in listing.entries:
-        if e.get("id") == name:
+        if e.get("id") in (name, f"{name}:latest"):  # Ollama lists a bare name's default tag
             entry = {k: e[k] for k in ENTRY_FIELDS
                      if isinstance(e.get(k), str | int | float) and not isinstance(e[k], bool)}
             created = entry.get("created")
@@ -285,6 +289,17 @@ def served_entry(listing: Listing, name: str, base: str,
     return None, (f"{shown}/models lists no model named {name!r} (it lists: "
                   f"{', '.join(ids) or 'none'}{more}): the cache is keyed on the URL and "
                   "model name only")
+
+
+def unlisted_message(entries: list[dict[str, Any]], name: str, base: str, role: Role) -> str:
+    """A model name the endpoint's list leaves out: every request would be refused, so the
+    run stops before the first, naming what the endpoint does serve."""
+    shown = redact_url(base) or base
+    ids = [str(e.get("id")) for e in entries[:20]]
+    more = f", … ({len(entries) - 20} more)" if len(entries) > 20 else ""
+    return (f"the {role.label} endpoint {shown} does not serve {name!r}: its /models lists "
+            f"{', '.join(ids)}{more}; name one of those, or point {role.url_flag} at the "
+            f"server that serves {name!r}")
 
 
 def _base_of(models_url: str) -> str:

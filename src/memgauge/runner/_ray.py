@@ -92,6 +92,22 @@ def check_ray_config(config: RunConfig) -> None:
                           "--executor local")
 
 
+def no_cluster_message(address: str | None, exc: BaseException) -> str:
+    """One line for a Ray cluster that is not there (Ray's own is a traceback that names
+    its own CLI's flags): where the address came from and the ways out."""
+    own = "drop --ray-address to let this run start its own Ray"
+    if address == "auto":
+        return ("--ray-address auto: no Ray cluster is running on this node; start one with "
+                f"`ray start --head`, or {own}")
+    reason = " ".join(str(exc).split())[:200]
+    if address is None:  # Ray read RAY_ADDRESS
+        return (f"RAY_ADDRESS={os.environ.get('RAY_ADDRESS', '')}: no Ray cluster answers "
+                f"there ({reason}); start it, or unset RAY_ADDRESS to let this run start "
+                "its own Ray")
+    return (f"--ray-address {address}: no Ray cluster answers there ({reason}); check the "
+            f"address, or {own}")
+
+
 def task_path(run_dir: Path, k: int) -> Path:
     return run_dir / f".ray-task-{k}.json"
 
@@ -150,8 +166,12 @@ class RayStart:
         if not ray.is_initialized():
             # address None: Ray's own default (RAY_ADDRESS, else a local instance)
             with _driver_task_events_off():
-                ray.init(address=self.config.ray_address, include_dashboard=False,
-                         log_to_driver=True)
+                try:
+                    ray.init(address=self.config.ray_address, include_dashboard=False,
+                             log_to_driver=True)
+                except ConnectionError as exc:  # nothing asked yet: a mistake to name
+                    raise ConfigError(no_cluster_message(self.config.ray_address,
+                                                         exc)) from None
             self.started_here = True
         self.phases.mark("ray.init")
         self.connected = True

@@ -163,9 +163,39 @@ def _why(exc: Exception) -> str:
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
+GAMES_BENCHMARK = "benchmark.json"  # what `memgauge generate games` writes (no manifest.json)
+
+
+def is_benchmark_manifest(obj: Any) -> bool:
+    """A ``manifest.json`` that ``memgauge generate`` wrote (a benchmark's), not a run's."""
+    return isinstance(obj, dict) and "generator_version" in obj and "config_hash" not in obj
+
+
+def holds_benchmark(folder: str | os.PathLike[str]) -> bool:
+    """Whether ``folder`` is a generated benchmark (synth's manifest.json, or a games
+    benchmark's benchmark.json) rather than a run folder."""
+    path = Path(folder)
+    if (path / MANIFEST).is_file():
+        try:
+            head = (path / MANIFEST).read_bytes()
+            return is_benchmark_manifest(orjson.loads(head))
+        except (OSError, orjson.JSONDecodeError):
+            return False
+    return (path / GAMES_BENCHMARK).is_file()
+
+
+def benchmark_not_run(folder: str | os.PathLike[str]) -> InputError:
+    """The error of a command that reads a run folder and was given a benchmark."""
+    return InputError(f"{folder} is a benchmark folder (written by `memgauge generate`), not a "
+                      f"run folder: evaluate it with `memgauge run --data {folder} ... --out "
+                      "RUN_DIR`, then pass RUN_DIR here")
+
+
 def load_manifest(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     path = Path(run_dir) / MANIFEST
     if not path.exists():
+        if (Path(run_dir) / GAMES_BENCHMARK).is_file():
+            raise benchmark_not_run(run_dir)
         return None
     from ._manifest import read_manifest  # checks its shape: docs/design/0017
 
