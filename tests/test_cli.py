@@ -183,3 +183,12 @@ def test_error_messages_are_not_read_as_markup(tmp_path, monkeypatch):
     # without the engine: the install hint, extra included; or, if the model is not pulled
     # either, the pull hint (which comes first)
     assert "pip install 'memgauge[local]'" in text or "memgauge models pull smollm2" in text, text
+
+
+def test_python_dash_m_runs_the_cli():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "memgauge", "--help"], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0 and "generate" in out.stdout
