@@ -120,8 +120,8 @@ class IndistinguishabilityResult(_ToDict):
     Sessions are de-duplicated by (role, session id) (``n_repeats`` copies dropped);
     ``n_other`` counts all label-0 documents, ``n_fillers`` the fillers among them;
     ``n_groups`` counts the GroupKFold groups: one per question, holding the sessions only
-    its episode has, plus one per session shared by several episodes; ``folds`` the folds
-    used.
+    its episode has, plus one per session shared by several episodes that has no question
+    of its family to join (:func:`merge_by_family`); ``folds`` the folds used.
     ``auc_interval``: the gated AUC's 95 % bootstrap interval (``[low, high]``, groups
     resampled, :func:`auc_interval`), reported beside it so a marginal pass can be told from
     a clear one; the verdict still reads ``auc`` alone.
@@ -341,8 +341,9 @@ def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: i
     unlabelled ones included). See :class:`IndistinguishabilityResult`.
 
     Groups are the episode's (first) question id, so a question's sessions never straddle
-    train and test. A session that recurs across episodes (a shared pool) is kept once, as a
-    group of its own. Classifier: TF-IDF of word 1-2 grams with sublinear tf,
+    train and test. A session that recurs across episodes (a shared pool) is kept once, in
+    the group of a question of its family (``Session.meta["family"]``) or else as a group of
+    its own. Classifier: TF-IDF of word 1-2 grams with sublinear tf,
     then logistic regression (balanced class weights); AUC pooled over the out-of-fold
     scores of ``GroupKFold(folds)`` (folds capped at the number of groups). ``seed`` fixes
     the assignment of groups to folds. The same folds score both comparisons.
@@ -786,8 +787,8 @@ def _md_indist(g: Mapping[str, Any]) -> list[str]:
             f"({g.get('n_fillers')} of them fillers; +{g.get('n_repeats', 0)} repeated copies "
             "dropped)"),
            (f"- questions: {g.get('n_questions')}; cross-validation groups: "
-            f"{g.get('n_groups')} (one per question, one per shared session); folds: "
-            f"{g.get('folds')}")]
+            f"{g.get('n_groups')} (one per question; a shared session joins a question of its "
+            f"family, else is one of its own); folds: {g.get('folds')}")]
     if g.get("features_file"):
         out.append(f"- the classifier's top n-grams each way: `{g['features_file']}`")
     top = g.get("top_features") or {}
