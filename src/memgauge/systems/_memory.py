@@ -110,6 +110,52 @@ def text_field(key: str) -> Callable[[dict[str, Any]], str | None]:
     return pick
 
 
+# --- asking for JSON that fits (design 0042) -----------------------------------------------
+
+# Folded into each agent's prompt version: its requests now carry reply schemas.
+SCHEMA_VERSION = "reply-schemas-1"
+CHARS_PER_TOKEN = 3  # a low guess (prose runs ~4 a token): a bounded string fits its tokens
+JSON_FRAME_TOKENS = 8  # the braces, key and quotes around a reply's one field
+
+
+def string(tokens: int, *, nullable: bool = False) -> dict[str, Any]:
+    """A JSON string of at most ``tokens`` tokens (by the low guess), or null."""
+    out: dict[str, Any] = {"type": ["string", "null"] if nullable else "string",
+                           "maxLength": max(1, tokens) * CHARS_PER_TOKEN}
+    return out
+
+
+def object_schema(properties: dict[str, dict[str, Any]], title: str | None = None) -> dict[str, Any]:
+    """An object with exactly these fields, all present (null where a field allows it)."""
+    out: dict[str, Any] = {"type": "object", "properties": properties,
+                           "required": list(properties), "additionalProperties": False}
+    return {"title": title, **out} if title else out
+
+
+def text_reply(key: str, max_tokens: int) -> dict[str, Any]:
+    """The schema of ``{key: "..."}`` whose text fits a reply of ``max_tokens``: held to
+    it, a small model cannot run past its budget and leave the JSON unclosed."""
+    return object_schema({key: string(max_tokens - JSON_FRAME_TOKENS)}, title=key)
+
+
+def list_reply(key: str, item: dict[str, dict[str, Any]], max_tokens: int, item_tokens: int,
+               *, at_most: int | None = None) -> dict[str, Any]:
+    """The schema of ``{key: [item, ...]}`` with as many items of ``item_tokens`` as fit a
+    reply of ``max_tokens`` (at least one: the caller sizes an item to fit), and no more
+    than ``at_most``."""
+    n = max(1, (max_tokens - JSON_FRAME_TOKENS) // max(1, item_tokens))
+    if at_most is not None:
+        n = max(1, min(n, at_most))
+    return object_schema({key: {"type": "array", "maxItems": n,
+                                "items": object_schema(item)}}, title=key)
+
+
+def item_text_tokens(max_tokens: int, fixed_tokens: int, wanted: int) -> int:
+    """Tokens for an item's free text: ``wanted``, or what is left of the reply once its
+    frame and the item's fixed fields are counted (at least 4)."""
+    return max(4, min(wanted, max_tokens - JSON_FRAME_TOKENS - fixed_tokens))
+
+
 # --- rendering sessions with labels --------------------------------------------------------
 
 
@@ -232,6 +278,8 @@ class Ledger:
     failures: list[IngestFailure] = field(default_factory=list)
     # The first model error: memory is incomplete from here, so answers become errors.
     fatal: tuple[IngestFailure, ErrorInfo] | None = None
+    json_replies: int = 0  # replies that were to be JSON (first asks and retries)
+    unreadable: int = 0  # of those, the ones no usable JSON could be read from
 
     def count(self, usage: Usage, cached: bool) -> None:
         self.calls += 1
@@ -243,6 +291,8 @@ class Ledger:
         meta: dict[str, Any] = {"ingest": {"calls": self.calls, "cached": self.cached,
                                            "prompt_tokens": self.prompt_tokens,
                                            "completion_tokens": self.completion_tokens}}
+        if self.json_replies:
+            meta["ingest_replies"] = {"json": self.json_replies, "unreadable": self.unreadable}
         if self.failures:
             meta["ingest_failures"] = [f.as_dict() for f in self.failures]
         return meta
@@ -256,25 +306,34 @@ class Caller:
         self.ctx = ctx
         self.ledger = Ledger()
 
-    def config(self, max_tokens: int | None) -> GenerateConfig:
+    def config(self, max_tokens: int | None,
+               schema: dict[str, Any] | None = None) -> GenerateConfig:
         g = self.ctx.generate
-        return g if max_tokens is None else replace(g, max_tokens=max_tokens)
+        if max_tokens is not None:
+            g = replace(g, max_tokens=max_tokens)
+        return g if schema is None else replace(g, json_schema=schema)
+
+    def tokens(self, max_tokens: int | None = None) -> int:
+        """The completion tokens an ingest reply gets (what its schema is sized to)."""
+        return self.config(max_tokens).max_tokens
 
     async def ingest_json(self, messages: list[Message], pick: Callable[[dict[str, Any]], T | None],
-                          *, stage: str, session_id: str, max_tokens: int | None = None) -> T | None:
-        """Ask at ingest for a JSON reply; one retry (showing the bad reply, so the retry is
-        a new request and not the cached bad one) when it cannot be read. None, with the
-        failure recorded, when it still cannot be, or when the model fails (then the ledger's
-        ``fatal`` is set and later ingest calls are skipped)."""
+                          *, stage: str, session_id: str, max_tokens: int | None = None,
+                          schema: dict[str, Any] | None = None) -> T | None:
+        """Ask at ingest for a JSON reply (following ``schema``, sent as structured output
+        where the endpoint takes it: design 0042); one retry (showing the bad reply, so the
+        retry is a new request and not the cached bad one) when it cannot be read. None,
+        with the failure recorded, when it still cannot be, or when the model fails (then
+        the ledger's ``fatal`` is set and later ingest calls are skipped)."""
         if self.ledger.fatal is not None:
             return None
         try:
-            text = await self._ingest_call(messages, max_tokens)
-            value = first(json_replies(text), pick)
+            text = await self._ingest_call(messages, max_tokens, schema)
+            value = self._read(text, pick)
             if value is None:
                 retry = [*messages, message("assistant", text), message("user", JSON_RETRY)]
-                text = await self._ingest_call(retry, max_tokens)
-                value = first(json_replies(text), pick)
+                text = await self._ingest_call(retry, max_tokens, schema)
+                value = self._read(text, pick)
         except ModelError as exc:
             self._fatal(session_id, stage, ErrorInfo(kind=exc.kind, message=exc.message,
                                                      retryable=exc.retryable,
@@ -302,8 +361,16 @@ class Caller:
             self._fatal(session_id, stage, ErrorInfo(kind="bad_input", message=str(exc)))
         return None
 
-    async def _ingest_call(self, messages: list[Message], max_tokens: int | None) -> str:
-        out = await self.ctx.model.generate(messages, self.config(max_tokens), question_id=None)
+    def _read(self, text: str, pick: Callable[[dict[str, Any]], T | None]) -> T | None:
+        value = first(json_replies(text), pick)
+        self.ledger.json_replies += 1
+        self.ledger.unreadable += value is None
+        return value
+
+    async def _ingest_call(self, messages: list[Message], max_tokens: int | None,
+                           schema: dict[str, Any] | None = None) -> str:
+        out = await self.ctx.model.generate(messages, self.config(max_tokens, schema),
+                                            question_id=None)
         self.ledger.count(out.usage, out.cached)
         return out.text
 
