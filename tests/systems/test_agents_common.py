@@ -20,6 +20,7 @@ from memgauge.schema import (
     BenchmarkInfo,
     Episode,
     EvidenceRef,
+    EvidenceRef,
     ImageRef,
     Question,
     Response,
@@ -54,9 +55,11 @@ def session(sid: str, date: str, *texts: str, images: list[ImageRef] | None = No
     return Session(session_id=sid, date=date, turns=turns)
 
 
-def question(text: str, qid: str = "q1") -> Question:
+def question(text: str, qid: str = "q1", evidence: tuple[str, ...] = ()) -> Question:
+    """A question; ``evidence`` names the sessions it needs (none: any before it)."""
     return Question(question_id=qid, text=text, answer="x", answer_type=AnswerType.FREE_TEXT,
-                    ability=Ability.INFORMATION_EXTRACTION, question_date="2024/12/01")
+                    ability=Ability.INFORMATION_EXTRACTION, question_date="2024/12/01",
+                    evidence=[EvidenceRef(session_id=s) for s in evidence])
 
 
 def run_agent(name: str, fn: Callable[[list[Message], str | None], str],

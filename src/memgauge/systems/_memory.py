@@ -260,10 +260,47 @@ class IngestFailure:
     stage: str
     kind: str  # unparsable | model error kind | bad_input | unknown_label ...
     message: str
+    # What the session gave the memory is lost (an extraction, summary or rewrite that could
+    # not be read); False when the agent kept it another way (a fact added undecided).
+    lost: bool = True
 
-    def as_dict(self) -> dict[str, str]:
-        return {"session_id": self.session_id, "stage": self.stage, "kind": self.kind,
-                "message": self.message}
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"session_id": self.session_id, "stage": self.stage,
+                               "kind": self.kind, "message": self.message}
+        if not self.lost:
+            out["lost"] = False
+        return out
+
+
+INGEST_FAILED = "ingest_failed"  # the error kind of a question its memory cannot answer
+
+
+def needed_failures(question: Question, failures: Sequence[IngestFailure]) -> list[IngestFailure]:
+    """The lost sessions a question needs: those among its evidence sessions, or, when it
+    names none, any (every session ingested before it may hold the answer)."""
+    lost = [f for f in failures if f.lost]
+    wanted = {p.session_id for p in question.evidence}
+    return [f for f in lost if f.session_id in wanted] if wanted else lost
+
+
+def ingest_failed(question: Question, failures: Sequence[IngestFailure],
+                  meta: dict[str, Any]) -> Response | None:
+    """The answer of a question whose needed sessions failed to ingest: an ``ingest_failed``
+    error naming them (never a score from a memory that lacks them; design 0042). Not
+    retryable: a rerun reads the same replies again (from the response cache)."""
+    needed = needed_failures(question, failures)
+    if not needed:
+        return None
+    sessions = list(dict.fromkeys(f.session_id for f in needed))
+    why = needed[0]
+    named = ", ".join(sessions[:5]) + (f" and {len(sessions) - 5} more" if len(sessions) > 5
+                                       else "")
+    which = "its evidence session" if question.evidence else "a session before it"
+    return Response(error=ErrorInfo(
+        kind=INGEST_FAILED, retryable=False,
+        message=f"{which} did not reach memory: {len(sessions)} session(s) failed to ingest "
+                f"({named}); first: {why.session_id} ({why.stage}) {why.kind}: "
+                f"{why.message[:200]}"), meta=meta)
 
 
 @dataclass
@@ -319,12 +356,14 @@ class Caller:
 
     async def ingest_json(self, messages: list[Message], pick: Callable[[dict[str, Any]], T | None],
                           *, stage: str, session_id: str, max_tokens: int | None = None,
-                          schema: dict[str, Any] | None = None) -> T | None:
+                          schema: dict[str, Any] | None = None, loses: bool = True) -> T | None:
         """Ask at ingest for a JSON reply (following ``schema``, sent as structured output
         where the endpoint takes it: design 0042); one retry (showing the bad reply, so the
         retry is a new request and not the cached bad one) when it cannot be read. None,
         with the failure recorded, when it still cannot be, or when the model fails (then
-        the ledger's ``fatal`` is set and later ingest calls are skipped)."""
+        the ledger's ``fatal`` is set and later ingest calls are skipped). ``loses``: an
+        unreadable reply loses what the session gives memory (False where the agent keeps
+        it another way)."""
         if self.ledger.fatal is not None:
             return None
         try:
@@ -344,7 +383,8 @@ class Caller:
             return None
         if value is None:
             self.ledger.failures.append(IngestFailure(
-                session_id, stage, "unparsable", f"no usable JSON after a retry: {text[:200]!r}"))
+                session_id, stage, "unparsable", f"no usable JSON after a retry: {text[:200]!r}",
+                lost=loses))
         return value
 
     async def ingest_text(self, messages: list[Message], *, stage: str, session_id: str,
@@ -379,17 +419,18 @@ class Caller:
         self.ledger.failures.append(failure)
         self.ledger.fatal = (failure, info)
 
-    def failed(self, memory: dict[str, int]) -> Response | None:
-        """The answer when ingest failed for good: an error naming the session and cause
+    def failed(self, memory: dict[str, int], question: Question) -> Response | None:
+        """The answer when ingest failed: after a model error, an error naming the session
+        and cause; when sessions the question needs could not be read, ``ingest_failed``
         (never an answer from a memory that silently lacks sessions)."""
+        meta = {**self.ledger.as_meta(), "memory": memory}
         if self.ledger.fatal is None:
-            return None
+            return ingest_failed(question, self.ledger.failures, meta)
         failure, info = self.ledger.fatal
         return Response(error=ErrorInfo(
             kind="system_error", retryable=info.retryable, attempts=info.attempts,
             message=f"ingest of session {failure.session_id} ({failure.stage}) failed: "
-                    f"{info.kind}: {info.message}"),
-            meta={**self.ledger.as_meta(), "memory": memory})
+                    f"{info.kind}: {info.message}"), meta=meta)
 
 
 def first(objects: Sequence[dict[str, Any]], pick: Callable[[dict[str, Any]], T | None]) -> T | None:

@@ -151,7 +151,7 @@ class FactMemory:
         decisions = await self.caller.ingest_json(
             [message("system", DECIDE_PROMPT), message("user", _decide_input(new, similar))],
             list_field("decisions"), stage="decide", session_id=session.session_id,
-            schema=self._decide_schema(len(new)))
+            schema=self._decide_schema(len(new)), loses=False)  # undecided: added
         self._apply(session, new, decisions or [], parsed=decisions is not None)
 
     def _extract_schema(self) -> dict[str, Any]:
@@ -230,7 +230,7 @@ class FactMemory:
 
     def _failure(self, session: Session, text: str) -> None:
         self.caller.ledger.failures.append(
-            IngestFailure(session.session_id, "decide", "bad_decision", text))
+            IngestFailure(session.session_id, "decide", "bad_decision", text, lost=False))
 
     # --- answer ---
 
@@ -239,7 +239,7 @@ class FactMemory:
         return {"items": len(self.facts), "bytes": len(blob.encode())}
 
     async def answer(self, question: Question) -> Response:
-        failed = self.caller.failed(self.memory())
+        failed = self.caller.failed(self.memory(), question)
         if failed is not None:
             return failed
         stored = list(self.facts.values())

@@ -171,7 +171,7 @@ class RecurrentMemory:
         return {"items": len(self.chunks), "bytes": len(blob)}
 
     async def answer(self, question: Question) -> Response:
-        failed = self.caller.failed(self.memory())
+        failed = self.caller.failed(self.memory(), question)
         if failed is not None:
             return failed
         usage: Usage | None = None

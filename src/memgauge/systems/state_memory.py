@@ -160,7 +160,7 @@ class StateMemory:
                 "bytes": len(blob.encode())}
 
     async def answer(self, question: Question) -> Response:
-        failed = self.caller.failed(self.memory())
+        failed = self.caller.failed(self.memory(), question)
         if failed is not None:
             return failed
         slots = list(self.slots.values())

@@ -119,7 +119,8 @@ class SummaryMemory:
                  message("user", f"Profile so far:\n{self.profile or '(empty)'}\n\n"
                                  f"New session ({session.date or 'unknown date'}):\n{summary}\n")],
                 text_field("profile"), stage="profile", session_id=session.session_id,
-                schema=text_reply("profile", self.caller.tokens()))
+                schema=text_reply("profile", self.caller.tokens()),
+                loses=False)  # the session's summary holds it
             if profile is not None:
                 self.profile = profile
 
@@ -128,7 +129,7 @@ class SummaryMemory:
         return {"items": len(self.entries), "bytes": len(blob.encode())}
 
     async def answer(self, question: Question) -> Response:
-        failed = self.caller.failed(self.memory())
+        failed = self.caller.failed(self.memory(), question)
         if failed is not None:
             return failed
         ranking = await rank_with([e.document() for e in self.entries], question.text,
