@@ -20,7 +20,6 @@ from memgauge.schema import (
     BenchmarkInfo,
     Episode,
     EvidenceRef,
-    EvidenceRef,
     ImageRef,
     Question,
     Response,
