@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from ..errors import InputError
 from ..models import GenerateConfig, ImagePart, Message, ModelError, Part, TextPart
 from ..schema import (
+    INGEST_FAILED,
     ErrorInfo,
     EvidenceRef,
     ImageRef,
@@ -270,9 +271,6 @@ class IngestFailure:
         if not self.lost:
             out["lost"] = False
         return out
-
-
-INGEST_FAILED = "ingest_failed"  # the error kind of a question its memory cannot answer
 
 
 def needed_failures(question: Question, failures: Sequence[IngestFailure]) -> list[IngestFailure]:
