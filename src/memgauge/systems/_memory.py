@@ -116,7 +116,12 @@ def text_field(key: str) -> Callable[[dict[str, Any]], str | None]:
 # Folded into each agent's prompt version: its requests now carry reply schemas.
 SCHEMA_VERSION = "reply-schemas-1"
 CHARS_PER_TOKEN = 3  # a low guess (prose runs ~4 a token): a bounded string fits its tokens
-JSON_FRAME_TOKENS = 8  # the braces, key and quotes around a reply's one field
+JSON_FRAME_TOKENS = 12  # the braces, key, quotes and line breaks around a reply's one field
+# An ingest reply's floor, whatever --max-tokens (sized for answers) says: held to a schema,
+# SmolLM2 pretty-prints (a line and an indent per field), and at the demo's 48 tokens half
+# its fact lists were cut off unclosed. A reply stops where its JSON closes, so the floor
+# costs only the replies that need it.
+INGEST_MIN_TOKENS = 128
 
 
 def string(tokens: int, *, nullable: bool = False) -> dict[str, Any]:
@@ -343,9 +348,11 @@ class Caller:
 
     def config(self, max_tokens: int | None,
                schema: dict[str, Any] | None = None) -> GenerateConfig:
+        """An ingest call's settings: ``max_tokens`` when given (a rewrite's bound), else
+        the run's cap but at least INGEST_MIN_TOKENS; ``schema`` as structured output."""
         g = self.ctx.generate
-        if max_tokens is not None:
-            g = replace(g, max_tokens=max_tokens)
+        g = replace(g, max_tokens=max_tokens if max_tokens is not None
+                    else max(g.max_tokens, INGEST_MIN_TOKENS))
         return g if schema is None else replace(g, json_schema=schema)
 
     def tokens(self, max_tokens: int | None = None) -> int:

@@ -66,8 +66,9 @@ DECIDE_PROMPT = (
 VERSION = prompt_version(EXTRACT_PROMPT, DECIDE_PROMPT, SCHEMA_VERSION)
 OPS = ("ADD", "UPDATE", "DELETE", "NONE")
 # Tokens of an item's fields besides its free text (keys, quotes, a label, null).
-_FACT_FIXED_TOKENS = 16
-_DECISION_FIXED_TOKENS = 18
+# (pretty-printed: a line and an indent per field, as SmolLM2 writes it)
+_FACT_FIXED_TOKENS = 28
+_DECISION_FIXED_TOKENS = 34
 
 
 @dataclass
@@ -156,14 +157,14 @@ class FactMemory:
 
     def _extract_schema(self) -> dict[str, Any]:
         budget = self.caller.tokens()
-        text = item_text_tokens(budget, _FACT_FIXED_TOKENS, 40)
+        text = item_text_tokens(budget, _FACT_FIXED_TOKENS, 24)
         return list_reply("facts", {"fact": string(text), "turn": string(3),
                                     "image": string(3, nullable=True)},
                           budget, text + _FACT_FIXED_TOKENS)
 
     def _decide_schema(self, n_new: int) -> dict[str, Any]:
         budget = self.caller.tokens()
-        text = item_text_tokens(budget, _DECISION_FIXED_TOKENS, 30)
+        text = item_text_tokens(budget, _DECISION_FIXED_TOKENS, 20)
         item = {"new": {"type": "integer", "minimum": 1, "maximum": n_new},
                 "op": {"enum": list(OPS)}, "id": string(3, nullable=True),
                 "text": string(text, nullable=True)}

@@ -49,7 +49,8 @@ EXTRACT_PROMPT = (
     '"turn": "T1", "images": ["I1"]}]}. Use {"states": []} when there are none.'
 )
 VERSION = prompt_version(EXTRACT_PROMPT, SCHEMA_VERSION)
-_STATE_FIXED_TOKENS = 34  # keys, quotes, the entity and attribute, a label, one image
+# keys, quotes, line breaks, the entity and attribute, a label, two images
+_STATE_FIXED_TOKENS = 56
 _SPACES = re.compile(r"\s+")
 
 
