@@ -69,8 +69,8 @@ def execute_run(config) -> None:  # type: ignore[no-untyped-def]
     ingest_failed = ingest_failed_count(result.run_dir)
     if ingest_failed:
         say(f"ingest failed: {ingest_failed} questions need sessions that could not be read "
-            "into memory (the model's ingest replies held no usable JSON: see "
-            "ingest_failures in their records); errors, not scored", style="yellow")
+            "into memory (replies the memory could not use: see ingest_failures in "
+            "their records); errors, not scored", style="yellow")
     if result.errors:
         retry = ("" if ingest_failed >= result.errors else
                  " Rerun the same command to retry them.")  # a rerun reads the same replies
