@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memgauge.models.openai_compat import OpenAICompatModel
 from memgauge.systems import _memory
 
 AGENTS: list[tuple[str, dict[str, str]]] = [
@@ -90,10 +91,13 @@ def measure_agent(system: str, options: dict[str, str], a: argparse.Namespace,
         agent = lookup("system", system)(ctx)()
 
         async def ingest() -> Any:
-            await agent.reset(episode)
-            for session in sessions:
-                await agent.ingest(session)
-            return agent.caller.ledger
+            try:
+                await agent.reset(episode)
+                for session in sessions:
+                    await agent.ingest(session)
+                return agent.caller.ledger
+            finally:  # its connections belong to this event loop (the server stays up)
+                await OpenAICompatModel.aclose(local)
 
         ledger = asyncio.run(ingest())
     finally:
