@@ -4,6 +4,8 @@ It records every request body, answers with ``answer(body) -> str``, and can be 
 fail (``plan`` is a list of status codes or "hang" consumed one per request before normal
 answers resume). ``models`` (a list of ``/models`` entries) makes it answer ``GET .../models``
 with that list; left None, a GET is refused with 501 as before. GETs never consume ``plan``.
+``refuse_response_format`` (an error text) makes it answer any request carrying
+``response_format`` with a 400 of that text, as a server without structured output does.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class StubServer:
         self.models: list[dict[str, Any]] | None = None
         self.gets: list[str] = []  # the paths of GET requests, in order
         self.hang_s = 30.0
+        self.refuse_response_format: str | None = None
         self._lock = threading.Lock()
         stub = self
 
@@ -61,6 +64,10 @@ class StubServer:
                     time.sleep(stub.hang_s)
                 if stub.latency_s:
                     time.sleep(stub.latency_s)
+                if stub.refuse_response_format and "response_format" in body:
+                    self._send(400, {"error": {"message": stub.refuse_response_format,
+                                               "type": "invalid_request_error"}})
+                    return
                 if isinstance(step, int):
                     payload = {"error": {"message": f"stub error {step}", "type": "stub"}}
                     self._send(step, payload, {"Retry-After": "0"} if step == 429 else {})

@@ -72,9 +72,16 @@ def execute_run(config) -> None:  # type: ignore[no-untyped-def]
              "counted). Nothing more was sent; what was in flight is recorded. Rerun with a "
              "higher budget to resume.", style="yellow")
         raise typer.Exit(EXIT_BUDGET)
+    ingest_failed = ingest_failed_count(result.run_dir)
+    if ingest_failed:
+        say(f"ingest failed: {ingest_failed} questions need sessions that could not be read "
+            "into memory (replies the memory could not use: see ingest_failures in "
+            "their records); errors, not scored", style="yellow")
     if result.errors:
-        say(f"{result.errors} questions failed; they are reported apart. "
-             "Rerun the same command to retry them.", style="yellow")
+        retry = ("" if ingest_failed >= result.errors else
+                 " Rerun the same command to retry them.")  # a rerun reads the same replies
+        say(f"{result.errors} questions failed; they are reported apart.{retry}",
+            style="yellow")
         causes = top_causes(result.run_dir)
         if causes:
             say("top causes: " + "; ".join(causes), style="yellow")
@@ -111,6 +118,17 @@ def image_url_notice(config) -> str | None:  # type: ignore[no-untyped-def]
     return (f"note: LoCoMo in image mode sends its {photos} to the endpoint as "
             "public URLs, for the endpoint to fetch from the web; --context-mode caption "
             "sends their BLIP captions instead")
+
+
+def ingest_failed_count(run_dir: str | Path) -> int:
+    """Questions of the run that are ``ingest_failed`` errors (the manifest's status)."""
+    from .runner import load_manifest
+
+    try:
+        manifest = load_manifest(run_dir) or {}
+    except MemgaugeError:
+        return 0
+    return int((manifest.get("status") or {}).get("ingest_failed") or 0)
 
 
 def reply_labels_line(run_dir: str | Path) -> str | None:

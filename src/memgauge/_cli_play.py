@@ -232,6 +232,7 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
             player_options = {"noise": noise} if player == "scripted" else dict(llm_options)
             if model_spec is not None:  # whether its decoding was held to the legal actions
                 player_options["constrained_choice"] = getattr(chosen, "constrained", False)
+                player_options["structured_choice"] = getattr(chosen, "structured", False)
             meta = new_meta(env, seed=seed, player=player, max_steps=steps,
                             player_options=player_options)
             try:
@@ -310,7 +311,8 @@ def _fallback_rate(logged: int, fell_back: int, player_options: dict[str, Any]) 
     is mostly fallbacks is the fallback's play, not the model's (design 0032)."""
     share = f" ({fell_back / logged:.0%})" if logged else ""
     how = ("its choice held to the legal actions" if player_options.get("constrained_choice")
-           else "its choice unconstrained")
+           else "its choice asked as structured output (a JSON schema of the legal actions)"
+           if player_options.get("structured_choice") else "its choice unconstrained")
     return (f"fallback action on {fell_back} of {logged} steps{share} (no reply named a "
             f"legal action); {how}")
 

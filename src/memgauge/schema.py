@@ -164,6 +164,10 @@ class Usage(_Model):
     cached_tokens: int | None = None  # prompt tokens served from the server's prefix cache
 
 
+# The error kind of a question whose needed sessions failed to ingest (design 0042).
+INGEST_FAILED = "ingest_failed"
+
+
 class ErrorInfo(_Model):
     """A failure with its cause. Errors are reported apart, never scored as wrong."""
 

@@ -133,13 +133,19 @@ def test_infer_false_stores_the_raw_messages_without_model_calls():
     assert {m["session_id"] for m in response.meta["mem0"]["memories"]} == {"s1", "s2"}
 
 
-def test_an_unreadable_extraction_reply_is_counted_and_stores_nothing():
+def test_an_unreadable_extraction_reply_stores_nothing_and_the_question_is_ingest_failed(
+        caplog):
+    """Issue 29: an empty memory is not a score of 0; Mem0's own log line per unreadable
+    reply is dropped (the count is in the record and the run's summary)."""
     model = Recording(lambda m, q: "I cannot do JSON" if q is None else "Insufficient information")
-    response, _ = run(model)
+    with caplog.at_level("ERROR"):
+        response, _ = run(model)
     assert response.meta["mem0"]["unparsed_replies"] == 2
     assert response.meta["memory"] == {"items": 0, "bytes": 0}
-    assert response.retrieved == []
-    assert "(no memories were found)" in user_text(model.calls[-1][0])
+    assert [f["session_id"] for f in response.meta["ingest_failures"]] == ["s1", "s2"]
+    assert response.error is not None and response.error.kind == "ingest_failed"
+    assert all(q is None for _, q in model.calls)  # no answer asked of an empty memory
+    assert "Error parsing extraction response" not in caplog.text
 
 
 def test_the_models_own_error_at_ingest_comes_through_not_mem0s_wrapping():

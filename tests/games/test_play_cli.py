@@ -108,9 +108,12 @@ def test_the_summary_reports_the_llm_players_fallback_rate(tmp_path):
     meta, steps = read_trajectory(tmp_path / "t")
     assert [s.action for s in steps] == ["move_left", "noop", "move_right"]
     assert meta.player_options["constrained_choice"] is False
+    assert meta.player_options["structured_choice"] is True  # issue 29: a JSON schema
+    assert stub.requests[0]["response_format"]["json_schema"]["schema"]["properties"][
+        "action"]["enum"][:2] == ["noop", "move_left"]
     summary = " ".join(result.output.split())
     assert ("fallback action on 1 of 3 steps (33%) (no reply named a legal action); its "
-            "choice unconstrained") in summary
+            "choice asked as structured output (a JSON schema of the legal actions)") in summary
 
 
 def test_an_llm_endpoint_that_fails_for_good_stops_play_and_keeps_the_log(tmp_path):

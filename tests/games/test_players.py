@@ -239,6 +239,27 @@ def test_llm_holds_a_constraining_model_to_the_legal_actions():
     assert free_text.configs[0].choices == ()
 
 
+def test_llm_asks_any_other_model_for_a_json_action_among_the_legal_ones():
+    """Issue 29: a model without a grammar (vLLM, SGLang, OpenAI, a llama.cpp server by URL)
+    gets the legal actions as a JSON schema, and its JSON reply names the action."""
+    plain = _scripted(['{"action": "place_table"}'])
+    player = LLMPlayer(plain, game="crafter")
+    decision = asyncio.run(player.act(_obs()))
+    assert decision.action == "place_table" and decision.trace.attempts == 1
+    sent = plain.configs[0]
+    assert sent.choices == () and player.structured and not player.constrained
+    assert sent.json_schema["properties"]["action"] == {"enum": CRAFTER_ACTIONS}
+    assert sent.max_tokens >= len("make_wood_pickaxe") + 8
+    # an endpoint that ignored the schema: its plain reply still counts
+    assert asyncio.run(LLMPlayer(_scripted(["noop"]), game="crafter").act(_obs())).action == "noop"
+
+
+@pytest.mark.parametrize("reply, action", [('{"action": "do"}', "do"),
+                                           ('{"action": "3"}', CRAFTER_ACTIONS[2])])
+def test_parse_action_reads_a_structured_reply(reply, action):
+    assert parse_action(reply, CRAFTER_ACTIONS) == (action, None)
+
+
 def test_llm_fallback_must_be_legal():
     player = LLMPlayer(_scripted(["x"]), game="crafter", fallback="dance")
     with pytest.raises(ConfigError, match="'dance' is not a legal action"):

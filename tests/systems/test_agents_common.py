@@ -54,9 +54,11 @@ def session(sid: str, date: str, *texts: str, images: list[ImageRef] | None = No
     return Session(session_id=sid, date=date, turns=turns)
 
 
-def question(text: str, qid: str = "q1") -> Question:
+def question(text: str, qid: str = "q1", evidence: tuple[str, ...] = ()) -> Question:
+    """A question; ``evidence`` names the sessions it needs (none: any before it)."""
     return Question(question_id=qid, text=text, answer="x", answer_type=AnswerType.FREE_TEXT,
-                    ability=Ability.INFORMATION_EXTRACTION, question_date="2024/12/01")
+                    ability=Ability.INFORMATION_EXTRACTION, question_date="2024/12/01",
+                    evidence=[EvidenceRef(session_id=s) for s in evidence])
 
 
 def run_agent(name: str, fn: Callable[[list[Message], str | None], str],
@@ -189,3 +191,45 @@ def test_ingest_calls_are_counted_with_cache_hits_and_asked_without_question_id(
     # the second episode's reading of the same session is served from the cache
     assert ingest2["calls"] == ingest1["calls"] and ingest2["cached"] == ingest2["calls"]
     assert set(r1.meta["memory"]) == {"items", "bytes"}
+
+
+class _ConfigKeeping(ScriptedModel):
+    """A scripted model that also keeps each call's GenerateConfig."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.configs: list[Any] = []
+
+    async def generate(self, messages: Any, config: Any, *, question_id: Any = None) -> Any:
+        self.configs.append((config, question_id))
+        return await super().generate(messages, config, question_id=question_id)
+
+
+@pytest.mark.parametrize("name, key", [("fact-memory", "facts"), ("state-memory", "states"),
+                                       ("summary-memory", "summary"),
+                                       ("recurrent-memory", "memory")])
+def test_ingest_asks_for_its_json_under_a_schema_that_fits_the_reply(name: str, key: str) -> None:
+    """Issue 29: SmolLM2 wrote no usable JSON for any session; held to a schema (structured
+    output) it cannot write anything else, and the schema's bounds keep the JSON inside the
+    reply's tokens (at least INGEST_MIN_TOKENS, whatever the answers' cap)."""
+    from memgauge.models import GenerateConfig
+    from memgauge.systems._memory import CHARS_PER_TOKEN, INGEST_MIN_TOKENS, JSON_FRAME_TOKENS
+
+    every = '{"facts": [], "states": [], "summary": "s", "profile": "p", "memory": "m"}'
+    model = _ConfigKeeping(fn=lambda m, q: every)
+    options = {"variant": "blind", "memory_tokens": 64} if name == "recurrent-memory" else {}
+    run_agent(name, model.fn, [session("s1", "d1", "Rex is my dog.")], [question("dog?")],
+              model=model, options=options, generate=GenerateConfig(max_tokens=48))
+    ingest = [c for c, qid in model.configs if qid is None]
+    assert ingest and all(c.json_schema is not None for c in ingest)
+    schema = ingest[0].json_schema
+    assert schema["required"] == [key] and schema["additionalProperties"] is False
+    budget = ingest[0].max_tokens
+    assert budget >= (96 if name == "recurrent-memory" else INGEST_MIN_TOKENS)
+    field = schema["properties"][key]
+    if field["type"] == "string":
+        assert field["maxLength"] <= (budget - JSON_FRAME_TOKENS) * CHARS_PER_TOKEN
+    else:
+        assert 1 <= field["maxItems"] and field["items"]["additionalProperties"] is False
+    answers = [c for c, qid in model.configs if qid is not None]
+    assert answers and all(c.json_schema is None and c.max_tokens == 48 for c in answers)

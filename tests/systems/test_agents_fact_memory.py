@@ -74,7 +74,8 @@ def test_the_decision_step_sees_only_similar_stored_facts() -> None:
     assert "Rex" in stored and "Lyon" in stored
 
 
-def test_malformed_replies_are_retried_then_recorded_and_nothing_is_lost() -> None:
+def test_malformed_replies_are_retried_then_recorded_and_a_question_needing_them_fails(
+        ) -> None:
     replies = {"extract": ["not json at all", '{"facts": [{"fact": "Rex is a dog"}]}']}
 
     def fn(messages: list[Message], qid: str | None) -> str:
@@ -87,16 +88,25 @@ def test_malformed_replies_are_retried_then_recorded_and_nothing_is_lost() -> No
         raise AssertionError("no decision expected")
 
     sessions = [session("s1", "d1", "Rex is my dog."), session("s2", "d2", "Second chat.")]
-    [r], model, agent = run_agent("fact-memory", fn, sessions, [question("dog?")])
+    [r, needs_s2, needs_any], model, agent = run_agent(
+        "fact-memory", fn, sessions, [question("dog?", "q1", ("s1",)),
+                                      question("chat?", "q2", ("s2",)), question("any?", "q3")])
     # s1: a malformed first reply, read on the retry, which shows the model its bad reply
     retry = model.calls[1][0]
     assert retry[-2].role == "assistant" and text_of([retry[-2]]) == "not json at all"
     assert [f.text for f in agent.facts.values()] == ["Rex is a dog"]
-    # s2: malformed twice: recorded, the question still answered from what memory there is
+    # s2: malformed twice: recorded; a question on s1 is still answered from memory
     [failure] = r.meta["ingest_failures"]
     assert failure["session_id"] == "s2" and failure["kind"] == "unparsable"
     assert r.error is None and r.text == "ok"
     assert r.meta["ingest"]["calls"] == 4
+    assert r.meta["ingest_replies"] == {"json": 4, "unreadable": 3}
+    # issue 29: one that needs s2 (its evidence, or with none any session) is an error,
+    # not a score, and nothing is asked for it
+    for failed in (needs_s2, needs_any):
+        assert failed.error is not None and failed.error.kind == "ingest_failed"
+        assert "s2 (extract) unparsable" in failed.error.message and not failed.error.retryable
+    assert [q for _, q in model.calls if q is not None] == ["q1"]
 
 
 def test_a_decision_naming_an_unknown_fact_adds_the_fact_and_says_so() -> None:

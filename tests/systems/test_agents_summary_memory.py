@@ -69,9 +69,13 @@ def test_a_session_whose_summary_fails_is_still_found_by_its_own_text() -> None:
             return "{oops" if "guitar" in text_of(messages) else '{"summary": "other things"}'
         return '{"profile": "p"}'
 
-    [r], _, agent = run_agent("summary-memory", fn, _sessions(), [question("guitar price?")],
-                              options={"top_k": 1})
+    [r, needs_s2], _, agent = run_agent(
+        "summary-memory", fn, _sessions(),
+        [question("guitar price?", "q1", ("s1",)), question("guitar?", "q2", ("s2",))],
+        options={"top_k": 1})
     assert agent.entries[1].summary is None
     assert r.retrieved[0].pointer.session_id == "s2"
     assert [(f["session_id"], f["stage"], f["kind"]) for f in r.meta["ingest_failures"]] == [
         ("s2", "summary", "unparsable")]
+    # issue 29: the question whose evidence is s2 is an ingest_failed error, not a score
+    assert needs_s2.error is not None and needs_s2.error.kind == "ingest_failed"

@@ -154,6 +154,11 @@ def test_an_unreadable_reply_is_counted_not_hidden():
 
     response, _ = run(ScriptedModel(fn=fn))
     assert response.meta["a-mem"]["unparsed_replies"] == response.meta["ingest"]["calls"] == 5
+    # issue 29: each session's failure is recorded; its notes hold the turns verbatim, so
+    # nothing is lost and the question is answered (design 0042)
+    assert [(f["session_id"], f["lost"]) for f in response.meta["ingest_failures"]] == [
+        ("s1", False), ("s2", False)]
+    assert response.error is None and response.text == "Rex"
 
 
 @AMEM

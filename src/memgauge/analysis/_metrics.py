@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memgauge.analysis._stats import BOOTSTRAP, SMALL_N, mean, mean_ci
-from memgauge.schema import Ability, AnswerType, Record
+from memgauge.schema import INGEST_FAILED, Ability, AnswerType, Record
 from memgauge.scoring import judge_applies
 
 __all__ = [
@@ -180,6 +180,7 @@ class Summary:
             "n_ok": self.n_ok,
             "n_errors": self.n_errors,
             "error_kinds": dict(self.error_kinds),
+            "ingest_failed": self.error_kinds.get(INGEST_FAILED, 0),
             "reply_labels": dict(self.reply_labels),
             "scorer_versions": {k: dict(v) for k, v in self.scorer_versions.items()},
             "errors": [e.to_dict() for e in self.errors],
@@ -325,6 +326,13 @@ def ok_with_labels(n_ok: int, labels: dict[str, int]) -> str:
     if not labels:
         return str(n_ok)
     return f"{n_ok} (" + ", ".join(f"{n} {label}" for label, n in labels.items()) + ")"
+
+
+def errors_cell(n_errors: int, error_kinds: dict[str, int]) -> str:
+    """A leaderboard's "Errors" cell: "3", or "3 (2 ingest failed)" when questions failed
+    because sessions they need could not be ingested (design 0042)."""
+    failed = error_kinds.get(INGEST_FAILED, 0)
+    return f"{n_errors} ({failed} ingest failed)" if failed else str(n_errors)
 
 
 def fmt_reply_labels(labels: dict[str, int], n_ok: int) -> str:

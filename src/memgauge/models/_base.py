@@ -40,12 +40,19 @@ class GenerateConfig:
     # decoding can be constrained (``constrains_choices``: a local llama.cpp server, through
     # a grammar) guarantees it; any other gets only what the prompt asks.
     choices: tuple[str, ...] = ()
+    # The reply must be one JSON value following this JSON schema (its ``title`` names it).
+    # An OpenAI-compatible endpoint gets it as ``response_format`` (llama.cpp, vLLM, SGLang
+    # and OpenAI hold decoding to it); one that refuses it gets the prompt's words only
+    # (``OpenAICompatModel``: once, recorded). Design 0042.
+    json_schema: dict[str, Any] | None = None
 
     def describe(self) -> dict[str, Any]:
         out = {"max_tokens": self.max_tokens, "temperature": self.temperature,
                "top_p": self.top_p, "seed": self.seed, "extra_body": self.extra_body}
         if self.choices:  # only then: every cache key made without choices stays as it was
             out["choices"] = list(self.choices)
+        if self.json_schema is not None:  # likewise: a reply made without it is not replayed
+            out["json_schema"] = self.json_schema
         return out
 
 

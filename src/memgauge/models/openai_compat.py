@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime
 import email.utils
 import math
@@ -175,6 +176,9 @@ class OpenAICompatModel:
         self._limits = [AdaptiveLimit(aimd) for _ in self._urls]
         self.requests = 0
         self.retries = 0
+        # Why the endpoint refused ``response_format`` (the first refusal's words), after
+        # which JSON schemas are asked for in the prompt only (design 0042).
+        self.structured_refused: str | None = None
 
     def _http(self, replica: int = 0) -> HttpClient:
         client = self._clients[replica]
@@ -229,6 +233,8 @@ class OpenAICompatModel:
             if i in self._down:
                 entry["down"] = self._down[i]
                 entry["episodes_moved"] = self._moved[i]
+            if self.structured_refused is not None:
+                entry["structured_output"] = {"refused": self.structured_refused}
             out.append(entry)
         return out
 
@@ -342,6 +348,19 @@ class OpenAICompatModel:
 
     async def generate(self, messages: list[Message], config: GenerateConfig, *,
                        question_id: str | None = None) -> ModelOutput:
+        if config.json_schema is not None and self.structured_refused is not None:
+            config = dataclasses.replace(config, json_schema=None)  # refused: words only
+        try:
+            return await self._generate(messages, config)
+        except ModelError as exc:
+            if config.json_schema is None or not refuses_structured_output(exc):
+                raise
+            if self.structured_refused is None:
+                self.structured_refused = bounded(exc.message, 200)
+            # The same request without it (keyed as one: its reply is the unconstrained one).
+            return await self._generate(messages, dataclasses.replace(config, json_schema=None))
+
+    async def _generate(self, messages: list[Message], config: GenerateConfig) -> ModelOutput:
         cache = self.settings.cache
         wire, keyed, blobs = await self._render(messages, keyed_form=cache is not None)
         body: dict[str, Any] = {"model": self.name, "messages": wire,
@@ -353,6 +372,8 @@ class OpenAICompatModel:
             body["seed"] = config.seed
         if config.choices:
             body.update(self.choice_body(config.choices))
+        if config.json_schema is not None:
+            body["response_format"] = response_format(config.json_schema)
         body.update(config.extra_body)
         if cache is None:
             payload = self._splice(orjson.dumps(body), blobs)
@@ -591,6 +612,29 @@ def classify_error(status: int, body: bytes) -> tuple[str, str, bool, dict[str, 
     elif any(h in low for h in _NO_VISION_HINTS):
         return "no_vision", f"{_NO_VISION_FIX} (server: {bounded(raw, 160)})", False, {}
     return kind, bounded(raw), retryable, details
+
+
+# What an endpoint says when it takes no ``response_format`` (or not this schema): vLLM and
+# SGLang without a guided-decoding backend, older llama.cpp, proxies that validate fields.
+_STRUCTURED_HINTS = ("response_format", "json_schema", "schema", "grammar", "guided",
+                     "structured output")
+
+
+def response_format(schema: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's ``response_format`` for a reply that follows ``schema`` (not ``strict``:
+    OpenAI's strict mode refuses keywords such as ``maxLength`` that bound a small model's
+    reply, and llama.cpp, vLLM and SGLang enforce the schema either way)."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title") or "reply"))[:64]
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+
+
+def refuses_structured_output(exc: ModelError) -> bool:
+    """Whether a failed request was refused for its ``response_format``: a client error (or
+    a deterministic server one) whose text names it. Anything else is the request's own."""
+    if exc.kind in ("context_overflow", "no_vision", "tls", "redirect", "timeout",
+                    "connection") or (exc.retryable and not exc.kind.startswith("http_4")):
+        return False
+    return any(h in exc.message.lower() for h in _STRUCTURED_HINTS)
 
 
 def bounded(text: str, limit: int = ERROR_TEXT_LIMIT) -> str:

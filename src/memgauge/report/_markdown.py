@@ -20,6 +20,7 @@ from memgauge.analysis._games import ALL_GAMES, GameCell, GameReport
 from memgauge.analysis._json import json_safe
 from memgauge.report._md import cell, code, table
 from memgauge.report._tables_md import fmt_ci
+from memgauge.schema import INGEST_FAILED
 
 __all__ = ["render_games_markdown", "render_json", "render_markdown"]
 
@@ -112,6 +113,9 @@ def render_markdown(summary: Summary, *, title: str, meta: Mapping[str, Any] | N
         facts.append(("Errors", f"{summary.n_errors} ({kinds})"))
     else:
         facts.append(("Errors", "0"))
+    if failed := summary.error_kinds.get(INGEST_FAILED):
+        facts.append(("Ingest failures", (f"{failed} questions whose sessions could not be "
+                                          "read into memory (errors, not scored)")))
     facts.append(("Hedged / unparseable replies",
                   fmt_reply_labels(summary.reply_labels, summary.n_ok)))
     mixed = mixed_versions(summary.scorer_versions)

@@ -15,6 +15,7 @@ from memgauge.analysis import (
     ReportTables,
     RunRow,
     Spread,
+    errors_cell,
     measure_of,
     ok_with_labels,
     scorer_label,
@@ -324,7 +325,8 @@ def _leaderboard(t: ReportTables) -> list[str]:
     rows = []
     for r in ranked(t.runs):
         row = [cell(run_name(r)), cell(r.system), cell(r.tier),
-               cell(ok_with_labels(r.n_ok, r.reply_labels)), str(r.n_errors),
+               cell(ok_with_labels(r.n_ok, r.reply_labels)),
+               cell(errors_cell(r.n_errors, r.error_kinds)),
                (f"{fmt_pct(r.accuracy)} {fmt_ci(r.ci_low, r.ci_high, small=r.small_n)} "
                 f"(n={r.n})"),
                f"{fmt_pct(r.macro_accuracy)} ({r.n_abilities})",

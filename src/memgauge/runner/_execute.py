@@ -30,6 +30,7 @@ from ..models._aimd import PRIORITY
 from ..models.openai_compat import ROUTING_KEY
 from ..registry import lookup
 from ..schema import (
+    INGEST_FAILED,
     RUN_FINISHED,
     RUN_RUNNING,
     RUN_STOPPED,
@@ -1216,7 +1217,7 @@ def _scan_status(run_dir: Path, hits: CacheHits | None = None,
     if not path.exists():
         return _status({})
     seen: set[Any] = set()
-    ok = 0
+    ok = ingest_failed = 0
     for _, obj in iter_record_lines(path):
         if type(obj) is not dict:
             return None
@@ -1225,16 +1226,29 @@ def _scan_status(run_dir: Path, hits: CacheHits | None = None,
             return None
         seen.add(qid)
         ok += obj.get("status") == "ok"
+        error = obj.get("response", {}).get("error") if obj.get("status") != "ok" else None
+        ingest_failed += isinstance(error, dict) and error.get("kind") == INGEST_FAILED
         if hits is not None:
             hits.add_raw(obj)
         if reuse is not None:
             reuse.add_raw(obj)
-    return {"records": len(seen), "ok": ok, "errors": len(seen) - ok}
+    return _counts(len(seen), ok, ingest_failed)
 
 
 def _status(records: dict[str, Record]) -> dict[str, int]:
     ok = sum(1 for r in records.values() if r.status == "ok")
-    return {"records": len(records), "ok": ok, "errors": len(records) - ok}
+    ingest_failed = sum(1 for r in records.values() if r.status != "ok" and r.response.error
+                        is not None and r.response.error.kind == INGEST_FAILED)
+    return _counts(len(records), ok, ingest_failed)
+
+
+def _counts(records: int, ok: int, ingest_failed: int) -> dict[str, int]:
+    """The manifest's ``status``; ``ingest_failed`` (errors: sessions a question needs
+    failed to ingest, design 0042) only when there are some."""
+    out = {"records": records, "ok": ok, "errors": records - ok}
+    if ingest_failed:
+        out["ingest_failed"] = ingest_failed
+    return out
 
 
 def _jsonish(value: Any) -> Any:

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from ..errors import InputError
 from ..models import GenerateConfig, ImagePart, Message, ModelError, Part, TextPart
 from ..schema import (
+    INGEST_FAILED,
     ErrorInfo,
     EvidenceRef,
     ImageRef,
@@ -108,6 +109,57 @@ def text_field(key: str) -> Callable[[dict[str, Any]], str | None]:
         return value.strip() if isinstance(value, str) else None
 
     return pick
+
+
+# --- asking for JSON that fits (design 0042) -----------------------------------------------
+
+# Folded into each agent's prompt version: its requests now carry reply schemas.
+SCHEMA_VERSION = "reply-schemas-1"
+CHARS_PER_TOKEN = 3  # a low guess (prose runs ~4 a token): a bounded string fits its tokens
+JSON_FRAME_TOKENS = 12  # the braces, key, quotes and line breaks around a reply's one field
+# An ingest reply's floor, whatever --max-tokens (sized for answers) says: held to a schema,
+# SmolLM2 pretty-prints (a line and an indent per field), and at the demo's 48 tokens half
+# its fact lists were cut off unclosed. A reply stops where its JSON closes, so the floor
+# costs only the replies that need it.
+INGEST_MIN_TOKENS = 128
+
+
+def string(tokens: int, *, nullable: bool = False) -> dict[str, Any]:
+    """A JSON string of at most ``tokens`` tokens (by the low guess), or null."""
+    out: dict[str, Any] = {"type": ["string", "null"] if nullable else "string",
+                           "maxLength": max(1, tokens) * CHARS_PER_TOKEN}
+    return out
+
+
+def object_schema(properties: dict[str, dict[str, Any]], title: str | None = None) -> dict[str, Any]:
+    """An object with exactly these fields, all present (null where a field allows it)."""
+    out: dict[str, Any] = {"type": "object", "properties": properties,
+                           "required": list(properties), "additionalProperties": False}
+    return {"title": title, **out} if title else out
+
+
+def text_reply(key: str, max_tokens: int) -> dict[str, Any]:
+    """The schema of ``{key: "..."}`` whose text fits a reply of ``max_tokens``: held to
+    it, a small model cannot run past its budget and leave the JSON unclosed."""
+    return object_schema({key: string(max_tokens - JSON_FRAME_TOKENS)}, title=key)
+
+
+def list_reply(key: str, item: dict[str, dict[str, Any]], max_tokens: int, item_tokens: int,
+               *, at_most: int | None = None) -> dict[str, Any]:
+    """The schema of ``{key: [item, ...]}`` with as many items of ``item_tokens`` as fit a
+    reply of ``max_tokens`` (at least one: the caller sizes an item to fit), and no more
+    than ``at_most``."""
+    n = max(1, (max_tokens - JSON_FRAME_TOKENS) // max(1, item_tokens))
+    if at_most is not None:
+        n = max(1, min(n, at_most))
+    return object_schema({key: {"type": "array", "maxItems": n,
+                                "items": object_schema(item)}}, title=key)
+
+
+def item_text_tokens(max_tokens: int, fixed_tokens: int, wanted: int) -> int:
+    """Tokens for an item's free text: ``wanted``, or what is left of the reply once its
+    frame and the item's fixed fields are counted (at least 4)."""
+    return max(4, min(wanted, max_tokens - JSON_FRAME_TOKENS - fixed_tokens))
 
 
 # --- rendering sessions with labels --------------------------------------------------------
@@ -214,10 +266,44 @@ class IngestFailure:
     stage: str
     kind: str  # unparsable | model error kind | bad_input | unknown_label ...
     message: str
+    # What the session gave the memory is lost (an extraction, summary or rewrite that could
+    # not be read); False when the agent kept it another way (a fact added undecided).
+    lost: bool = True
 
-    def as_dict(self) -> dict[str, str]:
-        return {"session_id": self.session_id, "stage": self.stage, "kind": self.kind,
-                "message": self.message}
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"session_id": self.session_id, "stage": self.stage,
+                               "kind": self.kind, "message": self.message}
+        if not self.lost:
+            out["lost"] = False
+        return out
+
+
+def needed_failures(question: Question, failures: Sequence[IngestFailure]) -> list[IngestFailure]:
+    """The lost sessions a question needs: those among its evidence sessions, or, when it
+    names none, any (every session ingested before it may hold the answer)."""
+    lost = [f for f in failures if f.lost]
+    wanted = {p.session_id for p in question.evidence}
+    return [f for f in lost if f.session_id in wanted] if wanted else lost
+
+
+def ingest_failed(question: Question, failures: Sequence[IngestFailure],
+                  meta: dict[str, Any]) -> Response | None:
+    """The answer of a question whose needed sessions failed to ingest: an ``ingest_failed``
+    error naming them (never a score from a memory that lacks them; design 0042). Not
+    retryable: a rerun reads the same replies again (from the response cache)."""
+    needed = needed_failures(question, failures)
+    if not needed:
+        return None
+    sessions = list(dict.fromkeys(f.session_id for f in needed))
+    why = needed[0]
+    named = ", ".join(sessions[:5]) + (f" and {len(sessions) - 5} more" if len(sessions) > 5
+                                       else "")
+    which = "its evidence session" if question.evidence else "a session before it"
+    return Response(error=ErrorInfo(
+        kind=INGEST_FAILED, retryable=False,
+        message=f"{which} did not reach memory: {len(sessions)} session(s) failed to ingest "
+                f"({named}); first: {why.session_id} ({why.stage}) {why.kind}: "
+                f"{why.message[:200]}"), meta=meta)
 
 
 @dataclass
@@ -232,6 +318,8 @@ class Ledger:
     failures: list[IngestFailure] = field(default_factory=list)
     # The first model error: memory is incomplete from here, so answers become errors.
     fatal: tuple[IngestFailure, ErrorInfo] | None = None
+    json_replies: int = 0  # replies that were to be JSON (first asks and retries)
+    unreadable: int = 0  # of those, the ones no usable JSON could be read from
 
     def count(self, usage: Usage, cached: bool) -> None:
         self.calls += 1
@@ -243,6 +331,8 @@ class Ledger:
         meta: dict[str, Any] = {"ingest": {"calls": self.calls, "cached": self.cached,
                                            "prompt_tokens": self.prompt_tokens,
                                            "completion_tokens": self.completion_tokens}}
+        if self.json_replies:
+            meta["ingest_replies"] = {"json": self.json_replies, "unreadable": self.unreadable}
         if self.failures:
             meta["ingest_failures"] = [f.as_dict() for f in self.failures]
         return meta
@@ -256,25 +346,38 @@ class Caller:
         self.ctx = ctx
         self.ledger = Ledger()
 
-    def config(self, max_tokens: int | None) -> GenerateConfig:
+    def config(self, max_tokens: int | None,
+               schema: dict[str, Any] | None = None) -> GenerateConfig:
+        """An ingest call's settings: ``max_tokens`` when given (a rewrite's bound), else
+        the run's cap but at least INGEST_MIN_TOKENS; ``schema`` as structured output."""
         g = self.ctx.generate
-        return g if max_tokens is None else replace(g, max_tokens=max_tokens)
+        g = replace(g, max_tokens=max_tokens if max_tokens is not None
+                    else max(g.max_tokens, INGEST_MIN_TOKENS))
+        return g if schema is None else replace(g, json_schema=schema)
+
+    def tokens(self, max_tokens: int | None = None) -> int:
+        """The completion tokens an ingest reply gets (what its schema is sized to)."""
+        return self.config(max_tokens).max_tokens
 
     async def ingest_json(self, messages: list[Message], pick: Callable[[dict[str, Any]], T | None],
-                          *, stage: str, session_id: str, max_tokens: int | None = None) -> T | None:
-        """Ask at ingest for a JSON reply; one retry (showing the bad reply, so the retry is
-        a new request and not the cached bad one) when it cannot be read. None, with the
-        failure recorded, when it still cannot be, or when the model fails (then the ledger's
-        ``fatal`` is set and later ingest calls are skipped)."""
+                          *, stage: str, session_id: str, max_tokens: int | None = None,
+                          schema: dict[str, Any] | None = None, loses: bool = True) -> T | None:
+        """Ask at ingest for a JSON reply (following ``schema``, sent as structured output
+        where the endpoint takes it: design 0042); one retry (showing the bad reply, so the
+        retry is a new request and not the cached bad one) when it cannot be read. None,
+        with the failure recorded, when it still cannot be, or when the model fails (then
+        the ledger's ``fatal`` is set and later ingest calls are skipped). ``loses``: an
+        unreadable reply loses what the session gives memory (False where the agent keeps
+        it another way)."""
         if self.ledger.fatal is not None:
             return None
         try:
-            text = await self._ingest_call(messages, max_tokens)
-            value = first(json_replies(text), pick)
+            text = await self._ingest_call(messages, max_tokens, schema)
+            value = self._read(text, pick)
             if value is None:
                 retry = [*messages, message("assistant", text), message("user", JSON_RETRY)]
-                text = await self._ingest_call(retry, max_tokens)
-                value = first(json_replies(text), pick)
+                text = await self._ingest_call(retry, max_tokens, schema)
+                value = self._read(text, pick)
         except ModelError as exc:
             self._fatal(session_id, stage, ErrorInfo(kind=exc.kind, message=exc.message,
                                                      retryable=exc.retryable,
@@ -285,7 +388,8 @@ class Caller:
             return None
         if value is None:
             self.ledger.failures.append(IngestFailure(
-                session_id, stage, "unparsable", f"no usable JSON after a retry: {text[:200]!r}"))
+                session_id, stage, "unparsable", f"no usable JSON after a retry: {text[:200]!r}",
+                lost=loses))
         return value
 
     async def ingest_text(self, messages: list[Message], *, stage: str, session_id: str,
@@ -302,8 +406,16 @@ class Caller:
             self._fatal(session_id, stage, ErrorInfo(kind="bad_input", message=str(exc)))
         return None
 
-    async def _ingest_call(self, messages: list[Message], max_tokens: int | None) -> str:
-        out = await self.ctx.model.generate(messages, self.config(max_tokens), question_id=None)
+    def _read(self, text: str, pick: Callable[[dict[str, Any]], T | None]) -> T | None:
+        value = first(json_replies(text), pick)
+        self.ledger.json_replies += 1
+        self.ledger.unreadable += value is None
+        return value
+
+    async def _ingest_call(self, messages: list[Message], max_tokens: int | None,
+                           schema: dict[str, Any] | None = None) -> str:
+        out = await self.ctx.model.generate(messages, self.config(max_tokens, schema),
+                                            question_id=None)
         self.ledger.count(out.usage, out.cached)
         return out.text
 
@@ -312,17 +424,18 @@ class Caller:
         self.ledger.failures.append(failure)
         self.ledger.fatal = (failure, info)
 
-    def failed(self, memory: dict[str, int]) -> Response | None:
-        """The answer when ingest failed for good: an error naming the session and cause
+    def failed(self, memory: dict[str, int], question: Question) -> Response | None:
+        """The answer when ingest failed: after a model error, an error naming the session
+        and cause; when sessions the question needs could not be read, ``ingest_failed``
         (never an answer from a memory that silently lacks sessions)."""
+        meta = {**self.ledger.as_meta(), "memory": memory}
         if self.ledger.fatal is None:
-            return None
+            return ingest_failed(question, self.ledger.failures, meta)
         failure, info = self.ledger.fatal
         return Response(error=ErrorInfo(
             kind="system_error", retryable=info.retryable, attempts=info.attempts,
             message=f"ingest of session {failure.session_id} ({failure.stage}) failed: "
-                    f"{info.kind}: {info.message}"),
-            meta={**self.ledger.as_meta(), "memory": memory})
+                    f"{info.kind}: {info.message}"), meta=meta)
 
 
 def first(objects: Sequence[dict[str, Any]], pick: Callable[[dict[str, Any]], T | None]) -> T | None:

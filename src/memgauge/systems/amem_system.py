@@ -31,7 +31,13 @@ from ..registry import system
 from ..schema import Episode, EvidenceRef, Question, Response, Session, Turn
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._context import turn_parts
-from ._memory import RANKING_DEPTH, library_prompt, read_and_answer, retrieved_list
+from ._memory import (
+    RANKING_DEPTH,
+    IngestFailure,
+    library_prompt,
+    read_and_answer,
+    retrieved_list,
+)
 
 OPTIONS = {
     "top_k": (int, "notes retrieved per question, before their linked notes (default 10)"),
@@ -104,6 +110,9 @@ class Tally:
     unparsed: int = 0  # replies A-MEM could not read as JSON (it then keeps its defaults)
     notes: int = 0
     failure: ModelError | None = None  # A-MEM swallows its LLM's errors; we keep the first
+    # sessions with unread replies: their notes hold the turns verbatim (not lost), without
+    # the keywords, context and links A-MEM's replies add
+    failures: list[IngestFailure] = field(default_factory=list)
 
     def add(self, out: ModelOutput) -> None:
         self.calls += 1
@@ -220,6 +229,7 @@ class AMemSystem:
 
     async def ingest(self, session: Session) -> None:
         date = session.date or "unknown date"
+        unparsed = self.tally.unparsed
         async with self._lock:
             for turn in session.turns:
                 text = note_text(turn)
@@ -234,6 +244,11 @@ class AMemSystem:
                 self.tally.notes += 1
                 if self.tally.failure is not None:
                     raise self.tally.failure
+        if self.tally.unparsed > unparsed:
+            self.tally.failures.append(IngestFailure(
+                session.session_id, "note", "unparsable",
+                f"A-MEM could not read {self.tally.unparsed - unparsed} of its replies: the "
+                "notes keep the turns without keywords, context or links", lost=False))
 
     async def answer(self, question: Question) -> Response:
         async with self._lock:
@@ -247,6 +262,8 @@ class AMemSystem:
             "a-mem": {"unparsed_replies": self.tally.unparsed, "notes": self.tally.notes,
                       "evolved": self.memory.evo_cnt,
                       "shown": [_hit_view(h) for h in shown]}}
+        if self.tally.failures:
+            meta["ingest_failures"] = [f.as_dict() for f in self.tally.failures]
         messages = self._prompt(shown, question)
         return await read_and_answer(self.ctx, messages, question,
                                      retrieved=retrieved, meta=meta)

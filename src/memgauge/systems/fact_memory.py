@@ -19,13 +19,16 @@ from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._memory import (
     EMBEDDER_OPTIONS,
+    SCHEMA_VERSION,
     Caller,
     EmbeddedTexts,
     IngestFailure,
     answer_from,
     embedded_texts,
     image_rendering,
+    item_text_tokens,
     list_field,
+    list_reply,
     message,
     pointer_of,
     prompt_version,
@@ -33,6 +36,7 @@ from ._memory import (
     render_session,
     retrieved_list,
     retriever_requirements,
+    string,
     text_modality,
 )
 
@@ -59,8 +63,12 @@ DECIDE_PROMPT = (
     'Reply with JSON only: {"decisions": [{"new": 1, "op": "ADD|UPDATE|DELETE|NONE", '
     '"id": "F3" or null, "text": "..." or null}]}, one decision per new fact.'
 )
-VERSION = prompt_version(EXTRACT_PROMPT, DECIDE_PROMPT)
+VERSION = prompt_version(EXTRACT_PROMPT, DECIDE_PROMPT, SCHEMA_VERSION)
 OPS = ("ADD", "UPDATE", "DELETE", "NONE")
+# Tokens of an item's fields besides its free text (keys, quotes, a label, null).
+# (pretty-printed: a line and an indent per field, as SmolLM2 writes it)
+_FACT_FIXED_TOKENS = 28
+_DECISION_FIXED_TOKENS = 34
 
 
 @dataclass
@@ -121,7 +129,8 @@ class FactMemory:
         raw = await self.caller.ingest_json(
             [message("system", EXTRACT_PROMPT),
              message("user", shown.text)],
-            list_field("facts"), stage="extract", session_id=session.session_id)
+            list_field("facts"), stage="extract", session_id=session.session_id,
+            schema=self._extract_schema())
         if not raw:
             return
         new: list[Fact] = []
@@ -142,8 +151,25 @@ class FactMemory:
             return
         decisions = await self.caller.ingest_json(
             [message("system", DECIDE_PROMPT), message("user", _decide_input(new, similar))],
-            list_field("decisions"), stage="decide", session_id=session.session_id)
+            list_field("decisions"), stage="decide", session_id=session.session_id,
+            schema=self._decide_schema(len(new)), loses=False)  # undecided: added
         self._apply(session, new, decisions or [], parsed=decisions is not None)
+
+    def _extract_schema(self) -> dict[str, Any]:
+        budget = self.caller.tokens()
+        text = item_text_tokens(budget, _FACT_FIXED_TOKENS, 24)
+        return list_reply("facts", {"fact": string(text), "turn": string(3),
+                                    "image": string(3, nullable=True)},
+                          budget, text + _FACT_FIXED_TOKENS)
+
+    def _decide_schema(self, n_new: int) -> dict[str, Any]:
+        budget = self.caller.tokens()
+        text = item_text_tokens(budget, _DECISION_FIXED_TOKENS, 20)
+        item = {"new": {"type": "integer", "minimum": 1, "maximum": n_new},
+                "op": {"enum": list(OPS)}, "id": string(3, nullable=True),
+                "text": string(text, nullable=True)}
+        return list_reply("decisions", item, budget, text + _DECISION_FIXED_TOKENS,
+                          at_most=n_new)
 
     async def _similar(self, new: list[Fact]) -> list[Fact]:
         stored = list(self.facts.values())
@@ -205,7 +231,7 @@ class FactMemory:
 
     def _failure(self, session: Session, text: str) -> None:
         self.caller.ledger.failures.append(
-            IngestFailure(session.session_id, "decide", "bad_decision", text))
+            IngestFailure(session.session_id, "decide", "bad_decision", text, lost=False))
 
     # --- answer ---
 
@@ -214,7 +240,7 @@ class FactMemory:
         return {"items": len(self.facts), "bytes": len(blob.encode())}
 
     async def answer(self, question: Question) -> Response:
-        failed = self.caller.failed(self.memory())
+        failed = self.caller.failed(self.memory(), question)
         if failed is not None:
             return failed
         stored = list(self.facts.values())

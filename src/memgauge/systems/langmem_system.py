@@ -42,7 +42,9 @@ from ._context import turn_parts
 from ._memory import (
     EMBEDDER_OPTIONS,
     RANKING_DEPTH,
+    IngestFailure,
     boolean,
+    ingest_failed,
     library_prompt,
     read_and_answer,
     retrieved_list,
@@ -143,6 +145,8 @@ class Tally:
     repair_calls: int = 0
     unchanged_sessions: int = 0  # sessions after which the store was as before
     ingest_s: float = 0.0
+    # sessions whose manager replies held no tool call and stored nothing
+    failures: list[IngestFailure] = field(default_factory=list)
 
     def ingest(self) -> dict[str, int]:
         return {"calls": self.calls, "cached": self.cached, "prompt_tokens": self.prompt_tokens,
@@ -373,6 +377,7 @@ class LangMemSystem:
         t0 = time.perf_counter()
         existing = await self._similar(m, messages)
         calls, changes = self.tally.calls, self._changes()
+        no_tools = self.tally.no_tool_calls
         token = _TALLY.set(self.tally)
         try:
             # A user's LANGSMITH_TRACING=true would send every prompt to LangSmith.
@@ -389,6 +394,10 @@ class LangMemSystem:
         self.tally.sessions += 1
         self.tally.repair_calls += max(0, self.tally.calls - calls - 1)
         self.tally.unchanged_sessions += int(self._changes() == changes)
+        if self.tally.no_tool_calls > no_tools and self._changes() == changes:
+            self.tally.failures.append(IngestFailure(
+                session.session_id, "manage", "no_tool_calls",
+                "LangMem's manager replied without a tool call and stored nothing"))
 
     async def answer(self, question: Question) -> Response:
         # The ranking the prompt's top_k come from is recorded to RANKING_DEPTH.
@@ -404,6 +413,11 @@ class LangMemSystem:
                         "repair_calls": self.tally.repair_calls,
                         "unchanged_sessions": self.tally.unchanged_sessions,
                         "memories": [_memory_view(item) for item in memories]}}
+        if self.tally.failures:
+            meta["ingest_failures"] = [f.as_dict() for f in self.tally.failures]
+        failed = ingest_failed(question, self.tally.failures, meta)
+        if failed is not None:
+            return failed
         messages = self._prompt(memories, question)
         return await read_and_answer(self.ctx, messages, question,
                                      retrieved=retrieved, meta=meta)

@@ -38,7 +38,15 @@ from ..registry import system
 from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._context import turn_parts
-from ._memory import RANKING_DEPTH, boolean, library_prompt, read_and_answer, retrieved_list
+from ._memory import (
+    RANKING_DEPTH,
+    IngestFailure,
+    boolean,
+    ingest_failed,
+    library_prompt,
+    read_and_answer,
+    retrieved_list,
+)
 
 OPTIONS = {
     "top_k": (int, "memories retrieved per question (default 20)"),
@@ -133,6 +141,11 @@ def _mem0() -> SimpleNamespace:
     _no_spacy_download()
     # One warning per Memory that FAISS has no keyword search: said once, in describe().
     logging.getLogger("mem0").setLevel(logging.ERROR)
+    # Its one line per unreadable extraction reply (86 on a SmolLM2 run): the tally counts
+    # them per session and the run's summary says how many questions they cost.
+    main_log = logging.getLogger("mem0.memory.main")
+    if _drop_parse_errors not in main_log.filters:
+        main_log.addFilter(_drop_parse_errors)
 
     class RunModelLLM(LLMBase):
         """Mem0's LLM, answered by the run's ChatModel on the run's event loop (Mem0 runs
@@ -192,6 +205,10 @@ def _mem0() -> SimpleNamespace:
                            StaticEmbedder=StaticEmbedder)
 
 
+def _drop_parse_errors(record: logging.LogRecord) -> bool:
+    return not record.getMessage().startswith("Error parsing extraction response")
+
+
 def _no_spacy_download() -> None:
     """Mem0 downloads spaCy's en_core_web_sm when spaCy is installed without it; offline that
     is a network call that fails. Mark its loaders as failed instead (no entity boosts)."""
@@ -230,6 +247,7 @@ class Tally:
     adds: int = 0
     add_s: float = 0.0
     errors: list[str] = field(default_factory=list)
+    failures: list[IngestFailure] = field(default_factory=list)  # sessions stored as nothing
 
     def add(self, out: ModelOutput, *, parsed: bool) -> None:
         self.calls += 1
@@ -311,10 +329,15 @@ class Mem0System:
             return
         metadata = {"session_id": session.session_id, "session_date": session.date}
         t0 = time.perf_counter()
+        unparsed = self.tally.unparsed
         async with self._lock:
             try:
                 await asyncio.to_thread(self.memory.add, messages, user_id=USER_ID,
                                         metadata=metadata, infer=self.opts.infer)
+                if self.tally.unparsed > unparsed:  # Mem0 stored nothing from it
+                    self.tally.failures.append(IngestFailure(
+                        session.session_id, "extract", "unparsable",
+                        "Mem0 could not read its extraction reply and stored nothing"))
             except Exception as exc:
                 cause = _model_error(exc)
                 if cause is not None:  # the run's model failed: say so, not Mem0's wrapping
@@ -338,6 +361,11 @@ class Mem0System:
             "ingest": self.tally.ingest(), "memory": stored,
             "mem0": {"unparsed_replies": self.tally.unparsed, "adds": self.tally.adds,
                      "memories": [_memory_view(m) for m in memories]}}
+        if self.tally.failures:
+            meta["ingest_failures"] = [f.as_dict() for f in self.tally.failures]
+        failed = ingest_failed(question, self.tally.failures, meta)
+        if failed is not None:
+            return failed
         messages = self._prompt(memories, question)
         return await read_and_answer(self.ctx, messages, question,
                                      retrieved=retrieved, meta=meta)

@@ -26,6 +26,7 @@ from ..schema import Episode, ErrorInfo, EvidenceRef, Question, Response, Sessio
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._memory import (
     JSON_RETRY,
+    SCHEMA_VERSION,
     Caller,
     add_usage,
     answer_from,
@@ -38,6 +39,7 @@ from ._memory import (
     retrieved_list,
     text_field,
     text_modality,
+    text_reply,
 )
 
 OPTIONS = {"memory_tokens": (int, "bound of the rewritten memory, in tokens (default 1024)"),
@@ -53,7 +55,7 @@ REWRITE_PROMPT = (
     'Reply with JSON only: {{"memory": "..."}}'
 )
 AWARE_FOCUS = " for answering the question below"
-VERSION = prompt_version(REWRITE_PROMPT, AWARE_FOCUS)
+VERSION = prompt_version(REWRITE_PROMPT, AWARE_FOCUS, SCHEMA_VERSION)
 _CITATION = re.compile(r"S\d+\.[TI]\d+", re.IGNORECASE)
 _JSON_SLACK = 32  # completion tokens beyond the bound for the JSON around the memory
 
@@ -133,7 +135,8 @@ class RecurrentMemory:
             memory = await self.caller.ingest_json(
                 self._rewrite_messages(self.memory_text, chunk, None), text_field("memory"),
                 stage="rewrite", session_id=chunk.session_id,
-                max_tokens=self.memory_tokens + _JSON_SLACK)
+                max_tokens=self.memory_tokens + _JSON_SLACK,
+                schema=text_reply("memory", self.memory_tokens + _JSON_SLACK))
             if memory is not None:
                 self.memory_text = self.bound(memory)
                 self.truncations += self.memory_text != memory
@@ -168,7 +171,7 @@ class RecurrentMemory:
         return {"items": len(self.chunks), "bytes": len(blob)}
 
     async def answer(self, question: Question) -> Response:
-        failed = self.caller.failed(self.memory())
+        failed = self.caller.failed(self.memory(), question)
         if failed is not None:
             return failed
         usage: Usage | None = None
@@ -193,7 +196,8 @@ class RecurrentMemory:
         """The question-aware reading: every chunk, in order, with the question."""
         memory, usage = "", Usage()
         calls = failures = truncations = 0
-        config = self.caller.config(self.memory_tokens + _JSON_SLACK)
+        config = self.caller.config(self.memory_tokens + _JSON_SLACK,
+                                    text_reply("memory", self.memory_tokens + _JSON_SLACK))
         for chunk in self.chunks:
             messages = self._rewrite_messages(memory, chunk, question)
             try:

@@ -22,15 +22,19 @@ from ..registry import system
 from ..schema import Episode, EvidenceRef, ImageRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._memory import (
+    SCHEMA_VERSION,
     Caller,
     answer_from,
+    item_text_tokens,
     list_field,
+    list_reply,
     message,
     pointer_of,
     prompt_version,
     rank,
     render_session,
     retrieved_list,
+    string,
 )
 
 OPTIONS = {"top_k": (int, "entity/attribute slots the reader sees (default 10)"),
@@ -44,7 +48,9 @@ EXTRACT_PROMPT = (
     'Reply with JSON only: {"states": [{"entity": "...", "attribute": "...", "value": "...", '
     '"turn": "T1", "images": ["I1"]}]}. Use {"states": []} when there are none.'
 )
-VERSION = prompt_version(EXTRACT_PROMPT)
+VERSION = prompt_version(EXTRACT_PROMPT, SCHEMA_VERSION)
+# keys, quotes, line breaks, the entity and attribute, a label, two images
+_STATE_FIXED_TOKENS = 56
 _SPACES = re.compile(r"\s+")
 
 
@@ -105,6 +111,14 @@ class StateMemory:
     async def reset(self, episode: Episode) -> None:
         self.reset_state()
 
+    def _extract_schema(self) -> dict[str, Any]:
+        budget = self.caller.tokens()
+        value = item_text_tokens(budget, _STATE_FIXED_TOKENS, 16)
+        item = {"entity": string(6), "attribute": string(5), "value": string(value),
+                "turn": string(3), "images": {"type": "array", "maxItems": 2,
+                                              "items": string(3)}}
+        return list_reply("states", item, budget, value + _STATE_FIXED_TOKENS)
+
     async def ingest(self, session: Session) -> None:
         index = self.n_sessions
         self.n_sessions += 1
@@ -112,7 +126,8 @@ class StateMemory:
         raw = await self.caller.ingest_json(
             [message("system", EXTRACT_PROMPT),
              _user(shown.parts)],
-            list_field("states"), stage="extract", session_id=session.session_id)
+            list_field("states"), stage="extract", session_id=session.session_id,
+            schema=self._extract_schema())
         for item in raw or []:
             entity, attribute, value = (item.get(k) for k in ("entity", "attribute", "value"))
             if not all(isinstance(v, str | int | float) and str(v).strip()
@@ -146,7 +161,7 @@ class StateMemory:
                 "bytes": len(blob.encode())}
 
     async def answer(self, question: Question) -> Response:
-        failed = self.caller.failed(self.memory())
+        failed = self.caller.failed(self.memory(), question)
         if failed is not None:
             return failed
         slots = list(self.slots.values())

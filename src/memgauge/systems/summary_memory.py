@@ -20,6 +20,7 @@ from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._memory import (
     EMBEDDER_OPTIONS,
+    SCHEMA_VERSION,
     Caller,
     EmbeddedTexts,
     answer_from,
@@ -34,6 +35,7 @@ from ._memory import (
     retriever_requirements,
     text_field,
     text_modality,
+    text_reply,
 )
 
 OPTIONS = {"top_k": (int, "sessions whose summary and raw turns the reader sees (default 3)"),
@@ -53,7 +55,7 @@ PROFILE_PROMPT = (
     "adds or changes; keep it under 200 words.\n"
     'Reply with JSON only: {"profile": "..."}'
 )
-VERSION = prompt_version(SUMMARY_PROMPT, PROFILE_PROMPT)
+VERSION = prompt_version(SUMMARY_PROMPT, PROFILE_PROMPT, SCHEMA_VERSION)
 
 
 @dataclass
@@ -108,14 +110,17 @@ class SummaryMemory:
         summary = await self.caller.ingest_json(
             [message("system", SUMMARY_PROMPT),
              message("user", shown.text)],
-            text_field("summary"), stage="summary", session_id=session.session_id)
+            text_field("summary"), stage="summary", session_id=session.session_id,
+            schema=text_reply("summary", self.caller.tokens()))
         self.entries.append(Entry(session, summary))
         if self.profile_on and summary:
             profile = await self.caller.ingest_json(
                 [message("system", PROFILE_PROMPT),
                  message("user", f"Profile so far:\n{self.profile or '(empty)'}\n\n"
                                  f"New session ({session.date or 'unknown date'}):\n{summary}\n")],
-                text_field("profile"), stage="profile", session_id=session.session_id)
+                text_field("profile"), stage="profile", session_id=session.session_id,
+                schema=text_reply("profile", self.caller.tokens()),
+                loses=False)  # the session's summary holds it
             if profile is not None:
                 self.profile = profile
 
@@ -124,7 +129,7 @@ class SummaryMemory:
         return {"items": len(self.entries), "bytes": len(blob.encode())}
 
     async def answer(self, question: Question) -> Response:
-        failed = self.caller.failed(self.memory())
+        failed = self.caller.failed(self.memory(), question)
         if failed is not None:
             return failed
         ranking = await rank_with([e.document() for e in self.entries], question.text,

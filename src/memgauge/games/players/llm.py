@@ -5,7 +5,10 @@ steps and, when the model takes images, the frame. The reply must be one action,
 by its number. When the game lists its legal actions they go to the model as
 ``GenerateConfig.choices``: a model that can constrain its decoding (a ``local:`` llama.cpp
 model, through a grammar) can then write nothing else, which is what lets a small instruct
-model play at all (SmolLM2-135M continued the prompt on every step otherwise). A reply that
+model play at all (SmolLM2-135M continued the prompt on every step otherwise). Any other
+model is asked for structured output instead: ``{"action": ...}`` under a JSON schema whose
+only values are the legal actions (``GenerateConfig.json_schema``; vLLM, SGLang, OpenAI and
+a llama.cpp server reached by URL hold decoding to it; design 0042). A reply that
 cannot be parsed is kept in the step's trace (``raw``, ``parse_error``, ``attempts``) and
 asked again, up to ``reasks`` more times; after that the step takes the declared
 ``fallback`` action with ``fallback=True`` (never a silent no-op). A model error that the
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import re
 import tempfile
 from collections import deque
@@ -35,6 +39,7 @@ REASK = ("{why} Reply with exactly one action from this list, its name or its nu
          "nothing else: {actions}")
 FALLBACK = {"crafter": "noop", "textworld": "look", "jericho": "look"}
 _WRAPPING = " \t\r\n`'\"*.,;:!()[]<>"
+_JSON_ACTION_TOKENS = 8  # {"action": "..."} around the name
 
 
 # "3", "3.", "3) move_right", "3 - move_right": an action by its number in the list.
@@ -46,6 +51,7 @@ def parse_action(reply: str, legal: list[str] | None) -> tuple[str | None, str |
     unwrapped of quotes, markup and an ``action:`` label, must equal a legal action
     (case, and spaces for underscores, aside) or be its number in the list (with, if it
     follows, that action's own name); without a list any one line is a command."""
+    reply = _json_action(reply)
     lines = [line.strip() for line in reply.splitlines() if line.strip()]
     if not lines:
         return None, "the reply is empty"
@@ -64,6 +70,25 @@ def parse_action(reply: str, legal: list[str] | None) -> tuple[str | None, str |
     if numbered:
         return _by_number(int(numbered.group(1)), numbered.group(2), legal)
     return None, f"{text[:60]!r} is not one of the legal actions"
+
+
+def _json_action(reply: str) -> str:
+    """The action of a structured reply (``{"action": "noop"}``), else the reply as it is."""
+    text = reply.strip()
+    if not text.startswith("{"):
+        return reply
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return reply
+    action = obj.get("action") if isinstance(obj, dict) else None
+    return action if isinstance(action, str) else reply
+
+
+def action_schema(legal: list[str]) -> dict[str, object]:
+    """The JSON schema of a reply that names one legal action."""
+    return {"title": "action", "type": "object", "properties": {"action": {"enum": legal}},
+            "required": ["action"], "additionalProperties": False}
 
 
 def _by_number(number: int, name: str | None, legal: list[str]) -> tuple[str | None, str | None]:
@@ -96,8 +121,10 @@ class LLMPlayer:
         self.reasks = reasks
         self.fallback = fallback or FALLBACK.get(game)
         self.config = GenerateConfig(max_tokens=max_tokens, temperature=0.0, seed=seed)
-        # Whether the model's decoding is held to the legal actions (recorded in meta.json).
+        # Whether the model's decoding is held to the legal actions by a grammar (recorded
+        # in meta.json); any other model is asked for them as structured output.
         self.constrained = bool(getattr(model, "constrains_choices", False))
+        self.structured = not self.constrained
         self._history: deque[str] = deque(maxlen=history)
         self._frames: tempfile.TemporaryDirectory[str] | None = None
 
@@ -136,14 +163,18 @@ class LLMPlayer:
         return Decision(action=action, trace=trace)
 
     def _config_for(self, legal: list[str] | None) -> GenerateConfig:
-        """The step's generation settings: the legal actions as the reply's only choices,
-        for a model that can hold its decoding to them (room for the longest, as a name
-        takes at most one token a character)."""
-        if not legal or not self.constrained:
+        """The step's generation settings: the legal actions as the reply's only choices
+        (a grammar), or as the only values of a JSON reply (structured output); room for
+        the longest, as a name takes at most one token a character, and for the JSON."""
+        if not legal:
             return self.config
         longest = max(len(action) for action in legal)
-        return dataclasses.replace(self.config, choices=tuple(legal),
-                                   max_tokens=max(self.config.max_tokens, longest))
+        if self.constrained:
+            return dataclasses.replace(self.config, choices=tuple(legal),
+                                       max_tokens=max(self.config.max_tokens, longest))
+        return dataclasses.replace(self.config, json_schema=action_schema(list(legal)),
+                                   max_tokens=max(self.config.max_tokens,
+                                                  longest + _JSON_ACTION_TOKENS))
 
     def _turn(self, observation: Observation) -> list[TextPart | ImagePart]:
         lines = [f"Step {observation.step}."]
