@@ -870,6 +870,9 @@ def score(
     max_tokens_total: Annotated[int | None, typer.Option(
         help="Stop judging once the run folder (answers and judges, every invocation) has "
              "spent this many tokens")] = None,
+    no_cache: Annotated[bool, typer.Option(
+        "--no-cache", help="Ask the judge again for every verdict: no reply is read from "
+                           "or stored in the response cache")] = False,
     config_file: Annotated[str | None, typer.Option(
         "--config", help=_CONFIG_HELP, is_eager=True, callback=_config_file)] = None,
 ) -> None:
@@ -912,7 +915,7 @@ def score(
             from .scoring._batch import check_batch_options
 
             check_batch_options(judge, batch_poll_s, batch_window, name)
-        cache = ResponseCache(kind="judge")
+        cache = None if no_cache else ResponseCache(kind="judge")
         model = create_model(judge, ModelSettings(
             base_url=judge_base_url, api_key_env=api_key_env, concurrency=concurrency,
             timeout_s=timeout, cache=cache,
@@ -936,14 +939,16 @@ def score(
                 preflight([(model, Role("judge", "--judge-base-url", "--api-key-env"))], {})
             counts = asyncio.run(_go(model))
         finally:
-            cache.close()
+            if cache is not None:
+                cache.close()
     except MemgaugeError as exc:
         fail(exc)
     print(", ".join(f"{k.replace('_', '-')} {v}" for k, v in counts.items()))
     # a batch replays each call once per round: its staged view counts each call once
     counted = getattr(model, "staged", None) or cache
-    for line in score_cache_lines(run_dir, name, counted.hits, counted.misses):
-        print(line)
+    if counted is not None:  # --no-cache: nothing was looked up
+        for line in score_cache_lines(run_dir, name, counted.hits, counted.misses):
+            print(line)
     if counts.get("failures"):
         why = top_causes(run_dir, "judge")
         if why:
