@@ -33,12 +33,12 @@ NEEDS_MODEL, NEEDS_PROGRAM = "model", "program"
 Needs = Callable[[dict[str, Any]], set[str]]
 
 
-def _no_needs(options: dict[str, Any]) -> set[str]:
+def no_needs(options: dict[str, Any]) -> set[str]:
     return set()
 
 
 def _register(kind: str, name: str, options: dict[str, tuple[type, str]] | None = None,
-              requires: Requires | None = None, needs: Needs = _no_needs) -> Callable[[F], F]:
+              requires: Requires | None = None, needs: Needs = no_needs) -> Callable[[F], F]:
     def deco(fn: F) -> F:
         if name in _REGISTRY[kind] and _REGISTRY[kind][name] is not fn:
             raise ValueError(f"{kind} {name!r} is registered twice")
@@ -79,7 +79,7 @@ def benchmark(name: str) -> Callable[[F], F]:
 
 
 def system(name: str, options: dict[str, tuple[type, str]] | None = None,
-           requires: Requires | None = None, needs: Needs = _no_needs) -> Callable[[F], F]:
+           requires: Requires | None = None, needs: Needs = no_needs) -> Callable[[F], F]:
     """Register a system factory. ``options`` declares its ``--system-option`` keys, each
     ``key: (type, help)`` (``memgauge list`` shows them; the factory checks them with
     ``SystemContext.typed_options(name, options)``). ``requires(options)`` lists the

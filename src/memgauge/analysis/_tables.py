@@ -269,6 +269,9 @@ class RunRow:
     run_state: str | None = None
     incomplete: bool = False
     progress: str = ""
+    # the benchmark its records come from (the run's --bench): leaderboards are grouped by
+    # it, as two benchmarks' accuracies are not one ranking (design 0043)
+    benchmark: str = ""
 
 
 @dataclass(frozen=True)
@@ -392,6 +395,14 @@ def _run_tier(run: RunData) -> str:
         return str(tier)
     seen = Counter(r.benchmark.tier for r in run.records if r.benchmark.tier)
     return seen.most_common(1)[0][0] if seen else NO_TIER
+
+
+def _run_benchmark(run: RunData) -> str:
+    bench = run.identity.get("bench")
+    if bench:
+        return str(bench)
+    seen = Counter(r.benchmark.name for r in run.records if r.benchmark.name)
+    return seen.most_common(1)[0][0] if seen else ""
 
 
 def model_label(model: Any) -> str:
@@ -520,7 +531,7 @@ def _run_row(run: RunData, system: str, tier: str, primary: str | None, *, seed:
     recalls = [x for x in (r.evidence_recall() for r in ok) if x is not None]
     by_ability = {a: _cell(recs, primary) for a, recs in _group_by_ability(run.records).items()}
     row = RunRow(
-        run=run.label, path=run.path, system=system, tier=tier,
+        run=run.label, path=run.path, system=system, tier=tier, benchmark=_run_benchmark(run),
         model=model_label(run.identity.get("model")) if run.identity else "",
         modality=sent_modality(run),
         n_records=summary.n_records, n_ok=summary.n_ok, n_errors=summary.n_errors,

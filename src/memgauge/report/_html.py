@@ -46,6 +46,8 @@ from memgauge.report._tables_md import (
     XY_CELLS_NOTE,
     XY_NOTE,
     Y_LEVELS,
+    benchmark_heading,
+    by_benchmark,
     clue_rows,
     cost_cells,
     cost_notes,
@@ -55,7 +57,6 @@ from memgauge.report._tables_md import (
     fmt_rho,
     fmt_se,
     fmt_xy_cell,
-    ranked,
     rotation_cells,
     run_name,
     side_by_side_rows,
@@ -270,7 +271,18 @@ def _header(t: ReportTables, title: str,
 
 
 def _leaderboard(t: ReportTables, plots: _Plots) -> str:
-    ranked_runs = ranked(t.runs)
+    """One table and plot per benchmark, headed by its name when there are several
+    (design 0043)."""
+    groups = by_benchmark(t.runs)
+    parts = []
+    for name, runs in groups:
+        if len(groups) > 1:
+            parts.append(f"<h3>{_e(benchmark_heading(name))}</h3>")
+        parts += _leaderboard_group(t, runs, plots)
+    return _section("leaderboard", "Leaderboard", _note(LEADERBOARD_NOTE), *parts)
+
+
+def _leaderboard_group(t: ReportTables, ranked_runs: list[RunRow], plots: _Plots) -> list[str]:
     ci = f"{measure_of(t.primary, title=True)} (micro) {t.confidence * 100:g}% CI"
     header = ["Run", "System", "Tier", "n ok", "Errors", ci, "Macro (abilities)",
               "SE clustered (episodes)", "Coverage", "Per-answer acc.", "Refusal acc.",
@@ -295,8 +307,7 @@ def _leaderboard(t: ReportTables, plots: _Plots) -> str:
     table = _table([*map(_e, header), *(_e(scorer_label(s)) for s in others)], rows, left=3,
                    cls="wide")
     table = f'<div class="scroll">{table}</div>'
-    plot = _fig(_leaderboard_plot(ranked_runs, plots))
-    return _section("leaderboard", "Leaderboard", _note(LEADERBOARD_NOTE), table, plot)
+    return [table, _fig(_leaderboard_plot(ranked_runs, plots))]
 
 
 def _leaderboard_plot(runs: Sequence[RunRow], plots: _Plots) -> str:

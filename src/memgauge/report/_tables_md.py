@@ -295,6 +295,17 @@ def ranked(runs: Sequence[RunRow]) -> list[RunRow]:
                                        -r.accuracy if math.isfinite(r.accuracy) else math.inf))
 
 
+def by_benchmark(runs: Sequence[RunRow]) -> list[tuple[str, list[RunRow]]]:
+    """The leaderboard's groups: one per benchmark, by name, each :func:`ranked` (design
+    0043): accuracies on two benchmarks are not one ranking."""
+    names = sorted({r.benchmark for r in runs})
+    return [(name, ranked([r for r in runs if r.benchmark == name])) for name in names]
+
+
+def benchmark_heading(name: str) -> str:
+    return f"Benchmark: {name or 'not recorded'}"
+
+
 def run_name(r: RunRow) -> str:
     """A run as a leaderboard names it: its label, and ``(incomplete: 1 of 6)`` when
     records are missing."""
@@ -321,8 +332,18 @@ def _leaderboard(t: ReportTables) -> list[str]:
               "Refusal acc.", "Evidence recall"]
     others = [s for s in t.scorers if s != t.primary]
     header += [cell(scorer_label(s)) for s in others]
+    groups = by_benchmark(t.runs)
+    out = ["### Leaderboard", "", LEADERBOARD_NOTE, ""]
+    for name, runs in groups:
+        if len(groups) > 1:
+            out += [f"#### {cell(benchmark_heading(name))}", ""]
+        out += [table(header, _leaderboard_rows(runs, others), right_from=3), ""]
+    return out
+
+
+def _leaderboard_rows(runs: Sequence[RunRow], others: Sequence[str]) -> list[list[str]]:
     rows = []
-    for r in ranked(t.runs):
+    for r in runs:
         row = [cell(run_name(r)), cell(r.system), cell(r.tier),
                cell(ok_with_labels(r.n_ok, r.reply_labels)), str(r.n_errors),
                (f"{fmt_pct(r.accuracy)} {fmt_ci(r.ci_low, r.ci_high, small=r.small_n)} "
@@ -335,9 +356,7 @@ def _leaderboard(t: ReportTables) -> list[str]:
                f"{fmt_pct(r.evidence_recall)} (n={r.n_recall})"]
         row += [fmt_cell(r.scores.get(s)) for s in others]
         rows.append(row)
-    return ["### Leaderboard", "", LEADERBOARD_NOTE, "",
-            table(header, rows, right_from=3),
-            ""]
+    return rows
 
 
 def _tier_sections(t: ReportTables) -> list[str]:
