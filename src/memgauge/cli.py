@@ -763,6 +763,9 @@ def compare(
         if len(set(labels)) < len(labels):
             labels = list(run_dirs)
         results = [paired_compare(runs[0], recs, scorer=scorer) for recs in runs[1:]]
+        for label, result in zip(labels[1:], results, strict=True):
+            if not result.n:  # "n paired 0, p = 1" reads like "no difference"
+                raise MemgaugeError(_no_pairs_text(labels[0], label, result))
         if fmt == "md":
             print(show_controls(render_compare_markdown(labels, results, runs)))
         else:
@@ -772,6 +775,15 @@ def compare(
                                            indent=2, ensure_ascii=False), json=True))
     except (MemgaugeError, ValueError) as exc:
         fail(exc)
+
+
+def _no_pairs_text(baseline: str, other: str, r) -> str:  # type: ignore[no-untyped-def]
+    """Why two runs have no question to compare (design 0043)."""
+    return (f"{other} and {baseline} have no question to compare: none is answered ok "
+            f"with a {r.scorer!r} score in both ({r.only_in_a} only in {baseline}, "
+            f"{r.only_in_b} only in {other}, {r.unscored} shared but unscored, errors "
+            f"{r.errors_a} and {r.errors_b}). Compare runs of the same benchmark and "
+            "questions (a paired test needs the same questions in both)")
 
 
 @app.command()
