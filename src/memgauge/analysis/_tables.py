@@ -18,6 +18,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from memgauge.analysis._audit import judge_check
 from memgauge.analysis._clues import cell_label, clue_groups, record_cells
 from memgauge.analysis._cost import ALL_TIERS, CostRow, Price, cost_row, family_kind
 from memgauge.analysis._errors import error_breakdown
@@ -351,6 +352,9 @@ class ReportTables:
     # MCQ asked over rotations (design 0036): run -> debiased EM, all-rotations-correct,
     # unparseable replies, accuracy by gold position.
     rotations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # A judge as headline scorer, checked against the rule on closed-form items (design
+    # 0043): run -> analysis._audit.judge_check(); runs headlined by a judge only.
+    judge_checks: dict[str, dict[str, Any]] = field(default_factory=dict)
     # What the tables were computed from, kept so the per-run report sections reuse them
     # instead of bootstrapping again; not part of the JSON.
     summaries: dict[str, Summary] = field(default_factory=dict, repr=False)
@@ -840,5 +844,17 @@ def build_tables(runs: Sequence[RunData], *, primary: str | None = None, seed: i
         cost=cost, system_kinds=kinds, prices_file=prices_file,
         clues=_clues(runs, systems, tiers, chosen, k), clues_k=k,
         timeline=_timeline(runs, systems, chosen),
+        judge_checks=_judge_checks(runs, chosen),
         summaries=summaries, breakdowns=breakdowns,
     )
+
+
+def _judge_checks(runs: Sequence[RunData], chosen: str | None) -> dict[str, dict[str, Any]]:
+    """Each run whose headline is a judge, against the rule scorer on closed-form items."""
+    if chosen is None or "judge" not in chosen.lower():
+        return {}
+    out = {}
+    for run in runs:
+        if any(chosen in r.scores for r in run.records):
+            out[run.label] = judge_check(run.records, chosen)
+    return out
