@@ -398,6 +398,8 @@ class Setup:
     scorers: list[Any]
     judging: JudgePipeline | None
     captions: CaptionStage | None = None  # --captioner
+    # the read before the first request (design 0043); made in the parent process only
+    survey: Survey | None = None
 
     async def close(self) -> float | None:
         """Close the model clients; returns when the first request went out (monotonic)."""
@@ -633,8 +635,9 @@ class Runner:
                         t_start=time.perf_counter(), t_mono=time.monotonic(),
                         torn_lines=tuple(torn))
 
-    def setup(self, *, with_cache: bool = True) -> Setup:
-        """The benchmark, model, system factory, scorers and judge of this run."""
+    def setup(self, *, with_cache: bool = True, survey: bool = False) -> Setup:
+        """The benchmark, model, system factory, scorers and judge of this run; with
+        ``survey`` (the parent process), the input read once before the first request."""
         c = self.config
         check_names(c)  # before a local model's server starts (minutes) or a file is read
         bench = self.make_bench()
@@ -659,11 +662,15 @@ class Runner:
             setup = self._setup_rest(c, bench, policy, cache, model, counter)
             setup.captions = self._caption_stage(cache, policy)
             self._preflight(setup)
+            if survey:
+                setup.survey = self.survey(setup)
             return setup
         except BaseException:
             _close_now(model)  # a started local server must not outlive a failed setup
             if setup is not None and setup.captions is not None:
                 _close_now(setup.captions.captioner)
+            if setup is not None and setup.judging is not None:
+                _close_now(setup.judging.model)
             raise
 
     def make_bench(self) -> Any:
@@ -700,12 +707,7 @@ class Runner:
                            Role("captioner", "--captioner-base-url", "--api-key-env")))
         for endpoint in getattr(s.new_system, "endpoints", list)():  # rag's embedders
             models.append((endpoint, Role(endpoint.label, endpoint.url_flag, endpoint.key_flag)))
-        try:
-            check(models, self._endpoints)
-        except BaseException:
-            if s.judging is not None:
-                _close_now(s.judging.model)
-            raise
+        check(models, self._endpoints)  # a failure: setup() releases the models
 
     def _setup_rest(self, c: RunConfig, bench: Any, policy: ImagePolicy,
                     cache: ResponseCache | None, model: Any, counter: TokenCounter) -> Setup:
@@ -731,7 +733,7 @@ class Runner:
         # Known before the first request, so that a run stopped early (Ctrl-C, a budget,
         # a crash) says how much of it is missing (design 0040).
         manifest["run_state"] = RUN_RUNNING
-        manifest["questions_planned"] = self.survey(s).planned
+        manifest["questions_planned"] = s.survey.planned if s.survey is not None else None
         write_manifest(self.run_dir, manifest)
         return manifest
 
@@ -745,7 +747,8 @@ class Runner:
         found = survey(self._episodes(self.make_bench(), None), c.limit,
                        sizer(s.probe, c.overflow, c.max_context_tokens), cut)
         needs = system_needs(lookup("system", c.system), c)
-        check(found, c, needs_program=NEEDS_PROGRAM in needs)
+        check(found, c, needs_program=NEEDS_PROGRAM in needs,
+              tokenizer=s.counter.describe()["text_tokenizer"])
         return found
 
     async def run(self) -> RunResult:
@@ -756,7 +759,7 @@ class Runner:
             self.unlock()
 
     async def _run(self, prep: Prepared) -> RunResult:
-        s = self.setup()
+        s = self.setup(survey=True)
         manifest = self.initial_manifest(s, prep)
         result = RunResult(run_dir=self.run_dir, skipped=len(prep.done_ok),
                            total=self.expected_todo(s.bench, prep))

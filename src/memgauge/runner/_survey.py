@@ -90,7 +90,7 @@ def _count_prompts(episode: Episode, keep: list[Question],
             found.over_limit.append((q.question_id, tokens))
 
 
-def check(found: Survey, config: Any, *, needs_program: bool) -> None:
+def check(found: Survey, config: Any, *, needs_program: bool, tokenizer: str) -> None:
     """The refusals, first mistake first; nothing when the run can go."""
     c = config
     if needs_program and found.without_program:
@@ -106,10 +106,10 @@ def check(found: Survey, config: Any, *, needs_program: bool) -> None:
             "caption in the data, and each would be shown as '[Image]': add --captioner "
             "(e.g. --captioner vlm:<model>) to caption them, or use --context-mode image")
     if found.over_limit:
-        raise ConfigError(_over_limit_text(found, c))
+        raise ConfigError(_over_limit_text(found, c, tokenizer))
 
 
-def _over_limit_text(found: Survey, c: Any) -> str:
+def _over_limit_text(found: Survey, c: Any, tokenizer: str) -> str:
     worst_id, worst = max(found.over_limit, key=lambda item: item[1])
     tier = f"tier {c.tier} " if c.tier else ""
     limit = f"--max-context-tokens {c.max_context_tokens}"
@@ -121,7 +121,7 @@ def _over_limit_text(found: Survey, c: Any) -> str:
             limit = f"{c.max_context_tokens} (n_ctx {n_ctx} minus --max-tokens {c.max_tokens})"
     return (f"the {tier}prompts do not fit the model: {len(found.over_limit)} of the "
             f"{found.prompts_counted} counted are over {limit}, the largest {worst:,} tokens "
-            f"(question {worst_id}), counted with {c.tokenizer or 'o200k_base'} before any "
+            f"(question {worst_id}), counted with {tokenizer} before any "
             "request. Use a smaller tier, --overflow drop-oldest, a retrieval system, or a "
             "larger context (--model-option n_ctx=N for local: models)")
 
