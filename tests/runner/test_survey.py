@@ -206,3 +206,28 @@ def test_a_tier_over_the_context_limit_is_refused_before_the_first_request(tmp_p
             "drop-oldest", "--model", "openai:m", "--base-url", stub.base_url,
             "--out", str(tmp_path / "r2"), "--no-cache"])
     assert ok.exit_code == 0, ok.output
+
+
+def test_one_prompt_is_counted_per_history_cut_the_longest_question_standing_for_it():
+    from memgauge.runner._survey import survey
+    from memgauge.schema import BenchmarkInfo, Episode, Question, Session
+
+    def q(qid: str, text: str, after: int | None) -> Question:
+        return Question(question_id=qid, text=text, answer="a", answer_type="string",
+                        ability="information_extraction", asked_after=after)
+
+    episode = Episode(episode_id="e", sessions=[Session(session_id=f"s{i}") for i in range(3)],
+                      questions=[q("short", "Why?", None), q("long", "Why is that so?", None),
+                                 q("early", "When?", 0)], benchmark=BenchmarkInfo(name="t"))
+    asked: list[tuple[str, int]] = []
+
+    def tokens(ep: Episode, question: Question, cut: int) -> int | None:
+        asked.append((question.question_id, cut))
+        return 10 * cut
+
+    def cut_of(ep: Episode, question: Question) -> int:
+        return 3 if question.asked_after is None else question.asked_after + 1
+
+    found = survey(iter([episode]), None, tokens, cut_of)
+    assert sorted(asked) == [("early", 1), ("long", 3)]
+    assert found.prompts_counted == 2 and found.over_limit == [("long", 30), ("early", 10)]

@@ -81,7 +81,7 @@ def _count_prompts(episode: Episode, keep: list[Question],
     by_cut: dict[int, Question] = {}
     for q in keep:
         cut = cut_of(episode, q)
-        if cut not in by_cut or len(q.question) > len(by_cut[cut].question):
+        if cut not in by_cut or len(q.text) > len(by_cut[cut].text):
             by_cut[cut] = q
     for cut, q in by_cut.items():
         tokens = prompt_tokens(episode, q, cut)
