@@ -103,3 +103,15 @@ def test_compare_marks_few_pairs_and_one_cluster(tmp_path):
     assert js.exit_code == 0, js.output
     [c] = json.loads(js.stdout)["comparisons"]
     assert c["se_clustered"] is None and c["n_clusters"] == 1  # undefined, not 0.0
+
+
+def test_compare_of_runs_with_no_shared_question_is_an_error(tmp_path):
+    # unrelated runs (other benchmarks): "n paired 0, p = 1" with exit 0 read like a tie
+    a = write_run(tmp_path / "locomo", [rec("conv-1:q1", {"rule": 1.0})])
+    b = write_run(tmp_path / "synth", [rec("s-q1", {"rule": 0.0}), rec("s-q2", {"rule": 1.0})])
+    for fmt in ("md", "json"):
+        r = runner.invoke(app, ["compare", a, b, "--format", fmt])
+        assert r.exit_code == 2, r.output
+        said = " ".join(r.output.split())
+        assert "synth and locomo have no question to compare" in said
+        assert "1 only in locomo, 2 only in synth" in said and "same benchmark" in said

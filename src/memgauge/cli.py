@@ -754,6 +754,9 @@ def compare(
         if len(set(labels)) < len(labels):
             labels = list(run_dirs)
         results = [paired_compare(runs[0], recs, scorer=scorer) for recs in runs[1:]]
+        for label, result in zip(labels[1:], results, strict=True):
+            if not result.n:  # "n paired 0, p = 1" reads like "no difference"
+                raise MemgaugeError(_no_pairs_text(labels[0], label, result))
         if fmt == "md":
             print(show_controls(render_compare_markdown(labels, results, runs)))
         else:
@@ -763,6 +766,15 @@ def compare(
                                            indent=2, ensure_ascii=False), json=True))
     except (MemgaugeError, ValueError) as exc:
         fail(exc)
+
+
+def _no_pairs_text(baseline: str, other: str, r) -> str:  # type: ignore[no-untyped-def]
+    """Why two runs have no question to compare (design 0043)."""
+    return (f"{other} and {baseline} have no question to compare: none is answered ok "
+            f"with a {r.scorer!r} score in both ({r.only_in_a} only in {baseline}, "
+            f"{r.only_in_b} only in {other}, {r.unscored} shared but unscored, errors "
+            f"{r.errors_a} and {r.errors_b}). Compare runs of the same benchmark and "
+            "questions (a paired test needs the same questions in both)")
 
 
 @app.command()
@@ -861,6 +873,9 @@ def score(
     max_tokens_total: Annotated[int | None, typer.Option(
         help="Stop judging once the run folder (answers and judges, every invocation) has "
              "spent this many tokens")] = None,
+    no_cache: Annotated[bool, typer.Option(
+        "--no-cache", help="Ask the judge again for every verdict: no reply is read from "
+                           "or stored in the response cache")] = False,
     config_file: Annotated[str | None, typer.Option(
         "--config", help=_CONFIG_HELP, is_eager=True, callback=_config_file)] = None,
 ) -> None:
@@ -907,7 +922,7 @@ def score(
             from .scoring._batch import check_batch_options
 
             check_batch_options(judge, batch_poll_s, batch_window, name)
-        cache = ResponseCache(kind="judge")
+        cache = None if no_cache else ResponseCache(kind="judge")
         model = create_model(judge, ModelSettings(
             base_url=judge_base_url, api_key_env=api_key_env, concurrency=concurrency,
             timeout_s=timeout, cache=cache,
@@ -931,14 +946,16 @@ def score(
                 preflight([(model, Role("judge", "--judge-base-url", "--api-key-env"))], {})
             counts = asyncio.run(_go(model))
         finally:
-            cache.close()
+            if cache is not None:
+                cache.close()
     except MemgaugeError as exc:
         fail(exc)
     print(", ".join(f"{k.replace('_', '-')} {v}" for k, v in counts.items()))
     # a batch replays each call once per round: its staged view counts each call once
     counted = getattr(model, "staged", None) or cache
-    for line in score_cache_lines(run_dir, name, counted.hits, counted.misses):
-        print(line)
+    if counted is not None:  # --no-cache: nothing was looked up
+        for line in score_cache_lines(run_dir, name, counted.hits, counted.misses):
+            print(line)
     if counts.get("failures"):
         why = top_causes(run_dir, "judge")
         if why:

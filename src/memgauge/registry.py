@@ -25,9 +25,20 @@ _loaded_plugins: set[str] = set()
 Requirement = tuple[str, str, str]
 Requires = Callable[[dict[str, Any]], list[Requirement]]
 
+# What a system needs of the run for the options it is given (design 0043), checked before
+# the first request: ``model`` (it asks --model for answers or ingest, so ``none:`` cannot
+# serve it), ``program`` (it answers from a generated benchmark's gold program and evidence,
+# as the oracles do). A system that declares nothing is not checked.
+NEEDS_MODEL, NEEDS_PROGRAM = "model", "program"
+Needs = Callable[[dict[str, Any]], set[str]]
+
+
+def no_needs(options: dict[str, Any]) -> set[str]:
+    return set()
+
 
 def _register(kind: str, name: str, options: dict[str, tuple[type, str]] | None = None,
-              requires: Requires | None = None) -> Callable[[F], F]:
+              requires: Requires | None = None, needs: Needs = no_needs) -> Callable[[F], F]:
     def deco(fn: F) -> F:
         if name in _REGISTRY[kind] and _REGISTRY[kind][name] is not fn:
             raise ValueError(f"{kind} {name!r} is registered twice")
@@ -35,6 +46,7 @@ def _register(kind: str, name: str, options: dict[str, tuple[type, str]] | None 
         fn.registry_name = name  # type: ignore[attr-defined]
         fn.registry_options = dict(options or {})  # type: ignore[attr-defined]
         fn.registry_requires = requires  # type: ignore[attr-defined]
+        fn.registry_needs = needs  # type: ignore[attr-defined]
         return fn
 
     return deco
@@ -67,12 +79,18 @@ def benchmark(name: str) -> Callable[[F], F]:
 
 
 def system(name: str, options: dict[str, tuple[type, str]] | None = None,
-           requires: Requires | None = None) -> Callable[[F], F]:
+           requires: Requires | None = None, needs: Needs = no_needs) -> Callable[[F], F]:
     """Register a system factory. ``options`` declares its ``--system-option`` keys, each
     ``key: (type, help)`` (``memgauge list`` shows them; the factory checks them with
     ``SystemContext.typed_options(name, options)``). ``requires(options)`` lists the
-    optional packages those options need (checked before any model or server starts)."""
-    return _register("system", name, options, requires)
+    optional packages those options need (checked before any model or server starts).
+    ``needs(options)`` names what it needs of the run: ``NEEDS_MODEL``, ``NEEDS_PROGRAM``."""
+    return _register("system", name, options, requires, needs)
+
+
+def uses_model(options: dict[str, Any]) -> set[str]:
+    """``needs`` of a system that asks the run's model whatever its options."""
+    return {NEEDS_MODEL}
 
 
 def scorer(name: str) -> Callable[[F], F]:

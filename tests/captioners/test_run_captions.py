@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from _images import colour_png, label_png, user_texts, write_items
 from stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.captioners.vlm import PROMPT_TEXT
 from memgauge.cli import app
+from memgauge.errors import ConfigError
 from memgauge.runner import RunConfig, read_records, run
 
 CAPTION = "A blue carton of Nordic oat milk, 500 g."
@@ -49,13 +51,15 @@ def test_ocr_text_reaches_the_prompt_in_caption_mode(tmp_path):
                                    "missing": 0}
 
 
-def test_without_a_captioner_caption_mode_still_says_image(tmp_path):
+def test_without_a_captioner_caption_mode_on_uncaptioned_images_is_refused(tmp_path):
+    # every image would be shown as "[Image]": refused before the first request (0043)
     label_png(tmp_path / "img" / "label.png")
     data = write_items(tmp_path, ["img/label.png"])
     with StubServer(answer=lambda body: "Nordic") as stub:
-        run(_config(tmp_path, data, stub.base_url, "run"))
-    assert "[Image]" in user_texts(stub.requests[0])
-    assert "captioner" not in _manifest(tmp_path / "run")
+        with pytest.raises(ConfigError, match="1 of 1 images have no caption") as info:
+            run(_config(tmp_path, data, stub.base_url, "run"))
+        assert stub.requests == []
+    assert "--captioner" in str(info.value) and not (tmp_path / "run").exists()
 
 
 def _vlm(body: dict) -> str:

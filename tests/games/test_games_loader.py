@@ -309,6 +309,15 @@ def test_question_ids_keep_a_subset(bench, tmp_path):
     assert sorted(q.question_id for e in loaded.episodes() for q in e.questions) == sorted(keep)
 
 
+def test_question_ids_the_benchmark_lacks_are_named(bench, tmp_path):
+    # one good and one bad id used to run one question (issue 29, design 0043)
+    ids = tmp_path / "ids.txt"
+    ids.write_text(_rows(bench)[0]["id"] + "\nno-such-question\n")
+    with pytest.raises(InputError, match="1 question id\\(s\\) in the id list are not in "
+                                         "the data: no-such-question"):
+        _load(bench, question_ids=str(ids))
+
+
 def test_a_non_utf8_byte_is_a_named_error_and_the_checksum_is_checked_first(bench, tmp_path):
     """One bad byte in trajectory.jsonl (issue 25 §5): an InputError naming the file and the
     line, never a UnicodeDecodeError; in a benchmark folder the checksum says it first."""

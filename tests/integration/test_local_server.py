@@ -30,6 +30,7 @@ if not is_pulled("smollm2"):
 
 from datasets import write_memlens
 
+from memgauge.errors import ConfigError
 from memgauge.models import ModelSettings, create_model
 from memgauge.models._llama_server import LlamaServer
 from memgauge.runner import RunConfig, RunStopped, run
@@ -289,13 +290,11 @@ def test_prompts_over_our_own_limit_exit_2_and_leave_no_server(tmp_path):
                  "--out", str(out), "--model", "local:smollm2", "--model-option", "n_ctx=1024",
                  "--max-tokens", "32", "--concurrency", "1", "--no-cache"], tag)
     assert proc.returncode == 2, proc.stderr
-    assert "error:" in proc.stderr and "all over the limit" in proc.stderr
-    assert "limit 992" in proc.stderr  # 1024 - 32: our count refused them, unsent
-    recs = _records(out)
-    assert len(recs) >= 3
-    for rec in recs:
-        assert rec["response"]["error"]["kind"] == "context_overflow"
-        assert rec["input_tokens"] > 992
+    # counted before the first request (design 0043): 1024 - 32, refused unsent, no folder
+    said = " ".join(proc.stderr.split())
+    assert "error: the prompts do not fit the model" in said
+    assert "are over 992 (n_ctx 1024 minus --max-tokens 32)" in said
+    assert not out.exists()
     assert _tagged_processes(tag) == []
 
 
@@ -318,15 +317,15 @@ def test_images_to_a_text_only_model_exit_2_at_once(tmp_path):
     assert _tagged_processes(tag) == []
 
 
-def test_caption_mode_run_of_an_image_benchmark_answers(tmp_path, started):
+def test_caption_mode_without_captions_is_refused_and_the_server_stopped(tmp_path, started):
+    # MemLens carries no captions: every image would be "[Image]" (design 0043)
     data = write_memlens(tmp_path, 1)
-    result = run(RunConfig(
-        bench="memlens", data=str(data), image_dir=str(tmp_path), out=str(tmp_path / "r"),
-        progress=False, model="local:smollm2", model_options={"n_ctx": N_CTX},
-        context_mode="caption", max_tokens=16, cache=False))
-    assert (result.ok, result.errors) == (1, 0)
-    [rec] = _records(tmp_path / "r")
-    assert rec["prediction"].strip() and rec["response"]["usage"]["output_tokens"] > 0
+    with pytest.raises(ConfigError, match="--captioner"):
+        run(RunConfig(
+            bench="memlens", data=str(data), image_dir=str(tmp_path), out=str(tmp_path / "r"),
+            progress=False, model="local:smollm2", model_options={"n_ctx": N_CTX},
+            context_mode="caption", max_tokens=16, cache=False))
+    assert not (tmp_path / "r").exists()
     _assert_all_stopped(started)
 
 
@@ -336,3 +335,19 @@ def test_the_smallest_allowed_context_starts(started):
 
     asyncio.run(model.aclose())
     assert model.context_tokens == 512
+
+
+def test_a_tier_over_the_models_context_is_refused_before_the_first_request(tmp_path, started):
+    # the 8k tier on SmolLM2 (n_ctx 8192) used to run 142 s before its overflows stopped it:
+    # counted with the model's tokenizer first, it is refused (design 0043)
+    from memgauge.benchmarks.synth import SynthConfig, generate
+
+    generate(SynthConfig(out=str(tmp_path / "b"), questions=2, tiers=["8k"], seed=0))
+    with pytest.raises(ConfigError, match=r"tier 8k prompts do not fit the model: 2 of the 2 "
+                                          r"counted are over 7680 \(n_ctx 8192 minus") as info:
+        run(RunConfig(bench="synth", data=str(tmp_path / "b"), tier="8k",
+                      out=str(tmp_path / "r"), progress=False, model="local:smollm2",
+                      context_mode="caption", cache=False))
+    assert "llama.cpp /tokenize" in str(info.value)
+    assert not (tmp_path / "r").exists()
+    _assert_all_stopped(started)

@@ -210,15 +210,14 @@ def test_run_stops_after_over_length_answers_and_keeps_them(tmp_path):
 
 
 def test_run_stops_on_prompts_over_our_own_limit_without_sending_anything(tmp_path):
+    # counted before the first request (design 0043): refused, no record, no folder
     data = write_memlens(tmp_path, 5)
     with StubServer() as stub:
-        with pytest.raises(RunStopped, match="limit 20"):
+        with pytest.raises(ConfigError, match="5 of the 5 counted are over --max-context-"
+                                              "tokens 20"):
             run(_stub_cfg(tmp_path, data, stub.base_url, max_context_tokens=20))
         assert stub.requests == []
-    recs = _lines(tmp_path / "run")
-    assert len(recs) >= 3
-    assert all(r["response"]["error"]["kind"] == "context_overflow" and r["input_tokens"] > 20
-               for r in recs)
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_run_with_an_ok_answer_first_is_not_stopped_by_later_overflows(tmp_path):
@@ -285,8 +284,10 @@ def test_the_stop_comes_at_once_and_sends_nothing_more(tmp_path, scenario):
     after: tuple[int, dict] = (400, LLAMA_OVERFLOW)
     kw: dict[str, Any] = {}
     expect_records, expect_requests = 3, 3
-    if scenario == "own-limit":
-        kw, after, expect_requests = {"max_context_tokens": 20}, (200, OK), 0
+    stop: type[Exception] = RunStopped
+    if scenario == "own-limit":  # refused before the first request (design 0043)
+        kw, after, expect_requests, expect_records = {"max_context_tokens": 20}, (200, OK), 0, 0
+        stop = ConfigError
     elif scenario.startswith("no-vision"):
         kw, expect_records, expect_requests = {"context_mode": "image"}, 1, 1
         if scenario == "no-vision-then-ok":
@@ -296,10 +297,13 @@ def test_the_stop_comes_at_once_and_sends_nothing_more(tmp_path, scenario):
     # one request at a time, so "nothing more" is exact (with more in flight, those already
     # sent finish and are recorded)
     kw["concurrency"] = 1
-    with ScriptedServer(replies, after=after) as srv, pytest.raises(RunStopped):
+    with ScriptedServer(replies, after=after) as srv, pytest.raises(stop):
         run(_stub_cfg(tmp_path, data, srv.base_url, **kw))
     assert len(srv.requests) == expect_requests
-    assert len(_lines(tmp_path / "run")) == expect_records
+    if scenario == "own-limit":
+        assert not (tmp_path / "run").exists()
+    else:
+        assert len(_lines(tmp_path / "run")) == expect_records
 
 
 # -- the local client, with llama.cpp's server replaced by a stub ---------------------------

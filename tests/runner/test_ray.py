@@ -29,6 +29,7 @@ from typer.testing import CliRunner
 from memgauge.cli import app
 from memgauge.errors import ConfigError, InputError, MemgaugeError
 from memgauge.runner import RunConfig, Runner, load_manifest, read_records
+from memgauge.runner._survey import Survey
 
 # -- helpers ----------------------------------------------------------------------------------
 
@@ -208,7 +209,7 @@ def test_a_task_that_dies_for_good_keeps_what_it_wrote_and_a_rerun_completes(
 
 
 def test_a_task_that_raises_reports_its_error_and_the_others_keep_their_records(
-        tmp_path, ray_local):
+        tmp_path, ray_local, monkeypatch):
     n, bad = 12, 7
     items = memlens_items(tmp_path, n)
     del items[bad]["question"]
@@ -217,6 +218,9 @@ def test_a_task_that_raises_reports_its_error_and_the_others_keep_their_records(
     with StubServer(answer=colour_answer) as stub:
         with pytest.raises(InputError) as local:
             Runner(_config(tmp_path, data, stub.base_url, "local")).run_sync()
+        assert stub.requests == []  # found by the read before the first request (0043)
+        # an item that turns bad only in a task (the parent's read passed) fails the run
+        monkeypatch.setattr(Runner, "survey", lambda self, s: Survey(planned=n))
         with pytest.raises(MemgaugeError) as ray_run:
             Runner(_config(tmp_path, data, stub.base_url, "ray", executor="ray",
                            workers=2)).run_sync()

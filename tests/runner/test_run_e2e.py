@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -176,11 +177,12 @@ def test_missing_image_error_or_recorded(tmp_path):
 def test_over_length_policies(tmp_path):
     data = write_memlens(tmp_path, 1)
     with StubServer(answer=colour_answer) as stub:
-        run(_config(tmp_path, data, stub.base_url, out="err", max_context_tokens=50))
-        assert stub.requests == []
-        [rec] = read_records(tmp_path / "err").values()
-        assert rec.status == "error" and rec.response.error.kind == "context_overflow"
-        full_tokens = rec.input_tokens
+        # --overflow error: counted before the first request and refused (design 0043)
+        with pytest.raises(ConfigError, match="1 of the 1 counted are over") as info:
+            run(_config(tmp_path, data, stub.base_url, out="err", max_context_tokens=50))
+        assert stub.requests == [] and not (tmp_path / "err").exists()
+        full_tokens = int(re.search(r"the largest ([\d,]+) tokens", str(info.value))
+                          .group(1).replace(",", ""))
         run(_config(tmp_path, data, stub.base_url, out="drop", overflow="drop-oldest",
                     max_context_tokens=full_tokens - 5))
         [rec] = read_records(tmp_path / "drop").values()

@@ -18,6 +18,7 @@ from memgauge.cli import app
 from memgauge.report import render_tables_markdown
 from memgauge.report._tables_md import ranked
 from memgauge.runner import RunConfig, Runner, load_manifest, merge_runs, read_records
+from memgauge.runner._survey import Survey
 from memgauge.schema import BenchmarkInfo, Record, Response
 
 N = 6
@@ -75,18 +76,18 @@ def test_a_budget_stop_reads_on_to_count_the_plan_and_the_report_says_incomplete
         in shown.output
 
 
-def test_ctrl_c_is_counted_against_the_plan_known_or_not(tmp_path):
+def test_ctrl_c_is_counted_against_the_plan_known_before_the_first_request(tmp_path):
     with StubServer() as stub:
         config = _config(tmp_path, stub.base_url)
         with pytest.raises(KeyboardInterrupt):
             Runner(config, on_progress=_interrupt_after(1)).run_sync()
         first = load_manifest(tmp_path / "run")
-        assert first["run_state"] == "stopped"
-        assert first["questions_planned"] in (None, N)  # None unless the reader got through
-        # a spent budget sends nothing, but reads the input through: the plan is known
+        # the input was read through before the first request (design 0043): a first
+        # run's Ctrl-C knows its plan
+        assert (first["questions_planned"], first["run_state"]) == (N, "stopped")
+        # a spent budget sends nothing, and leaves the plan as it is
         Runner(_config(tmp_path, stub.base_url, max_tokens_total=1)).run_sync()
         assert load_manifest(tmp_path / "run")["questions_planned"] == N
-        # now known before the first request: a Ctrl-C leaves it in place
         with pytest.raises(KeyboardInterrupt):
             Runner(config, on_progress=_interrupt_after(1)).run_sync()
         stopped = load_manifest(tmp_path / "run")
@@ -162,7 +163,7 @@ def test_merged_shards_sum_their_plans_and_a_partial_merge_is_incomplete(tmp_pat
 def test_workers_finishing_set_the_plan_to_what_they_recorded(tmp_path, monkeypatch, estimate):
     # no single reader counts under --workers: a finished run's plan is its records, and
     # an estimate made before reading (a benchmark's own count) cannot leave it incomplete
-    monkeypatch.setattr(Runner, "planned_count", lambda self, bench, prep: estimate)
+    monkeypatch.setattr(Runner, "survey", lambda self, s: Survey(planned=estimate))
     with StubServer() as stub:
         config = dataclasses.replace(_config(tmp_path, stub.base_url), workers=2,
                                      concurrency=2)

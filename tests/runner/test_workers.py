@@ -33,6 +33,7 @@ from memgauge.benchmarks import BenchmarkOptions
 from memgauge.errors import InputError, MemgaugeError
 from memgauge.registry import lookup
 from memgauge.runner import RunConfig, Runner, load_manifest, read_records, run
+from memgauge.runner._survey import Survey
 
 # -- helpers ----------------------------------------------------------------------------------
 
@@ -442,7 +443,7 @@ def test_loader_without_parts_after_an_earlier_run_in_the_same_process(tmp_path)
 # -- a malformed item -------------------------------------------------------------------------
 
 
-def test_malformed_item_in_one_share_raises_and_keeps_the_rest(tmp_path):
+def test_malformed_item_in_one_share_raises_and_keeps_the_rest(tmp_path, monkeypatch):
     n, bad = 12, 7
     items = memlens_items(tmp_path, n)
     del items[bad]["question"]
@@ -450,6 +451,11 @@ def test_malformed_item_in_one_share_raises_and_keeps_the_rest(tmp_path):
     with StubServer(answer=colour_answer) as stub:
         with pytest.raises(InputError) as one:
             Runner(_config(tmp_path, data, stub.base_url, out="one")).run_sync()
+        # the read before the first request found it (design 0043): nothing was sent
+        assert stub.requests == [] and not (tmp_path / "one").exists()
+        # an item that turns bad only while the workers read (the survey passed) still
+        # fails the run, and the other worker's share is kept
+        monkeypatch.setattr(Runner, "survey", lambda self, s: Survey(planned=n))
         with pytest.raises(MemgaugeError) as two:
             Runner(_config(tmp_path, data, stub.base_url, out="two", workers=2)).run_sync()
         assert str(two.value) == str(one.value)

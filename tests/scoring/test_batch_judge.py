@@ -132,10 +132,11 @@ def test_batch_gives_the_online_verdicts_and_fills_the_cache(tmp_path):
         # an online score of the same run reuses what the batch stored in the cache
         fresh = _run(tmp_path, "fresh")
         _online(server, fresh, tmp_path / "batch.sqlite")
-        assert len(server.online) == len(online_bodies)
+        # all but the flaky answer's unreadable first reply, which is never cached (0043)
+        assert len(server.online) == len(online_bodies) + 1
         want = {q: v[:4] for q, v in _verdicts(online_run).items()}
         assert {q: v[:4] for q, v in _verdicts(fresh).items()} == want
-        assert all(v[4]["judge"]["misses"] == 0 for v in _verdicts(fresh).values())
+        assert sorted(v[4]["judge"]["misses"] for v in _verdicts(fresh).values()) == [0, 0, 0, 1]
 
 
 def test_an_interrupted_score_polls_the_same_batch(tmp_path):

@@ -184,7 +184,8 @@ def test_judge_run_end_to_end(tmp_path):
 
         before = len(stub.requests)
         again = asyncio.run(_judge(stub, tmp_path, run_dir))
-        assert len(stub.requests) == before  # judged ones skipped, the failed one cached
+        # judged ones skipped; the unreadable one asked again, 3 attempts (design 0043)
+        assert len(stub.requests) == before + 3
         assert again == {"judged": 0, "skipped": 4, "failures": 1, "auto_zero": 0}
         assert read_records(run_dir)["q_right"].scores["judge"] == 1.0
 

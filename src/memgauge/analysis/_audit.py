@@ -26,6 +26,7 @@ from memgauge.analysis._json import json_safe
 from memgauge.schema import AnswerType, Record
 
 __all__ = [
+    "OVER_CREDIT_WARN",
     "AgreementStat",
     "AuditResult",
     "Disagreement",
@@ -35,9 +36,13 @@ __all__ = [
     "audit",
     "cohen_kappa",
     "cohen_kappa_labels",
+    "judge_check",
 ]
 
 NO_SUBTYPE = "-"
+# A judge as the headline scorer is flagged when it credits more than this share of the
+# closed-form items the rule scorer marks wrong (design 0043).
+OVER_CREDIT_WARN = 0.10
 OVER_CREDIT = "over-credit"  # judge correct, rule wrong: the judge is too lenient
 UNDER_CREDIT = "under-credit"  # judge wrong, rule correct: the judge is too strict
 
@@ -289,3 +294,17 @@ def audit(records: Iterable[Record] | Mapping[str, Record], *, rule: str = "rule
         judge_vs_rule={j: _judge_vs_rule(ok, j, rule, threshold) for j in names},
         judge_pairs=[_judge_pair(ok, a, b, threshold) for a, b in combinations(names, 2)],
         failures=failures)
+
+
+def judge_check(records: Iterable[Record], judge: str, *, rule: str = "rule",
+                threshold: float = 1.0) -> dict[str, Any]:
+    """What a report shows beside a judge's headline accuracy (design 0043): the judge
+    against ``rule`` on the closed-form items (the audit's own computation), and ``warn``
+    when it over-credits more than ``OVER_CREDIT_WARN`` of them."""
+    ok = [r for r in records if r.status == "ok"]
+    stat = _judge_vs_rule(ok, judge, rule, threshold).overall
+    return {"judge": judge, "rule": rule, "n": stat.n, "agreement": stat.agreement,
+            "kappa": stat.kappa, "judge_accuracy": stat.judge_accuracy,
+            "rule_accuracy": stat.rule_accuracy, "over_credit": stat.over_credit,
+            "over_credit_rate": stat.over_credit_rate, "under_credit": stat.under_credit,
+            "warn": stat.n > 0 and stat.over_credit_rate > OVER_CREDIT_WARN}

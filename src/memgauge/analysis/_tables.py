@@ -18,6 +18,7 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from memgauge.analysis._audit import judge_check
 from memgauge.analysis._clues import cell_label, clue_groups, record_cells
 from memgauge.analysis._cost import ALL_TIERS, CostRow, Price, cost_row, family_kind
 from memgauge.analysis._errors import error_breakdown
@@ -269,6 +270,9 @@ class RunRow:
     run_state: str | None = None
     incomplete: bool = False
     progress: str = ""
+    # the benchmark its records come from (the run's --bench): leaderboards are grouped by
+    # it, as two benchmarks' accuracies are not one ranking (design 0043)
+    benchmark: str = ""
 
 
 @dataclass(frozen=True)
@@ -348,6 +352,9 @@ class ReportTables:
     # MCQ asked over rotations (design 0036): run -> debiased EM, all-rotations-correct,
     # unparseable replies, accuracy by gold position.
     rotations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # A judge as headline scorer, checked against the rule on closed-form items (design
+    # 0043): run -> analysis._audit.judge_check(); runs headlined by a judge only.
+    judge_checks: dict[str, dict[str, Any]] = field(default_factory=dict)
     # What the tables were computed from, kept so the per-run report sections reuse them
     # instead of bootstrapping again; not part of the JSON.
     summaries: dict[str, Summary] = field(default_factory=dict, repr=False)
@@ -392,6 +399,14 @@ def _run_tier(run: RunData) -> str:
         return str(tier)
     seen = Counter(r.benchmark.tier for r in run.records if r.benchmark.tier)
     return seen.most_common(1)[0][0] if seen else NO_TIER
+
+
+def _run_benchmark(run: RunData) -> str:
+    bench = run.identity.get("bench")
+    if bench:
+        return str(bench)
+    seen = Counter(r.benchmark.name for r in run.records if r.benchmark.name)
+    return seen.most_common(1)[0][0] if seen else ""
 
 
 def model_label(model: Any) -> str:
@@ -520,7 +535,7 @@ def _run_row(run: RunData, system: str, tier: str, primary: str | None, *, seed:
     recalls = [x for x in (r.evidence_recall() for r in ok) if x is not None]
     by_ability = {a: _cell(recs, primary) for a, recs in _group_by_ability(run.records).items()}
     row = RunRow(
-        run=run.label, path=run.path, system=system, tier=tier,
+        run=run.label, path=run.path, system=system, tier=tier, benchmark=_run_benchmark(run),
         model=model_label(run.identity.get("model")) if run.identity else "",
         modality=sent_modality(run),
         n_records=summary.n_records, n_ok=summary.n_ok, n_errors=summary.n_errors,
@@ -829,5 +844,17 @@ def build_tables(runs: Sequence[RunData], *, primary: str | None = None, seed: i
         cost=cost, system_kinds=kinds, prices_file=prices_file,
         clues=_clues(runs, systems, tiers, chosen, k), clues_k=k,
         timeline=_timeline(runs, systems, chosen),
+        judge_checks=_judge_checks(runs, chosen),
         summaries=summaries, breakdowns=breakdowns,
     )
+
+
+def _judge_checks(runs: Sequence[RunData], chosen: str | None) -> dict[str, dict[str, Any]]:
+    """Each run whose headline is a judge, against the rule scorer on closed-form items."""
+    if chosen is None or "judge" not in chosen.lower():
+        return {}
+    out = {}
+    for run in runs:
+        if any(chosen in r.scores for r in run.records):
+            out[run.label] = judge_check(run.records, chosen)
+    return out

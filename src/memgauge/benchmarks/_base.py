@@ -709,6 +709,17 @@ def read_id_list(path: str) -> set[str]:
     return ids
 
 
+def check_ids_found(keep: set[str], seen: set[str], path: str) -> None:
+    """An ``InputError`` naming the ids of the ``--question-ids`` file ``path`` that the data
+    does not hold: a subset that silently ran fewer questions would read as complete."""
+    absent = sorted(keep - seen)
+    if absent:
+        shown = ", ".join(absent[:20]) + (f" … ({len(absent)} in all)" if len(absent) > 20
+                                          else "")
+        raise InputError(f"{len(absent)} question id(s) in the id list are not in the "
+                         f"data: {shown}", file=path, field="--question-ids")
+
+
 def _parse_id_list(text: str, path: str) -> set[str]:
     from .._json_limits import loads
 

@@ -157,9 +157,10 @@ class GamesBenchmark:
         self.lives = {life.id: life for life in self._read_lives()}
         rows = self._read_rows()
         if opts.question_ids:
-            from ._base import read_id_list
+            from ._base import check_ids_found, read_id_list
 
             keep = read_id_list(opts.question_ids)
+            check_ids_found(keep, {r.id for r in rows}, opts.question_ids)
             rows = [r for r in rows if r.id in keep]
         self.rows = rows
         if opts.protocol == "offline":

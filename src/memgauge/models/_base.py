@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -45,6 +46,14 @@ class GenerateConfig:
     # and OpenAI hold decoding to it); one that refuses it gets the prompt's words only
     # (``OpenAICompatModel``: once, recorded). Design 0042.
     json_schema: dict[str, Any] | None = None
+    # Whether a reply may be kept in the response cache (None: every reply). A judge's
+    # unreadable reply is not kept, so that a rerun asks again instead of replaying the
+    # failure (design 0043). Not part of the cache key.
+    cacheable: Callable[[str], bool] | None = field(default=None, compare=False)
+
+    def keeps(self, text: str) -> bool:
+        """Whether ``text``, as a reply to this request, may be (or stay) cached."""
+        return self.cacheable is None or self.cacheable(text)
 
     def describe(self) -> dict[str, Any]:
         out = {"max_tokens": self.max_tokens, "temperature": self.temperature,

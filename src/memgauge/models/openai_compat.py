@@ -385,14 +385,16 @@ class OpenAICompatModel:
         # Single flight: two episodes ingesting one shared session at once send it once;
         # the second waits for the first's reply (design 0018, 2026-12-03).
         async with cache.single_flight(key) as hit:
-            if hit is not None:
+            # a reply the caller cannot use (cached before design 0043) is asked again
+            if hit is not None and config.keeps(hit["text"]):
                 return ModelOutput(text=hit["text"], usage=Usage(**hit["usage"]),
                                    finish_reason=hit.get("finish_reason"), cached=True)
             payload = self._splice(orjson.dumps(body), blobs)
             del wire, body, blobs
             out = await self._send(payload, max_tokens=config.max_tokens)
-            cache.put(key, {"text": out.text, "usage": out.usage.model_dump(),
-                            "finish_reason": out.finish_reason})
+            if config.keeps(out.text):
+                cache.put(key, {"text": out.text, "usage": out.usage.model_dump(),
+                                "finish_reason": out.finish_reason})
             return out
 
     def cache_identity(self) -> dict[str, Any]:

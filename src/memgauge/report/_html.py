@@ -36,6 +36,8 @@ from memgauge.report._tables_md import (
     COST_NOTE,
     DEPTH_NOTE,
     FORMS_NOTE,
+    JUDGE_CHECK_HEADER,
+    JUDGE_CHECK_NOTE,
     LEADERBOARD_NOTE,
     MISSING,
     ROTATION_HEADER,
@@ -46,6 +48,8 @@ from memgauge.report._tables_md import (
     XY_CELLS_NOTE,
     XY_NOTE,
     Y_LEVELS,
+    benchmark_heading,
+    by_benchmark,
     clue_rows,
     cost_cells,
     cost_notes,
@@ -55,7 +59,8 @@ from memgauge.report._tables_md import (
     fmt_rho,
     fmt_se,
     fmt_xy_cell,
-    ranked,
+    judge_check_rows,
+    judge_warnings,
     rotation_cells,
     run_name,
     side_by_side_rows,
@@ -259,6 +264,8 @@ def _header(t: ReportTables, title: str,
         ("depth", "Evidence depth"), ("xy", "X×Y"), ("errors", "Error labels"),
         ("coverage", "Coverage"), ("spearman", "Spearman"), ("questions", "Questions")))
     forms = f"<li>{_e(FORMS_NOTE)}</li>" if any(r.form for r in t.runs) else ""
+    warnings = "".join(f'<li class="warn"><b>Warning:</b> {_e(w)}.</li>'
+                       for w in judge_warnings(t))
     return (f"<header><h1>{_e(title)}</h1><nav>{nav}</nav>"
             f"<ul class=facts><li>Primary scorer: <code>{_e(t.primary or 'none')}</code> "
             f"(other scorers: {_e(', '.join(s for s in t.scorers if s != t.primary) or '—')})"
@@ -266,11 +273,33 @@ def _header(t: ReportTables, title: str,
             f"resamples, seed {t.seed}; SE clustered by episode.</li>"
             "<li>Accuracy counts status=ok records carrying the primary score; errors are "
             "counted apart, never as wrong. <i>n</i> is the number of scored questions behind "
-            f"a figure.</li>{forms}</ul><h3>Runs</h3><ul>{runs}</ul></header>")
+            f"a figure.</li>{forms}{warnings}</ul><h3>Runs</h3><ul>{runs}</ul></header>")
+
+
+def _judge_check(t: ReportTables) -> str:
+    """The judge against the rule on closed-form items, when a judge is the headline."""
+    if not t.judge_checks:
+        return ""
+    rows = [[_e(x) for x in row] for row in judge_check_rows(t)]
+    warn = "".join(f'<p class="warn"><b>Warning:</b> {_e(w)}.</p>' for w in judge_warnings(t))
+    return _section("judge-check", "Judge against the rule (closed-form items)",
+                    _note(JUDGE_CHECK_NOTE), warn,
+                    _table([_e(h) for h in JUDGE_CHECK_HEADER], rows, left=2))
 
 
 def _leaderboard(t: ReportTables, plots: _Plots) -> str:
-    ranked_runs = ranked(t.runs)
+    """One table and plot per benchmark, headed by its name when there are several
+    (design 0043)."""
+    groups = by_benchmark(t.runs)
+    parts = []
+    for name, runs in groups:
+        if len(groups) > 1:
+            parts.append(f"<h3>{_e(benchmark_heading(name))}</h3>")
+        parts += _leaderboard_group(t, runs, plots)
+    return _section("leaderboard", "Leaderboard", _note(LEADERBOARD_NOTE), *parts)
+
+
+def _leaderboard_group(t: ReportTables, ranked_runs: list[RunRow], plots: _Plots) -> list[str]:
     ci = f"{measure_of(t.primary, title=True)} (micro) {t.confidence * 100:g}% CI"
     header = ["Run", "System", "Tier", "n ok", "Errors", ci, "Macro (abilities)",
               "SE clustered (episodes)", "Coverage", "Per-answer acc.", "Refusal acc.",
@@ -295,8 +324,7 @@ def _leaderboard(t: ReportTables, plots: _Plots) -> str:
     table = _table([*map(_e, header), *(_e(scorer_label(s)) for s in others)], rows, left=3,
                    cls="wide")
     table = f'<div class="scroll">{table}</div>'
-    plot = _fig(_leaderboard_plot(ranked_runs, plots))
-    return _section("leaderboard", "Leaderboard", _note(LEADERBOARD_NOTE), table, plot)
+    return [table, _fig(_leaderboard_plot(ranked_runs, plots))]
 
 
 def _leaderboard_plot(runs: Sequence[RunRow], plots: _Plots) -> str:
@@ -767,6 +795,7 @@ _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;
  max-width:1400px;padding:0 1.5em 3em;color:#222}
 h1{margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
+.warn{color:#a40000}
 nav a{margin-right:1em} code{background:#f3f3f3;padding:0 .3em}
 table{border-collapse:collapse;margin:.6em 0 1em;font-size:13px}
 th,td{border:1px solid #ddd;padding:.25em .5em;vertical-align:top;text-align:left}
@@ -804,7 +833,7 @@ def render_html(tables: ReportTables, *, title: str,
     t = tables
     data = {k: v for k, v in t.to_dict().items() if k != "questions"}
     body = [
-        _header(t, title, cache), _leaderboard(t, plots), _tiers(t, plots),
+        _header(t, title, cache), _leaderboard(t, plots), _judge_check(t), _tiers(t, plots),
         _side_by_side(t, plots), _clues(t), _timeline(t), _abilities(t, plots),
         _depth(t, plots), _xy(t, plots), _errors(t, plots), _coverage(t, plots), _spearman(t),
         _games(games), _browser(t),

@@ -20,6 +20,7 @@ from memgauge.analysis import (
     ok_with_labels,
     scorer_label,
 )
+from memgauge.analysis._audit import OVER_CREDIT_WARN
 from memgauge.analysis._stats import WILSON
 from memgauge.report._md import cell, code, table
 
@@ -296,6 +297,17 @@ def ranked(runs: Sequence[RunRow]) -> list[RunRow]:
                                        -r.accuracy if math.isfinite(r.accuracy) else math.inf))
 
 
+def by_benchmark(runs: Sequence[RunRow]) -> list[tuple[str, list[RunRow]]]:
+    """The leaderboard's groups: one per benchmark, by name, each :func:`ranked` (design
+    0043): accuracies on two benchmarks are not one ranking."""
+    names = sorted({r.benchmark for r in runs})
+    return [(name, ranked([r for r in runs if r.benchmark == name])) for name in names]
+
+
+def benchmark_heading(name: str) -> str:
+    return f"Benchmark: {name or 'not recorded'}"
+
+
 def run_name(r: RunRow) -> str:
     """A run as a leaderboard names it: its label, and ``(incomplete: 1 of 6)`` when
     records are missing."""
@@ -322,8 +334,18 @@ def _leaderboard(t: ReportTables) -> list[str]:
               "Refusal acc.", "Evidence recall"]
     others = [s for s in t.scorers if s != t.primary]
     header += [cell(scorer_label(s)) for s in others]
+    groups = by_benchmark(t.runs)
+    out = ["### Leaderboard", "", LEADERBOARD_NOTE, ""]
+    for name, runs in groups:
+        if len(groups) > 1:
+            out += [f"#### {cell(benchmark_heading(name))}", ""]
+        out += [table(header, _leaderboard_rows(runs, others), right_from=3), ""]
+    return out
+
+
+def _leaderboard_rows(runs: Sequence[RunRow], others: Sequence[str]) -> list[list[str]]:
     rows = []
-    for r in ranked(t.runs):
+    for r in runs:
         row = [cell(run_name(r)), cell(r.system), cell(r.tier),
                cell(ok_with_labels(r.n_ok, r.reply_labels)),
                cell(errors_cell(r.n_errors, r.error_kinds)),
@@ -337,9 +359,54 @@ def _leaderboard(t: ReportTables) -> list[str]:
                f"{fmt_pct(r.evidence_recall)} (n={r.n_recall})"]
         row += [fmt_cell(r.scores.get(s)) for s in others]
         rows.append(row)
-    return ["### Leaderboard", "", LEADERBOARD_NOTE, "",
-            table(header, rows, right_from=3),
-            ""]
+    return rows
+
+
+JUDGE_CHECK_NOTE = (
+    "The primary scorer is a judge. On closed-form items (every answer type but free text) "
+    "the rule scorer decides correctness: *over-credit* counts the items the judge credits "
+    "and the rule marks wrong, *under-credit* the reverse. Over-credit above "
+    f"{OVER_CREDIT_WARN * 100:g} % is flagged; `memgauge audit RUN` lists the items.")
+JUDGE_CHECK_HEADER = ["Run", "Judge", "Closed-form n", "Agreement", "κ", "Over-credit",
+                      "Under-credit", "Judge acc.", "Rule acc."]
+
+
+def judge_check_rows(t: ReportTables) -> list[list[str]]:
+    """One row per run headlined by a judge (analysis._audit.judge_check)."""
+    rows = []
+    for run, c in t.judge_checks.items():
+        n = c["n"]
+        rows.append([run, c["judge"], str(n), fmt_pct(c["agreement"]), fmt_num(c["kappa"]),
+                     f"{c['over_credit']} ({fmt_pct(c['over_credit_rate'])})",
+                     f"{c['under_credit']} ({fmt_pct(c['under_credit'] / n if n else None)})",
+                     fmt_pct(c["judge_accuracy"]), fmt_pct(c["rule_accuracy"])])
+    return rows
+
+
+def judge_warnings(t: ReportTables) -> list[str]:
+    """A sentence per run whose judge over-credits more than OVER_CREDIT_WARN."""
+    return [f"in {run}, the judge {c['judge']!r} credits {c['over_credit']} of {c['n']} "
+            f"closed-form items that the rule scorer marks wrong "
+            f"({fmt_pct(c['over_credit_rate'])} over-credit, over the "
+            f"{OVER_CREDIT_WARN * 100:g} % bound): its accuracy "
+            f"({fmt_pct(c['judge_accuracy'])} against the rule's "
+            f"{fmt_pct(c['rule_accuracy'])} on those items) is not to be trusted"
+            for run, c in t.judge_checks.items() if c["warn"]]
+
+
+def fmt_num(x: float | None, digits: int = 2) -> str:
+    return f"{x:.{digits}f}" if x is not None and math.isfinite(x) else MISSING
+
+
+def _judge_check_section(t: ReportTables) -> list[str]:
+    if not t.judge_checks:
+        return []
+    out = ["### Judge against the rule (closed-form items)", "", JUDGE_CHECK_NOTE, ""]
+    out += [f"> **Warning:** {w}." for w in judge_warnings(t)]
+    if judge_warnings(t):
+        out.append("")
+    rows = [[cell(r[0]), code(r[1]), *r[2:]] for r in judge_check_rows(t)]
+    return [*out, table(JUDGE_CHECK_HEADER, rows, right_from=2), ""]
 
 
 def _tier_sections(t: ReportTables) -> list[str]:
@@ -492,8 +559,10 @@ def render_tables_markdown(tables: ReportTables) -> str:
            ("- Accuracy counts status=ok records carrying the primary score; errors are counted "
             "apart, never as wrong. `(n=…)` is the number of scored questions behind a figure."),
            *([f"- {FORMS_NOTE}"] if any(r.form for r in t.runs) else []),
+           *(f"- **Warning:** {w}." for w in judge_warnings(t)),
            ""]
     out += _leaderboard(t)
+    out += _judge_check_section(t)
     out += ["### Accuracy by ability", "",
             _grid(t.ability_matrix, t.abilities, "Run") if t.abilities else "No records.", ""]
     out += _tier_sections(t)

@@ -28,7 +28,7 @@ from ..media import ImageEncoder, ImagePolicy
 from ..models import GenerateConfig, ModelSettings, create_model
 from ..models._aimd import PRIORITY
 from ..models.openai_compat import ROUTING_KEY
-from ..registry import lookup
+from ..registry import NEEDS_PROGRAM, lookup
 from ..schema import (
     INGEST_FAILED,
     RUN_FINISHED,
@@ -57,7 +57,7 @@ from ._gc import quiet_gc, restore_gc
 from ._ingest_cost import IngestMeter, Share
 from ._lock import RunLock
 from ._manifest import build_manifest, config_hash, package_versions
-from ._names import check_names
+from ._names import check_names, system_needs
 from ._prefix import (
     PrefixReuse,
     PriorityGate,
@@ -76,6 +76,7 @@ from ._store import (
     rewrite_records,
     write_manifest,
 )
+from ._survey import Survey, check, sizer, survey
 
 if TYPE_CHECKING:
     from ..captioners import CaptionStage
@@ -410,6 +411,8 @@ class Setup:
     scorers: list[Any]
     judging: JudgePipeline | None
     captions: CaptionStage | None = None  # --captioner
+    # the read before the first request (design 0043); made in the parent process only
+    survey: Survey | None = None
 
     async def close(self) -> float | None:
         """Close the model clients; returns when the first request went out (monotonic)."""
@@ -560,6 +563,7 @@ class Runner:
         self._endpoints: dict[tuple[str, str], Any] = {}  # pre-flight findings, per endpoint
         self.run_dir = Path(config.out)
         self.budget: Budget | None = None  # made when answering starts (its spend read back)
+        self._made_dir = False  # prepare() made the run folder (removed if left unused)
 
     def _check_identity(self) -> dict[str, Any] | None:
         prior = load_manifest(self.run_dir)
@@ -581,6 +585,7 @@ class Runner:
     def prepare(self) -> Prepared:
         """Before answering (once per invocation, in the parent when there are workers):
         check the folder's identity, compact records.jsonl, note what is done."""
+        self._made_dir = not self.run_dir.exists()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._lock = RunLock.acquire(self.run_dir)
         try:
@@ -593,6 +598,17 @@ class Runner:
         lock, self._lock = getattr(self, "_lock", None), None
         if lock is not None:
             lock.release()
+            self._remove_unused_folder(lock.path)
+
+    def _remove_unused_folder(self, lock_path: Path) -> None:
+        """A folder this invocation made and stopped before writing a manifest (a mistake
+        refused before the first request) is removed: the corrected command must find no
+        other configuration there (design 0043)."""
+        if not self._made_dir or (self.run_dir / "manifest.json").exists():
+            return
+        with contextlib.suppress(OSError):
+            lock_path.unlink()
+            self.run_dir.rmdir()  # only when empty: whatever else is there stays
 
     def _check_inputs(self, prior: dict[str, Any] | None) -> None:
         """A folder's records belong to the data they were answered from: a rerun whose input
@@ -632,14 +648,12 @@ class Runner:
                         t_start=time.perf_counter(), t_mono=time.monotonic(),
                         torn_lines=tuple(torn))
 
-    def setup(self, *, with_cache: bool = True) -> Setup:
-        """The benchmark, model, system factory, scorers and judge of this run."""
+    def setup(self, *, with_cache: bool = True, survey: bool = False) -> Setup:
+        """The benchmark, model, system factory, scorers and judge of this run; with
+        ``survey`` (the parent process), the input read once before the first request."""
         c = self.config
         check_names(c)  # before a local model's server starts (minutes) or a file is read
-        bench = lookup("benchmark", c.bench)(BenchmarkOptions(
-            data=c.data, image_dir=c.image_dir, allow_missing_images=c.allow_missing_images,
-            allow_inconsistent=c.allow_inconsistent, question_ids=c.question_ids, tier=c.tier,
-            extra=dict(c.bench_options), protocol=c.protocol))
+        bench = self.make_bench()
         if c.bench_options and not getattr(bench, "options", None):
             raise ConfigError(f"--bench-option: {c.bench} takes no benchmark options")
         policy = ImagePolicy(max_side=c.image_max_side, format=c.image_format)
@@ -661,12 +675,24 @@ class Runner:
             setup = self._setup_rest(c, bench, policy, cache, model, counter)
             setup.captions = self._caption_stage(cache, policy)
             self._preflight(setup)
+            if survey:
+                setup.survey = self.survey(setup)
             return setup
         except BaseException:
             _close_now(model)  # a started local server must not outlive a failed setup
             if setup is not None and setup.captions is not None:
                 _close_now(setup.captions.captioner)
+            if setup is not None and setup.judging is not None:
+                _close_now(setup.judging.model)
             raise
+
+    def make_bench(self) -> Any:
+        """A fresh reader of the run's benchmark."""
+        c = self.config
+        return lookup("benchmark", c.bench)(BenchmarkOptions(
+            data=c.data, image_dir=c.image_dir, allow_missing_images=c.allow_missing_images,
+            allow_inconsistent=c.allow_inconsistent, question_ids=c.question_ids, tier=c.tier,
+            extra=dict(c.bench_options), protocol=c.protocol))
 
     def _caption_stage(self, cache: ResponseCache | None,
                        policy: ImagePolicy) -> CaptionStage | None:
@@ -694,12 +720,7 @@ class Runner:
                            Role("captioner", "--captioner-base-url", "--api-key-env")))
         for endpoint in getattr(s.new_system, "endpoints", list)():  # rag's embedders
             models.append((endpoint, Role(endpoint.label, endpoint.url_flag, endpoint.key_flag)))
-        try:
-            check(models, self._endpoints)
-        except BaseException:
-            if s.judging is not None:
-                _close_now(s.judging.model)
-            raise
+        check(models, self._endpoints)  # a failure: setup() releases the models
 
     def _setup_rest(self, c: RunConfig, bench: Any, policy: ImagePolicy,
                     cache: ResponseCache | None, model: Any, counter: TokenCounter) -> Setup:
@@ -725,23 +746,23 @@ class Runner:
         # Known before the first request, so that a run stopped early (Ctrl-C, a budget,
         # a crash) says how much of it is missing (design 0040).
         manifest["run_state"] = RUN_RUNNING
-        manifest["questions_planned"] = self.planned_count(s.bench, prep)
+        manifest["questions_planned"] = s.survey.planned if s.survey is not None else None
         write_manifest(self.run_dir, manifest)
         return manifest
 
-    def planned_count(self, bench: Any, prep: Prepared) -> int | None:
-        """How many questions this run folder is meant to hold, when known before reading:
-        the benchmark's own count (or an earlier full pass's), cut to ``--limit``; unknown
-        (None) under ``--shard``, whose share is known only by reading."""
+    def survey(self, s: Setup) -> Survey:
+        """Read the input once before the first request (design 0043): the exact plan,
+        and a ConfigError for a mistake only the data shows (an id the data lacks, images
+        without captions for --context-mode caption, questions an oracle cannot answer, a
+        prompt over the model's context)."""
         c = self.config
-        if c.shard is not None:
-            return None
-        count = getattr(bench, "question_count", lambda: None)()
-        if count is None:
-            count = (prep.prior_manifest or {}).get("questions_in_input")
-        if not isinstance(count, int) or isinstance(count, bool):
-            return None
-        return count if c.limit is None else min(count, c.limit)
+        cut = functools.partial(_history_cut, c.protocol)
+        found = survey(self._episodes(self.make_bench(), None), c.limit,
+                       sizer(s.probe, c.overflow, c.max_context_tokens), cut)
+        needs = system_needs(lookup("system", c.system), c)
+        check(found, c, needs_program=NEEDS_PROGRAM in needs,
+              tokenizer=s.counter.describe()["text_tokenizer"])
+        return found
 
     async def run(self) -> RunResult:
         prep = self.prepare()
@@ -751,7 +772,7 @@ class Runner:
             self.unlock()
 
     async def _run(self, prep: Prepared) -> RunResult:
-        s = self.setup()
+        s = self.setup(survey=True)
         manifest = self.initial_manifest(s, prep)
         result = RunResult(run_dir=self.run_dir, skipped=len(prep.done_ok),
                            total=self.expected_todo(s.bench, prep))
@@ -879,12 +900,9 @@ class Runner:
                 with meter.timing():
                     await system.reset(episode)
                 ingested = 0
-                n = len(episode.sessions)
                 by_cut: dict[int, list[Question]] = {}
                 for q in todo:
-                    cut = n if q.asked_after is None or c.protocol == "offline" \
-                        else min(n, q.asked_after + 1)
-                    by_cut.setdefault(cut, []).append(q)
+                    by_cut.setdefault(_history_cut(c.protocol, episode, q), []).append(q)
                 for cut in sorted(by_cut):
                     if budget.reason:  # no more ingest calls either; a rerun goes on
                         break
@@ -1196,6 +1214,12 @@ class _Breaker:
                     f"{self.overflows} were all over the limit (the last: {last}). Use a "
                     "smaller tier, --overflow drop-oldest, a retrieval system, or a larger "
                     "context (--model-option n_ctx=N for local: models)")
+
+
+def _history_cut(protocol: str, episode: Episode, q: Question) -> int:
+    """How many of the episode's sessions are ingested before ``q`` is asked."""
+    n = len(episode.sessions)
+    return n if q.asked_after is None or protocol == "offline" else min(n, q.asked_after + 1)
 
 
 def _close_now(model: Any) -> None:

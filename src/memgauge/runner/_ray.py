@@ -289,7 +289,7 @@ def _drive(runner: Runner, start: RayStart, phases: Phases) -> RunResult:
     prep = runner.prepare()
     phases.mark("prepared")
     start.connect()  # the warm-up tasks' workers start while the driver sets up
-    s = runner.setup(with_cache=False)  # describes the run (and checks the endpoints)
+    s = runner.setup(with_cache=False, survey=True)  # describes the run, checks the endpoints
     phases.mark("setup")
     manifest = runner.initial_manifest(s, prep)
     manifest["execution"] = {"executor": "ray", "tasks": n,

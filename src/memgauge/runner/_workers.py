@@ -78,7 +78,8 @@ def run_with_workers(runner: Runner, n: int) -> RunResult:
     from ._execute import RunResult
 
     prep = runner.prepare()
-    s = runner.setup(with_cache=False)  # describes the run; the workers make their own
+    s = runner.setup(with_cache=False, survey=True)  # describes the run; the workers make
+    # their own
     manifest = runner.initial_manifest(s, prep)
     manifest["execution"] = {"workers": n}
     run_dir = runner.run_dir

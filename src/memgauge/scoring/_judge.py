@@ -206,6 +206,10 @@ async def ask_json(model: ChatModel, prompt: str, read: Callable[[str], Any], *,
     """Send ``prompt`` until ``read(reply)`` is not None: (value, reply, attempt), or a
     failure after ``max_attempts`` unreadable replies or a transport error."""
     reply = ""
+
+    def readable(text: str) -> bool:  # an unreadable reply is never cached (design 0043)
+        return read(text) is not None
+
     for attempt in range(1, max_attempts + 1):
         # A retry rephrases the request slightly: replies are cached by content, so the
         # same request would return the same unreadable reply.
@@ -214,7 +218,8 @@ async def ask_json(model: ChatModel, prompt: str, read: Callable[[str], Any], *,
             "Reply with the JSON object only.)")
         try:
             out = await model.generate([Message("user", [TextPart(text)])],
-                                       GenerateConfig(max_tokens=max_tokens, temperature=0.0))
+                                       GenerateConfig(max_tokens=max_tokens, temperature=0.0,
+                                                      cacheable=readable))
         except ModelError as exc:  # the model client has already retried transport errors
             return JudgeFailure(exc.kind, exc.message)
         _meter(out)

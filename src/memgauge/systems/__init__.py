@@ -1,7 +1,7 @@
 """Systems under test: the MemorySystem protocol and the built-in systems."""
 
 from . import clue_views, full_context, oracle, rag  # noqa: F401  (registers the systems)
-from ._base import MemorySystem, SystemContext, SystemFactory
+from ._base import MemorySystem, PromptSizer, SystemContext, SystemFactory
 from ._context import (
     CONTEXT_MODES,
     INSTRUCTIONS,
@@ -18,5 +18,5 @@ from .state_memory import StateMemory  # noqa: F401  (registers state-memory)
 from .summary_memory import SummaryMemory  # noqa: F401  (registers summary-memory)
 
 __all__ = ["CONTEXT_MODES", "INSTRUCTIONS", "QUESTION_TEMPLATE", "SYSTEM_PROMPT", "FullContext",
-           "MemorySystem", "Prompt", "SystemContext", "SystemFactory", "build_prompt",
+           "MemorySystem", "Prompt", "PromptSizer", "SystemContext", "SystemFactory", "build_prompt",
            "clean_prediction"]

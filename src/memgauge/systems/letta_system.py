@@ -27,7 +27,7 @@ import orjson
 
 from ..errors import ConfigError, MemgaugeError
 from ..models import Message, TextPart
-from ..registry import system
+from ..registry import system, uses_model
 from ..schema import Episode, ErrorInfo, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._context import turn_parts
@@ -411,7 +411,8 @@ def preflight(opts: LettaOptions) -> str:
     return str(version)
 
 
-@system("letta", OPTIONS, lambda o: [("letta_client", "agents", "--system letta")])
+@system("letta", OPTIONS, lambda o: [("letta_client", "agents", "--system letta")],
+        uses_model)
 def letta(ctx: SystemContext) -> SystemFactory:
     """Letta (a server the user runs, through letta-client): archival passages per turn,
     searched per question, the run's model reads"""

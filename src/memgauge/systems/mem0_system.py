@@ -34,7 +34,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..models import GenerateConfig, Message, ModelError, ModelOutput, TextPart
-from ..registry import system
+from ..registry import system, uses_model
 from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._context import turn_parts
@@ -492,7 +492,7 @@ def _requires(options: dict[str, Any]) -> list[tuple[str, str, str]]:
             *local]
 
 
-@system("mem0", OPTIONS, _requires)
+@system("mem0", OPTIONS, _requires, uses_model)
 def mem0(ctx: SystemContext) -> SystemFactory:
     """Mem0 (mem0ai) as the memory: add per session, search per question, the model reads
     (Mem0's LLM calls go through the run's model and cache)"""

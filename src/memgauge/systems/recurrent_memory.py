@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import ConfigError, InputError
 from ..models import ModelError
-from ..registry import system
+from ..registry import system, uses_model
 from ..schema import Episode, ErrorInfo, EvidenceRef, Question, Response, Session, Usage
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._memory import (
@@ -230,7 +230,7 @@ class RecurrentMemory:
                                "truncations": truncations}
 
 
-@system("recurrent-memory", OPTIONS)
+@system("recurrent-memory", OPTIONS, needs=uses_model)
 def recurrent_memory(ctx: SystemContext) -> SystemFactory:
     """MemAgent-style: reads the history chunk by chunk, rewriting a memory bounded to
     memory_tokens (variant=aware reads with the question, blind at ingest)"""

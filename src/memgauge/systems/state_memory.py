@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
-from ..registry import system
+from ..registry import system, uses_model
 from ..schema import Episode, EvidenceRef, ImageRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._memory import (
@@ -220,7 +220,7 @@ def _user(pieces: list[Any]) -> Any:
     return Message("user", parts)
 
 
-@system("state-memory", OPTIONS)
+@system("state-memory", OPTIONS, needs=uses_model)
 def state_memory(ctx: SystemContext) -> SystemFactory:
     """Keeps entity/attribute/value states with validity intervals and source images; the
     model answers from the latest state and its history (with the source images in image

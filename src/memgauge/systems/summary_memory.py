@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
-from ..registry import system
+from ..registry import system, uses_model
 from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._memory import (
@@ -154,7 +154,7 @@ class SummaryMemory:
         return response
 
 
-@system("summary-memory", OPTIONS, retriever_requirements)
+@system("summary-memory", OPTIONS, retriever_requirements, uses_model)
 def summary_memory(ctx: SystemContext) -> SystemFactory:
     """A summary per session and a rolling profile; the model answers from the profile and
     the top_k sessions' summaries and raw turns (BM25 over summaries)"""

@@ -82,6 +82,10 @@ class SynthBenchmark:
             self._digest = reader.hexdigest()
         finally:
             reader.close()
+        if keep is not None:
+            from .._base import check_ids_found
+
+            check_ids_found(keep, set(question_at), str(self.opts.question_ids))
 
     def _unique(self, seen: dict[str, int], key: str, index: int, field: str,
                 what: str) -> None:
