@@ -109,12 +109,15 @@ def test_no_secret_of_any_url_option_in_any_artefact_of_a_run(tmp_path):
 
 
 def test_a_folder_written_with_a_password_shows_none_in_its_report(tmp_path):
+    from stub_server import StubServer
+
     from memgauge.runner._store import load_manifest
 
     data = write_memlens(tmp_path, 1)
-    run(RunConfig(bench="memlens", data=str(data), image_dir=str(data.parent),
-                  out=str(tmp_path / "r"), model="none:", progress=False, cache=False,
-                  context_mode="text"))
+    with StubServer(answer=lambda body: "x") as stub:  # (none: is refused for full-context)
+        run(RunConfig(bench="memlens", data=str(data), image_dir=str(data.parent),
+                      out=str(tmp_path / "r"), model="openai:stub", base_url=stub.base_url,
+                      progress=False, cache=False, context_mode="text"))
     path = tmp_path / "r" / "manifest.json"
     old = json.loads(path.read_text())  # as a memgauge before the redaction wrote it
     old["system"]["url"] = f"http://u:{SECRET}@host/mem"

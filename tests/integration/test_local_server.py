@@ -184,14 +184,16 @@ def test_rerun_into_a_new_folder_is_served_from_the_cache(answered, started, mon
 
     monkeypatch.setattr(OpenAICompatModel, "_send", counting_send)
     result = run(_answer_config(answered["root"], "b"))
-    assert sent == []  # neither the answers nor the judge's calls reached the server
     assert (result.ok, result.errors) == (3, 0)
     recs = _records(answered["root"] / "b")
-    assert all(r["response"]["cached"] for r in recs)
+    assert all(r["response"]["cached"] for r in recs)  # no answer reached the server
+    # Only the judge's unreadable verdicts are asked again (issue 29: an unreadable judge
+    # reply is never cached): at most its two attempts per question, each a cache miss.
+    assert len(sent) <= 2 * len(recs)
     before = {r["question_id"]: r["prediction"] for r in _records(answered["run_dir"])}
     assert {r["question_id"]: r["prediction"] for r in recs} == before
     cache = _manifest(answered["root"] / "b")["cache"]
-    assert cache["misses_this_invocation"] == 0 and cache["hits_this_invocation"] >= 3
+    assert cache["misses_this_invocation"] == len(sent) and cache["hits_this_invocation"] >= 3
     _assert_all_stopped(started)
 
 
