@@ -81,9 +81,13 @@ def _kill_a_task_when(run_dir: Path, records: int, killed: list[int]) -> threadi
         deadline = time.monotonic() + 30
         task_file = run_dir / ".ray-task-0.json"
         while time.monotonic() < deadline:
-            if len(_lines(run_dir)) >= records and task_file.exists():
+            # Count whole lines only: a record being written is half a line, and reading it
+            # as JSON stopped the watcher once (so nothing was killed).
+            done = (run_dir / "records.jsonl").read_text().count("\n") if (
+                run_dir / "records.jsonl").exists() else 0
+            if done >= records and task_file.exists():
                 pid = json.loads(task_file.read_text())["pid"]
-                killed.append(len(_lines(run_dir)))
+                killed.append(done)
                 os.kill(pid, signal.SIGKILL)
                 return
             time.sleep(0.01)
