@@ -16,7 +16,7 @@ Player: ``memgauge play crafter --player llm:openai:<model>`` against the same l
 server reached by URL (so no grammar: before, a free reply; after, a JSON schema of the
 legal actions), ``--steps`` steps, no cache; fallback steps counted in the trajectory.
 
-    python3 bench/ingest_parse_rates.py --data /tmp/ingest-bench --tier 4k --sessions 4
+    python3 bench/ingest_parse_rates.py --data ingest-bench --tier 4k --sessions 4
 
 The benchmark is the demo's (seed 0, 30 questions, tiers 4k, 8k and 32k), generated into
 ``--data`` when that folder holds none. Prints one JSON object per row.
