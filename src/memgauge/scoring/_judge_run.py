@@ -136,7 +136,7 @@ class JudgePipeline:
         o = self.options
         self.model = model
         # the judge's model spec: what its spend is kept and priced under (--prices)
-        self.spec = spec or str(getattr(model, "name", type(model).__name__))
+        self.spec = spec or model.name
         # told what judging each record spent (a budget, design 0034)
         self.on_spend: Callable[[str, JudgeSpend], None] | None = None
         self.scorers = {name: JudgeScorer(model, rubric=name, mode=o.mode, name=o.name,
@@ -262,9 +262,8 @@ class JudgePipeline:
         return done
 
     def describe(self) -> dict[str, Any]:
-        describe = getattr(self.model, "describe", None)
         return {
-            "model": describe() if callable(describe) else repr(self.model),
+            "model": self.model.describe(),
             **asdict(self.options),
             "prompt_versions": {name: s.version for name, s in self.scorers.items()},
             **({"prompt_file_sha256": self.prompt_file.sha256} if self.prompt_file else {}),
