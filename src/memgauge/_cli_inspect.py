@@ -38,13 +38,14 @@ def catalogue() -> dict[str, list[dict[str, Any]]]:
     from .registry import _REGISTRY, names
 
     out: dict[str, list[dict[str, Any]]] = {}
-    for kind in ("benchmark", "system", "model", "scorer"):
+    for kind in ("benchmark", "system", "model", "scorer", "rubric"):
         entries = []
         for name in names(kind):
             fn = _REGISTRY[kind][name]
             entry: dict[str, Any] = {"name": name, "help": _summary(fn)}
-            if kind == "scorer":
-                entry["help"] = entry["help"] or _summary(type(fn()))
+            if kind in ("scorer", "rubric"):  # a class's docstring, or its factory's
+                entry["help"] = entry["help"] or _summary(fn if isinstance(fn, type)
+                                                          else type(fn()))
             options = getattr(fn, "registry_options", None)
             if options:
                 entry["options"] = {k: help_ for k, (_, help_) in options.items()}
@@ -67,7 +68,8 @@ def print_catalogue(cat: dict[str, list[dict[str, Any]]]) -> None:
     from .report import show_controls
 
     flags = {"benchmarks": "--bench", "systems": "--system",
-             "models": "--model <provider>:<arg>", "scorers": "scores in every record"}
+             "models": "--model <provider>:<arg>", "scorers": "scores in every record",
+             "rubrics": "--judge-rubric"}
     for group, entries in cat.items():
         print(f"{group} ({flags[group]}):")
         width = max(len(e["name"]) for e in entries)

@@ -187,7 +187,7 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
     from .games._play import new_meta
     from .games.envs import env_names, open_env
     from .games.players import llm_spec_model, make_player
-    from .models import ModelError
+    from .models import Closable, ModelError
 
     if game not in env_names():
         raise ConfigError(f"unknown game {game!r}; choose one of {', '.join(env_names())}")
@@ -246,7 +246,7 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
         finally:
             env.close()
     finally:
-        if not played and hasattr(chat_model, "aclose"):
+        if not played and isinstance(chat_model, Closable):
             asyncio.run(chat_model.aclose())  # a local: server stops with its client
         if closer is not None:
             closer()
@@ -257,13 +257,12 @@ async def _play_then_close(env: Any, player: Any, out: str, meta: Any, steps: in
                            model: Any) -> Any:
     """Play, then close the model's client on the same event loop it ran on."""
     from .games._play import play
+    from .models import aclose_if_closable
 
     try:
         return await play(env, player, out, meta, steps)
     finally:
-        aclose = getattr(model, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await aclose_if_closable(model)
 
 
 def _llm_model(spec: str, *, base_url: str | None, api_key_env: str,

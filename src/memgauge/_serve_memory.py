@@ -528,19 +528,20 @@ def build_factory(config: Any) -> tuple[Callable[[], Any], list[Any]]:
     anything listens; the model's endpoint is pre-flighted as a run's is."""
     from .cache import ResponseCache
     from .media import ImagePolicy
-    from .models import GenerateConfig, create_model
+    from .models import GenerateConfig, OwnTokenizer, create_model, release_if_releasable
+    from .models._capabilities import Closable
     from .registry import lookup
     from .runner._preflight import MODEL, Role, check
-    from .systems import SystemContext
+    from .systems import SendsToEndpoints, SystemContext
     from .tokens import TokenCounter
 
     c = config.resolved()
     policy = ImagePolicy(max_side=c.image_max_side, format=c.image_format)
     cache = ResponseCache(c.cache_path) if c.cache else None
     model = create_model(c.model, c.model_settings(policy, cache))
-    closers: list[Any] = [model.aclose] if hasattr(model, "aclose") else []
+    closers: list[Any] = [model.aclose] if isinstance(model, Closable) else []
     try:
-        if c.tokenizer == "model" and hasattr(model, "count_text"):
+        if c.tokenizer == "model" and isinstance(model, OwnTokenizer):
             per_message, priming = model.template_overhead()
             counter = TokenCounter(tokenizer="model", image_formula=c.image_formula,
                                    count_fn=model.count_text, label=model.tokenizer_name,
@@ -557,11 +558,11 @@ def build_factory(config: Any) -> tuple[Callable[[], Any], list[Any]]:
             options=c.effective_system_options(), cache=cache, api_key_env=c.api_key_env)
         factory = lookup("system", c.system)(ctx)
         check([(model, MODEL)] + [(e, Role(e.label, e.url_flag, e.key_flag))
-                                  for e in getattr(factory, "endpoints", list)()], {})
+                                  for e in (factory.endpoints()
+                                            if isinstance(factory, SendsToEndpoints) else [])],
+              {})
     except BaseException:
-        release = getattr(model, "release", None)
-        if release is not None:
-            release()
+        release_if_releasable(model)
         raise
     if cache is not None:
         closers.append(_closer(cache.close))

@@ -1,9 +1,12 @@
-"""Name -> factory registries for benchmarks, systems, models and scorers.
+"""Name -> factory registries for benchmarks, systems, models, scorers, judge rubrics and
+captioners.
 
 Adding a benchmark, a memory system or a scorer is one new module with a decorated factory
 plus one import line in that package's ``__init__``. Outside packages register through the
-entry-point groups ``memgauge.benchmarks``, ``memgauge.systems``, ``memgauge.scorers`` and
-``memgauge.models`` (each entry point names a module to import; its decorators register).
+entry-point groups ``memgauge.benchmarks``, ``memgauge.systems``, ``memgauge.scorers``,
+``memgauge.rubrics``, ``memgauge.models`` and ``memgauge.captioners`` (each entry point names
+a module to import; its decorators register). Every registered scorer scores every run's
+records (``memgauge run``) and fills in the records that lack it (``memgauge score``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from .errors import ConfigError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_KINDS = ("benchmark", "system", "scorer", "model", "captioner")
+_KINDS = ("benchmark", "system", "scorer", "rubric", "model", "captioner")
 _REGISTRY: dict[str, dict[str, Callable[..., Any]]] = {k: {} for k in _KINDS}
 _loaded_plugins: set[str] = set()
 
@@ -38,7 +41,8 @@ def no_needs(options: dict[str, Any]) -> set[str]:
 
 
 def _register(kind: str, name: str, options: dict[str, tuple[type, str]] | None = None,
-              requires: Requires | None = None, needs: Needs = no_needs) -> Callable[[F], F]:
+              requires: Requires | None = None, needs: Needs = no_needs,
+              judge_rubric: str | None = None) -> Callable[[F], F]:
     def deco(fn: F) -> F:
         if name in _REGISTRY[kind] and _REGISTRY[kind][name] is not fn:
             raise ValueError(f"{kind} {name!r} is registered twice")
@@ -47,6 +51,7 @@ def _register(kind: str, name: str, options: dict[str, tuple[type, str]] | None 
         fn.registry_options = dict(options or {})  # type: ignore[attr-defined]
         fn.registry_requires = requires  # type: ignore[attr-defined]
         fn.registry_needs = needs  # type: ignore[attr-defined]
+        fn.registry_judge_rubric = judge_rubric  # type: ignore[attr-defined]
         return fn
 
     return deco
@@ -74,8 +79,26 @@ def missing_extras(requirements: list[Requirement], who: str) -> None:
         raise ConfigError(f"{who} needs {what}, not installed: {how}")
 
 
-def benchmark(name: str) -> Callable[[F], F]:
-    return _register("benchmark", name)
+DEFAULT_RUBRIC = "memlens"  # the judge rubric of every answer no benchmark claims
+
+
+def benchmark(name: str, judge_rubric: str | None = None) -> Callable[[F], F]:
+    """Register a benchmark loader. ``judge_rubric`` names the judge rubric that scores its
+    open-ended (free-text) answers when the judge's rubric is ``auto`` (None: the default
+    rubric, MemLens's)."""
+    return _register("benchmark", name, judge_rubric=judge_rubric)
+
+
+def judge_rubric_of(benchmark_name: str, answer_type: str) -> str:
+    """The rubric ``--judge-rubric auto`` picks for an answer of ``answer_type`` to a
+    question of ``benchmark_name`` (a benchmark not registered here: the default)."""
+    if answer_type != "free_text":
+        return DEFAULT_RUBRIC
+    try:
+        declared = lookup("benchmark", benchmark_name).registry_judge_rubric
+    except ConfigError:  # a record of a plugin's benchmark no longer installed
+        return DEFAULT_RUBRIC
+    return declared or DEFAULT_RUBRIC
 
 
 def system(name: str, options: dict[str, tuple[type, str]] | None = None,
@@ -94,7 +117,15 @@ def uses_model(options: dict[str, Any]) -> set[str]:
 
 
 def scorer(name: str) -> Callable[[F], F]:
+    """Register a rule scorer: a factory taking no arguments that returns a
+    :class:`~memgauge.scoring.Scorer`. Every registered scorer scores every record."""
     return _register("scorer", name)
+
+
+def rubric(name: str) -> Callable[[F], F]:
+    """Register a judge rubric (``--judge-rubric <name>``): a factory taking no arguments
+    that returns a :class:`~memgauge.scoring.Rubric`."""
+    return _register("rubric", name)
 
 
 def model(name: str) -> Callable[[F], F]:

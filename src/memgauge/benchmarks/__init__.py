@@ -8,6 +8,6 @@ from . import (  # noqa: F401  (registration; synth is lazy)
     memeye,
     memlens,
 )
-from ._base import Benchmark, BenchmarkOptions
+from ._base import Benchmark, BenchmarkOptions, PartReading, QuestionCounting, TakesOptions
 
-__all__ = ["Benchmark", "BenchmarkOptions"]
+__all__ = ["Benchmark", "BenchmarkOptions", "PartReading", "QuestionCounting", "TakesOptions"]

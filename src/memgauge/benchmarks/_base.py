@@ -83,6 +83,39 @@ class Benchmark(Protocol):
     def manifest(self) -> dict[str, Any]: ...
 
 
+# What a benchmark may offer beyond :class:`Benchmark`; the runner asks with isinstance
+# (without it: the behaviour each one names). Design 0045.
+
+@runtime_checkable
+class TakesOptions(Protocol):
+    """Takes ``--bench-option`` keys: each key and its allowed values (() for any). Without
+    it, any option given is refused before the first request."""
+
+    options: dict[str, tuple[str, ...]]
+
+
+@runtime_checkable
+class QuestionCounting(Protocol):
+    """Knows its question count before reading everything (the progress total); None
+    when it cannot. Without it: counted as the input is read."""
+
+    def question_count(self) -> int | None: ...
+
+
+@runtime_checkable
+class PartReading(Protocol):
+    """Reads one part of its input, ``part=(k, n)`` (the k-th of n by position), for the
+    worker processes, and counts what that part held (``stats``). ``supports_parts`` says
+    whether this instance can. Without it, every worker reads everything and keeps its
+    share."""
+
+    supports_parts: bool
+
+    def episodes(self, part: tuple[int, int] | None = None) -> Iterator[Episode]: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+
 class HashingReader:
     """A binary file reader whose file digest is computed on a background thread (hashlib
     and file reads release the GIL), so hashing a large input costs the parser nothing.

@@ -97,7 +97,7 @@ def _check(v: LabelledValidation) -> dict[str, str]:
     """The benchmark loads with these options (a mistake fails before any request); the
     options the runs use: only the multiple-choice form where the loader can keep it."""
     from ..registry import lookup
-    from . import BenchmarkOptions
+    from . import BenchmarkOptions, TakesOptions
 
     bench = lookup("benchmark", v.bench)(BenchmarkOptions(
         data=v.data, image_dir=v.image_dir, allow_inconsistent=v.allow_inconsistent,
@@ -113,7 +113,7 @@ def _check(v: LabelledValidation) -> dict[str, str]:
     elif v.captioner_model_options:
         raise ConfigError("--captioner-model-option applies to a local: captioner only")
     options = dict(v.bench_options)
-    declared = getattr(bench, "options", None) or {}
+    declared = (bench.options if isinstance(bench, TakesOptions) else None) or {}
     if "mcq" in declared.get("format", ()) and "format" not in options:
         options["format"] = "mcq"  # the audits score options; open questions would be spent
     return options

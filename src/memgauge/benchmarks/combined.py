@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 from ..errors import ConfigError
 from ..registry import benchmark, lookup
 from ..schema import BenchmarkInfo, Episode, EvidenceRef, Question, Session
-from ._base import BenchmarkOptions
+from ._base import BenchmarkOptions, TakesOptions
 from ._memeye_groups import parse_release, release_groups
 from .memeye import MemEyeBenchmark
 
@@ -176,7 +176,7 @@ class CombinedBenchmark:
             allow_missing_images=opts.allow_missing_images,
             allow_inconsistent=opts.allow_inconsistent, question_ids=opts.question_ids,
             tier=opts.tier, extra=inner_extra, protocol=opts.protocol))
-        if inner_extra and not getattr(self.inner, "options", None):
+        if inner_extra and not (isinstance(self.inner, TakesOptions) and self.inner.options):
             raise ConfigError(f"--bench-option of.*: {self.of} takes no benchmark options")
         self.release: list[list[str]] | None = None
         stems = parse_release(self.group)

@@ -712,7 +712,7 @@ class MemEyeBenchmark:
         return out
 
 
-@benchmark("memeye")
+@benchmark("memeye", judge_rubric="memeye")
 def memeye(opts: BenchmarkOptions) -> MemEyeBenchmark:
     """MemEye: a release folder, its dialog folder, or one task's dialog file."""
     return MemEyeBenchmark(opts)

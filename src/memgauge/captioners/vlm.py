@@ -13,7 +13,17 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..media import ImageEncoder
-from ..models import GenerateConfig, ImagePart, Message, ModelError, ModelSettings, TextPart
+from ..models import (
+    CacheIdentified,
+    GenerateConfig,
+    ImagePart,
+    Message,
+    ModelError,
+    ModelSettings,
+    TextPart,
+    aclose_if_closable,
+    release_if_releasable,
+)
 from ..models import create_model as _create_model
 from ..models.local import OUTPUT_OPTIONS
 from ..registry import captioner
@@ -40,7 +50,7 @@ def _version(prompt_name: str, prompt: str, model: Any) -> str:
     projector, by content; its chat template), their digest too. Options that only change
     speed (threads, slots, n_ctx, flash_attn) leave it alone, so the cache still serves."""
     version = f"{prompt_name}-{hashlib.sha256(prompt.encode()).hexdigest()[:16]}"
-    identity = getattr(model, "cache_identity", dict)()
+    identity = model.cache_identity() if isinstance(model, CacheIdentified) else {}
     output = {k: identity[k] for k in OUTPUT_OPTIONS if identity.get(k)}
     if output:
         version += "-" + hashlib.sha256(json.dumps(output, sort_keys=True).encode()
@@ -89,14 +99,11 @@ class VlmCaptioner:
         return Caption(kind=self.kind, text=text)
 
     async def aclose(self) -> None:
-        if hasattr(self.model, "aclose"):
-            await self.model.aclose()
+        await aclose_if_closable(self.model)
 
     def release(self) -> None:
         """A local model's server, released without awaiting (a failed setup)."""
-        release = getattr(self.model, "release", None)
-        if release is not None:
-            release()
+        release_if_releasable(self.model)
 
 
 @captioner("openai")

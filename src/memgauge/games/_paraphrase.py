@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from ..models import GenerateConfig, Message, ModelError, TextPart
+from ..models import GenerateConfig, Message, ModelError, TextPart, aclose_if_closable
 from .templates._crafter_timeline import ACHIEVEMENTS, ACTIONS, CREATURES, ITEMS, MATERIALS
 
 PROMPT_VERSION = "1"
@@ -138,8 +138,7 @@ def paraphrase_rows(rows: list[dict[str, Any]], model: Any, *,
         try:
             await asyncio.gather(*(_one(model, r, config, sem) for r in rows))
         finally:
-            if hasattr(model, "aclose"):  # the HTTP session belongs to this event loop
-                await model.aclose()
+            await aclose_if_closable(model)  # the HTTP session belongs to this event loop
 
     asyncio.run(run())
     statuses = Counter(r["paraphrase"]["status"] for r in rows)

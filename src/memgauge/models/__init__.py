@@ -11,13 +11,32 @@ from ._base import (
     Part,
     TextPart,
 )
+from ._capabilities import (
+    CacheIdentified,
+    Closable,
+    Configured,
+    EndpointChecked,
+    EndpointReporting,
+    KnownContext,
+    OpenAIEndpoint,
+    OwnTokenizer,
+    Preflighted,
+    Releasable,
+    SendClock,
+    aclose_if_closable,
+    release_if_releasable,
+)
 from .openai_compat import ModelSettings, OpenAICompatModel
 from .replay import ReplayModel
 from .scripted import ScriptedModel
 
-__all__ = ["ChatModel", "GenerateConfig", "ImagePart", "Message", "ModelError", "ModelOutput",
-           "ModelSettings", "OpenAICompatModel", "Part", "ReplayModel", "ScriptedModel",
-           "TextPart", "create_model"]
+__all__ = ["CacheIdentified", "ChatModel", "Closable", "Configured", "EndpointChecked",
+           "EndpointReporting",
+           "GenerateConfig", "ImagePart", "KnownContext", "Message", "ModelError",
+           "ModelOutput", "ModelSettings", "OpenAICompatModel", "OpenAIEndpoint",
+           "OwnTokenizer", "Part", "Preflighted", "Releasable", "ReplayModel",
+           "ScriptedModel", "SendClock", "TextPart", "aclose_if_closable", "create_model",
+           "release_if_releasable"]
 
 
 def create_model(spec: str, settings: ModelSettings | None = None) -> ChatModel:

@@ -254,6 +254,10 @@ class OpenAICompatModel:
         None where there is nothing to check."""
         return self.base, dict(self._headers)
 
+    def sends_key(self) -> bool:
+        """Whether its requests carry the API key (a local server's never do)."""
+        return "Authorization" in self._headers
+
     def note_served(self, entry: dict[str, Any] | None, note: str | None = None) -> None:
         """Record the pre-flight's finding: the server's entry for this model, or why
         there is none (the cache is then keyed on the URL and name only)."""

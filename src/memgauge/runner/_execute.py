@@ -21,11 +21,20 @@ from typing import TYPE_CHECKING, Any
 
 from .._cache_hits import CacheHits, count_records
 from .._secrets import redact_tree
-from ..benchmarks import BenchmarkOptions
+from ..benchmarks import BenchmarkOptions, PartReading, QuestionCounting, TakesOptions
 from ..cache import ResponseCache
 from ..errors import ConfigError, InputError
 from ..media import ImageEncoder, ImagePolicy
-from ..models import GenerateConfig, ModelSettings, create_model
+from ..models import (
+    EndpointReporting,
+    GenerateConfig,
+    ModelSettings,
+    OwnTokenizer,
+    SendClock,
+    aclose_if_closable,
+    create_model,
+    release_if_releasable,
+)
 from ..models._aimd import PRIORITY
 from ..models.openai_compat import ROUTING_KEY
 from ..registry import NEEDS_PROGRAM, lookup
@@ -50,7 +59,7 @@ from ..scoring import (
     record_judging,
     rule_scorers_for,
 )
-from ..systems import SystemContext
+from ..systems import EpisodeEnding, SendsToEndpoints, SystemContext
 from ..tokens import TokenCounter
 from ._budget import Budget, make_budget, read_ledger
 from ._gc import quiet_gc, restore_gc
@@ -416,11 +425,9 @@ class Setup:
 
     async def close(self) -> float | None:
         """Close the model clients; returns when the first request went out (monotonic)."""
-        first = getattr(self.model, "first_send_at", None)
-        if hasattr(self.model, "aclose"):
-            await self.model.aclose()
-        if hasattr(self.probe, "aclose"):  # a system's own connections (a memory service)
-            await self.probe.aclose()
+        first = self.model.first_send_at if isinstance(self.model, SendClock) else None
+        await aclose_if_closable(self.model)
+        await aclose_if_closable(self.probe)  # a system's own connections (a memory service)
         if self.judging is not None:
             await self.judging.model.aclose()
         if self.captions is not None:
@@ -654,7 +661,7 @@ class Runner:
         c = self.config
         check_names(c)  # before a local model's server starts (minutes) or a file is read
         bench = self.make_bench()
-        if c.bench_options and not getattr(bench, "options", None):
+        if c.bench_options and not (isinstance(bench, TakesOptions) and bench.options):
             raise ConfigError(f"--bench-option: {c.bench} takes no benchmark options")
         policy = ImagePolicy(max_side=c.image_max_side, format=c.image_format)
         cache = ResponseCache(c.cache_path) if c.cache and with_cache else None
@@ -662,7 +669,7 @@ class Runner:
         setup: Setup | None = None
         try:
             if c.tokenizer == "model":
-                if not hasattr(model, "count_text"):
+                if not isinstance(model, OwnTokenizer):
                     raise ConfigError(f"--tokenizer model needs a local: model ({c.model} "
                                       "has no tokenizer of its own to ask)")
                 per_message, priming = model.template_overhead()
@@ -718,7 +725,9 @@ class Runner:
         if captioner_model is not None:
             models.append((captioner_model,
                            Role("captioner", "--captioner-base-url", "--api-key-env")))
-        for endpoint in getattr(s.new_system, "endpoints", list)():  # rag's embedders
+        endpoints = s.new_system.endpoints() if isinstance(s.new_system, SendsToEndpoints) \
+            else []
+        for endpoint in endpoints:  # rag's embedders
             models.append((endpoint, Role(endpoint.label, endpoint.url_flag, endpoint.key_flag)))
         check(models, self._endpoints)  # a failure: setup() releases the models
 
@@ -797,9 +806,8 @@ class Runner:
             bench_manifest = None
             if s.captions is not None:
                 manifest["captioner"] = s.captions.summary()
-            report = getattr(s.model, "endpoint_report", None)
-            if report is not None:  # each endpoint's adaptive level, failover (0034)
-                manifest["endpoints"] = report()
+            if isinstance(s.model, EndpointReporting):  # each endpoint's level, failover (0034)
+                manifest["endpoints"] = s.model.endpoint_report()
             if not failed:
                 try:
                     bench_manifest = s.bench.manifest()
@@ -839,7 +847,7 @@ class Runner:
                                            judges=[c.judge] if c.judge else [])
         if judging is not None:  # the judge's tokens count toward the budget too (0034)
             judging.on_spend = budget.add_judge
-        levels = getattr(model, "concurrency_levels", None)
+        levels = model.concurrency_levels if isinstance(model, EndpointReporting) else None
 
         async def answer_one(system: Any, episode: Episode, q: Question, share: Share,
                              rank: tuple[int, int] = (0, 0),
@@ -939,7 +947,7 @@ class Runner:
             finally:
                 missing.pop(episode.episode_id, None)
                 episodes_in_flight.release()
-                if hasattr(system, "end_episode"):  # frees what it holds on a server (letta)
+                if isinstance(system, EpisodeEnding):  # frees what it holds on a server (letta)
                     await system.end_episode()
 
         # Episode tasks only raise when the run must stop (RunStopped, or an interrupt);
@@ -985,7 +993,8 @@ class Runner:
                     # Get the first request on the wire before reading on (bounded wait).
                     started = True
                     deadline = time.monotonic() + 1.0
-                    while (getattr(model, "first_send_at", 0) is None and not task.done()
+                    while (isinstance(model, SendClock) and model.first_send_at is None
+                           and not task.done()
                            and time.monotonic() < deadline):
                         await asyncio.sleep(0.001)
                     if manifest is not None:
@@ -1095,7 +1104,7 @@ class Runner:
         c = self.config
         if c.shard is not None or c.limit is not None:
             return None
-        count = getattr(bench, "question_count", lambda: None)()
+        count = bench.question_count() if isinstance(bench, QuestionCounting) else None
         if count is None:
             count = (prep.prior_manifest or {}).get("questions_in_input")
         if not isinstance(count, int) or count < len(prep.done_ok):
@@ -1129,7 +1138,7 @@ class Runner:
     def _episodes(self, bench: Any, part: tuple[int, int] | None) -> Iterator[Episode]:
         if part is None:
             episodes = bench.episodes()
-        elif getattr(bench, "supports_parts", False):
+        elif isinstance(bench, PartReading) and bench.supports_parts:
             episodes = bench.episodes(part=part)
         else:  # every worker reads everything and keeps its share
             k, n = part
@@ -1225,9 +1234,7 @@ def _history_cut(protocol: str, episode: Episode, q: Question) -> int:
 def _close_now(model: Any) -> None:
     """Release what a model holds without awaiting (setup runs inside the event loop, and
     nothing has been sent yet): a local model's server."""
-    release = getattr(model, "release", None)
-    if release is not None:
-        release()
+    release_if_releasable(model)
 
 
 def _scan_status(run_dir: Path, hits: CacheHits | None = None,

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..benchmarks._base import PartReading
+
 if TYPE_CHECKING:
     from ._execute import Runner, Setup
 
@@ -15,7 +17,7 @@ def part_stats(setup: Setup) -> dict[str, Any] | None:
     """What a part reports of its benchmark: its counts (a loader that reads parts), else the
     whole manifest."""
     bench = setup.bench
-    if getattr(bench, "supports_parts", False) and hasattr(bench, "stats"):
+    if isinstance(bench, PartReading) and bench.supports_parts:
         return {"part": True, **bench.stats()}
     # every worker read the whole file: any one worker's manifest describes the run
     return {"part": False, "manifest": bench.manifest()}
@@ -28,7 +30,7 @@ def hash_inputs(s: Setup, out: dict[str, Any]) -> None:
 
     out["packages"] = package_versions()
     bench = s.bench
-    if getattr(bench, "supports_parts", False):
+    if isinstance(bench, PartReading) and bench.supports_parts:
         try:
             out["manifest"] = bench.manifest()  # hashes the inputs (counts come from workers)
         except Exception:  # noqa: BLE001 - the manifest keeps what it had

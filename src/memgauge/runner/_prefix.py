@@ -23,13 +23,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
+from ..models._capabilities import Configured
+from ..systems._base import PrefixSharing
+
 T = TypeVar("T")
 Then = Callable[[], Awaitable[None]]
 
 
 def shares_prefix(system: Any) -> bool:
     """Whether the system's prompts for one episode's questions share a long prefix."""
-    return getattr(system, "shares_prefix", False) is True
+    return isinstance(system, PrefixSharing) and system.shares_prefix is True
 
 
 class PriorityGate:
@@ -153,7 +156,7 @@ def gate_slots(concurrency: int, model: Any, prefix: bool) -> int:
     whose prompts share a prefix, no more than the model client itself sends at once (a
     local server's slots), so the runner's order is the order on the wire."""
     slots = max(1, concurrency)
-    sends = getattr(getattr(model, "settings", None), "concurrency", None)
+    sends = model.settings.concurrency if isinstance(model, Configured) else None
     if prefix and isinstance(sends, int) and sends >= 1:
         slots = min(slots, sends)
     return slots

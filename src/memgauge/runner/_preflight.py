@@ -44,6 +44,7 @@ import orjson
 
 from .._secrets import redact_text, redact_url
 from ..errors import ConfigError
+from ..models._capabilities import Preflighted
 from ..models._http import (
     MAX_REDIRECTS,
     ConnectError,
@@ -89,9 +90,9 @@ def check(models: list[tuple[Any, Role]], known: dict[tuple[str, str], Listing],
     warning once, and hand each model what its server serves. ``known`` holds the findings
     of earlier calls (a worker process's models are given them without a request)."""
     say = warn or _warn
-    todo: dict[tuple[str, str], tuple[str, dict[str, str], Any, Role]] = {}
+    todo: dict[tuple[str, str], tuple[str, dict[str, str], Preflighted, Role]] = {}
     for model, role in models:
-        target = getattr(model, "preflight_target", lambda: None)()
+        target = model.preflight_target() if isinstance(model, Preflighted) else None
         if target is None:
             continue
         base, headers = target
@@ -106,7 +107,7 @@ def check(models: list[tuple[Any, Role]], known: dict[tuple[str, str], Listing],
             known[key] = listing
     told: set[tuple[str, str]] = set()
     for model, role in models:
-        target = getattr(model, "preflight_target", lambda: None)()
+        target = model.preflight_target() if isinstance(model, Preflighted) else None
         if target is None:
             continue
         base, headers = target
@@ -146,14 +147,13 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     return value  # type: ignore[no-any-return]
 
 
-async def _check_all(todo: dict[tuple[str, str], tuple[str, dict[str, str], Any, Role]],
+async def _check_all(todo: dict[tuple[str, str], tuple[str, dict[str, str], Preflighted, Role]],
                      ) -> dict[tuple[str, str], Listing]:
     keys = list(todo)
-    timeout = {k: min(PREFLIGHT_TIMEOUT_S, getattr(todo[k][2].settings, "timeout_s",
-                                                   PREFLIGHT_TIMEOUT_S)) for k in keys}
+    timeout = {k: min(PREFLIGHT_TIMEOUT_S, todo[k][2].settings.timeout_s) for k in keys}
     results = await asyncio.gather(*(
         check_endpoint(todo[k][0], todo[k][1], todo[k][3], timeout[k],
-                       key_env=getattr(todo[k][2].settings, "api_key_env", "OPENAI_API_KEY"))
+                       key_env=todo[k][2].settings.api_key_env)
         for k in keys))
     return dict(zip(keys, results))
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MemgaugeError, RunIncomplete
+from ..models._capabilities import SendClock
 from ._parts import hash_inputs, judge_earlier, merge_bench_manifest, merge_cache_stats, part_stats
 
 if TYPE_CHECKING:
@@ -190,7 +191,8 @@ def _worker(runner: Runner, prep: Prepared, k: int, n: int, block: mmap.mmap) ->
         offset = k * _SLOT.size
 
         def tick(res: RunResult, record: Any) -> None:
-            first = getattr(setup.model, "first_send_at", None) or 0.0
+            first = (setup.model.first_send_at if isinstance(setup.model, SendClock)
+                     else None) or 0.0
             block[offset:offset + _SLOT.size] = _SLOT.pack(res.done, res.ok, res.errors, first)
 
         runner.on_progress = tick

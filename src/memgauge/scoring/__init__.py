@@ -1,10 +1,10 @@
 """Scorers. Importing this package registers the rule scorers "rule", "subem" and "f1" and
-the judge rubrics "memlens" and "memeye"."""
+the judge rubrics "memlens" and "memeye" (in :mod:`memgauge.registry`, where plugins'
+scorers and rubrics join them)."""
 
 from ._base import Scorer
 from ._extract import ExtractMatchScorer
 from ._judge import (
-    RUBRICS,
     JudgeCase,
     JudgeFailure,
     JudgeScorer,
@@ -12,6 +12,7 @@ from ._judge import (
     get_rubric,
     prepare,
     register_rubric,
+    rubric_names,
 )
 from ._judge_labels import GROUNDING_FAILURE, JUDGE_LABELS, UNSUPPORTED_ANSWER
 from ._judge_run import JudgeOptions, JudgePipeline, judge_records, judge_run, record_judging
@@ -29,7 +30,13 @@ from ._route import judge_applies, record_measure, rule_scorers_for
 from ._rubric_memeye import MemEyeRubric, parse_level
 from ._rubric_memlens import VERSION as JUDGE_PROMPT_VERSION
 from ._rubric_memlens import MemLensRubric, build_prompt, parse_reply, task_key
-from ._rules import SubEMScorer, TokenF1Scorer, TypedRuleScorer, default_scorers
+from ._rules import (
+    SubEMScorer,
+    TokenF1Scorer,
+    TypedRuleScorer,
+    default_scorers,
+    registered_scorers,
+)
 from ._text import normalize_text, subem, token_f1
 
 register_rubric("memlens", MemLensRubric)
@@ -40,7 +47,6 @@ __all__ = [
     "JUDGE_LABELS",
     "JUDGE_PROMPT_VERSION",
     "REFUSAL_PATTERNS",
-    "RUBRICS",
     "UNSUPPORTED_ANSWER",
     "ExtractMatchScorer",
     "JudgeCase",
@@ -76,6 +82,8 @@ __all__ = [
     "record_judging",
     "record_measure",
     "register_rubric",
+    "registered_scorers",
+    "rubric_names",
     "rule_scorers_for",
     "subem",
     "task_key",

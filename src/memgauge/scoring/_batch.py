@@ -43,7 +43,15 @@ from ..models import ModelError
 from ..models._http import HttpClient, HttpError
 from ..models.openai_compat import OpenAICompatModel, _to_output, classify_error, redact_urls
 from ..schema import Record
-from ._judge_run import JudgeOptions, JudgePipeline, note_spend, record_judging
+from ._judge_run import (
+    JudgeOptions,
+    JudgePipeline,
+    note_scorers,
+    note_spend,
+    record_judging,
+    score_missing,
+    scorers_after_run,
+)
 
 CHAT_ROUTE = "/v1/chat/completions"
 STATE_DIR = "batch-judge"
@@ -474,6 +482,11 @@ async def batch_judge_run(run_dir: str | os.PathLike[str], model: BatchJudgeMode
     state = BatchState(run, pipeline.options.name)
     state.check_judge(model)
     records = list(read_records(run).values())
+    scorers = scorers_after_run(manifest)
+    rule_scored = score_missing(records, scorers)
+    if rule_scored:
+        rewrite_records(run, records)
+        note_scorers(manifest, scorers)
     open_ = {i for i, rec in enumerate(records) if pipeline.needs(rec)}
     todo = len(open_)
     totals: Counter[str] = Counter()
@@ -523,7 +536,9 @@ async def batch_judge_run(run_dir: str | os.PathLike[str], model: BatchJudgeMode
     counts = {"judged": totals["judged"], "skipped": len(records) - todo,
               "failures": totals["failures"], "auto_zero": totals["auto_zero"],
               "batches": len(batch_ids), "batch_requests": totals["batch_requests"]}
-    for extra in ("extracted", "extract_failures", "labelled", "label_failures", "left"):
+    totals["rule_scored"] = rule_scored
+    for extra in ("extracted", "extract_failures", "labelled", "label_failures", "left",
+                  "rule_scored"):
         if totals[extra]:
             counts[extra] = totals[extra]
     return counts

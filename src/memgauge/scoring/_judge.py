@@ -69,17 +69,27 @@ class Rubric(Protocol):
     def parse(self, reply: str) -> float | None: ...
 
 
-RUBRICS: dict[str, Callable[[], Rubric]] = {}
-
-
 def register_rubric(name: str, factory: Callable[[], Rubric]) -> None:
-    RUBRICS[name] = factory
+    """Register a judge rubric in the registry (as ``@registry.rubric(name)`` does)."""
+    from .. import registry
+
+    registry.rubric(name)(factory)
+
+
+def rubric_names() -> list[str]:
+    """Every registered rubric: the built-ins and those of plugins (``memgauge.rubrics``)."""
+    from ..registry import names
+
+    return names("rubric")
 
 
 def get_rubric(name: str) -> Rubric:
-    if name not in RUBRICS:
-        raise ValueError(f"unknown judge rubric {name!r}; use one of {', '.join(sorted(RUBRICS))}")
-    return RUBRICS[name]()
+    from ..registry import lookup
+
+    if name not in rubric_names():
+        raise ValueError(f"unknown judge rubric {name!r}; use one of "
+                         f"{', '.join(rubric_names())}")
+    return lookup("rubric", name)()
 
 
 @dataclass

@@ -31,12 +31,21 @@ from ..cache import counting_cache_use
 from ..errors import InputError
 from ..ledger import JudgeSpend, judge_usage_of
 from ..models import ChatModel
+from ..registry import judge_rubric_of
 from ..schema import Question, Record
 from ._extract import ExtractMatchScorer
-from ._judge import MODES, RUBRICS, JudgeCase, JudgeFailure, JudgeScorer, metered_judging
+from ._judge import (
+    MODES,
+    JudgeCase,
+    JudgeFailure,
+    JudgeScorer,
+    metered_judging,
+    rubric_names,
+)
 from ._judge_labels import label_wrong_answer
-from ._route import judge_applies
+from ._route import judge_applies, record_measure, rule_scorers_for
 from ._rubric_file import PromptFileRubric
+from ._rules import BUILTIN_SCORERS, registered_scorers
 
 AUTO = "auto"
 
@@ -44,7 +53,7 @@ AUTO = "auto"
 @dataclass
 class JudgeOptions:
     name: str = "judge"
-    rubric: str = AUTO  # auto: MemEye's five levels for MemEye open-ended items, else MemLens
+    rubric: str = AUTO  # auto: the benchmark's declared rubric for open-ended items, else MemLens
     mode: str = "default"
     extract: bool = False
     label_errors: bool = True
@@ -55,9 +64,9 @@ class JudgeOptions:
     def check(self) -> None:
         if self.mode not in MODES:
             raise InputError(f"unknown judge mode {self.mode!r}; use {' or '.join(MODES)}")
-        if self.rubric != AUTO and self.rubric not in RUBRICS:
+        if self.rubric != AUTO and self.rubric not in rubric_names():
             raise InputError(f"unknown judge rubric {self.rubric!r}; use auto or "
-                             f"{' or '.join(sorted(RUBRICS))}")
+                             f"{' or '.join(rubric_names())}")
         if "judge" not in self.name:
             raise InputError(f"judge score names must contain 'judge' (got {self.name!r}) so "
                              "reports and audits can tell them from rule scores")
@@ -81,6 +90,42 @@ def question_of(rec: Record) -> Question:
                     meta={"game": game} if isinstance(game, dict) else {})
 
 
+def score_missing(records: list[Record], scorers: list[Any]) -> int:
+    """Score each answered record with the rule ``scorers`` it has no score of (a scorer
+    plugin installed after the run), as the run would have (``rule_scorers_for``: a
+    judge-only question gets none); returns how many records gained a score."""
+    gained = 0
+    for rec in records:
+        if rec.status != "ok" or rec.prediction is None:
+            continue
+        question = question_of(rec)
+        new = False
+        for scorer in rule_scorers_for(question, scorers, measure=record_measure(rec)):
+            if scorer.name in rec.score_details:
+                continue
+            s = scorer.score(question, rec.prediction)
+            if s is not None:
+                rec.scores[s.scorer], rec.score_details[s.scorer] = s.value, s
+                new = True
+        gained += new
+    return gained
+
+
+def scorers_after_run(manifest: dict[str, Any]) -> list[Any]:
+    """The registered rule scorers the run did not score with (not in its manifest's
+    ``scorers``; a manifest without that list had the built-ins, as every run has)."""
+    listed = manifest.get("scorers")
+    had = {e.get("name") for e in listed if isinstance(e, dict)} if isinstance(listed, list) \
+        else set(BUILTIN_SCORERS)
+    return [s for s in registered_scorers() if s.name not in had]
+
+
+def note_scorers(manifest: dict[str, Any], scorers: list[Any]) -> None:
+    """Add to the manifest's ``scorers`` those that scored records after the run."""
+    listed = manifest.setdefault("scorers", [])
+    listed.extend({"name": s.name, "version": s.version} for s in scorers)
+
+
 class JudgePipeline:
     """Judges records in place; see the module docstring."""
 
@@ -91,11 +136,11 @@ class JudgePipeline:
         o = self.options
         self.model = model
         # the judge's model spec: what its spend is kept and priced under (--prices)
-        self.spec = spec or str(getattr(model, "name", type(model).__name__))
+        self.spec = spec or model.name
         # told what judging each record spent (a budget, design 0034)
         self.on_spend: Callable[[str, JudgeSpend], None] | None = None
         self.scorers = {name: JudgeScorer(model, rubric=name, mode=o.mode, name=o.name,
-                                          max_attempts=o.max_attempts) for name in RUBRICS}
+                                          max_attempts=o.max_attempts) for name in rubric_names()}
         self.prompt_file = PromptFileRubric(o.prompt_file) if o.prompt_file else None
         if self.prompt_file is not None:
             self.scorers[self.prompt_file.name] = JudgeScorer(
@@ -108,9 +153,8 @@ class JudgePipeline:
         if self.prompt_file is not None:  # the user's text judges every question
             return self.scorers[self.prompt_file.name]
         rubric = self.options.rubric
-        if rubric == AUTO:
-            open_ended = str(rec.answer_type) == "free_text"
-            rubric = "memeye" if rec.benchmark.name == "memeye" and open_ended else "memlens"
+        if rubric == AUTO:  # the benchmark's own rubric (registry.benchmark's judge_rubric)
+            rubric = judge_rubric_of(rec.benchmark.name, str(rec.answer_type))
         return self.scorers[rubric]
 
     def _judge_current(self, rec: Record) -> bool:
@@ -218,9 +262,8 @@ class JudgePipeline:
         return done
 
     def describe(self) -> dict[str, Any]:
-        describe = getattr(self.model, "describe", None)
         return {
-            "model": describe() if callable(describe) else repr(self.model),
+            "model": self.model.describe(),
             **asdict(self.options),
             "prompt_versions": {name: s.version for name, s in self.scorers.items()},
             **({"prompt_file_sha256": self.prompt_file.sha256} if self.prompt_file else {}),
@@ -318,19 +361,25 @@ async def judge_run(run_dir: str | os.PathLike[str], model: ChatModel, *,
     if manifest is None:
         raise InputError(f"{run_dir} is not a run folder (no manifest.json)")
     records = list(read_records(run_dir).values())
+    scorers = scorers_after_run(manifest)
+    rule_scored = score_missing(records, scorers)
     todo = sum(pipeline.needs(r) for r in records)
     try:
         totals = await judge_records(records, pipeline, concurrency=concurrency,
                                      budget=budget)
     finally:  # an interrupted score keeps what it judged (and paid for)
-        if todo:
+        if todo or rule_scored:
             rewrite_records(run_dir, records)
+    if rule_scored:
+        note_scorers(manifest, scorers)
+        totals["rule_scored"] = rule_scored
     record_judging(manifest, pipeline, records)
     note_spend(manifest, records, budget)
     write_manifest(run_dir, manifest)
     counts = {"judged": totals["judged"], "skipped": len(records) - todo,
               "failures": totals["failures"], "auto_zero": totals["auto_zero"]}
-    for extra in ("extracted", "extract_failures", "labelled", "label_failures", "left"):
+    for extra in ("extracted", "extract_failures", "labelled", "label_failures", "left",
+                  "rule_scored"):
         if totals[extra]:
             counts[extra] = totals[extra]
     return counts

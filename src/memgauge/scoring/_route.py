@@ -48,10 +48,12 @@ def record_measure(record: Record) -> str | None:
     return found
 
 
-def rule_scorers_for(question: Question, scorers: Sequence[Any]) -> list[Any]:
+def rule_scorers_for(question: Question, scorers: Sequence[Any],
+                     measure: str | None = None) -> list[Any]:
     """The rule scorers that score ``question`` as it is answered: none for a judge-only
-    question, the letter rule alone for a rotation, else all."""
-    measure = question_measure(question)
+    question, the letter rule alone for a rotation, else all. ``measure``: the question's
+    (``question_measure``) unless given (a record's, ``record_measure``)."""
+    measure = measure or question_measure(question)
     if measure == JUDGE:
         return []
     if measure == LETTER:

@@ -370,6 +370,30 @@ def f1() -> Scorer:
     return TokenF1Scorer()
 
 
+BUILTIN_SCORERS = ("rule", "subem", "f1")  # first, in this order: the report's primary is first
+
+
+def registered_scorers() -> list[Scorer]:
+    """The rule scorers every run records: each registered one (:func:`registry.scorer`),
+    the built-ins (typed rule, SubEM, token F1) first, then those of plugins (entry point
+    ``memgauge.scorers``) by name. A factory that does not make a :class:`Scorer` is a
+    ConfigError naming it."""
+    from ..errors import ConfigError
+    from ..registry import lookup, names
+
+    registered = names("scorer")
+    order = [n for n in BUILTIN_SCORERS if n in registered] + \
+        [n for n in registered if n not in BUILTIN_SCORERS]
+    out: list[Scorer] = []
+    for name in order:
+        made = lookup("scorer", name)()
+        if not isinstance(made, Scorer):
+            raise ConfigError(f"scorer {name!r}: its factory made {type(made).__name__}, "
+                              "not a Scorer (name, version and score(question, prediction))")
+        out.append(made)
+    return out
+
+
 def default_scorers() -> list[Scorer]:
-    """The rule scorers every run records: typed rule, SubEM and token F1."""
-    return [TypedRuleScorer(), SubEMScorer(), TokenF1Scorer()]
+    """The rule scorers every run records (:func:`registered_scorers`)."""
+    return registered_scorers()

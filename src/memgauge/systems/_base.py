@@ -43,6 +43,35 @@ class MemorySystem(Protocol):
 SystemFactory = Callable[[], MemorySystem]
 
 
+# What a system (or its factory) may offer beyond :class:`MemorySystem`; the runner asks
+# with isinstance (without it: the behaviour each one names). Design 0045. A system that
+# holds connections of its own (a memory service) is ``models.Closable``: closed at the end.
+
+@runtime_checkable
+class EpisodeEnding(Protocol):
+    """Frees what it holds for an episode on a server (letta's agent) once the episode's
+    questions are answered. Without it: nothing to free."""
+
+    async def end_episode(self) -> None: ...
+
+
+@runtime_checkable
+class PrefixSharing(Protocol):
+    """``shares_prefix`` True: its prompts for one episode's questions share a long prefix
+    (the history), so the runner sends them in an order a server's prefix cache can reuse
+    (design 0031). Without it: no such order."""
+
+    shares_prefix: bool
+
+
+@runtime_checkable
+class SendsToEndpoints(Protocol):
+    """A system factory whose systems send to endpoints of their own (embedders): each
+    for the run's pre-flight (a ``models.Preflighted``). Without it: none."""
+
+    def endpoints(self) -> list[Any]: ...
+
+
 @runtime_checkable
 class PromptSizer(Protocol):
     """A system whose prompt is the history it was given (full-context): it can say, before

@@ -19,7 +19,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from ..errors import InputError
-from ..models import GenerateConfig, ImagePart, Message, ModelError, Part, TextPart
+from ..models import (
+    EndpointChecked,
+    GenerateConfig,
+    ImagePart,
+    Message,
+    ModelError,
+    Part,
+    TextPart,
+)
 from ..schema import (
     INGEST_FAILED,
     ErrorInfo,
@@ -516,8 +524,8 @@ class EmbeddedTexts:
         return _order([float(self.rows[t] @ q) for t in texts])
 
     def endpoints(self) -> list[Any]:
-        check = getattr(self.embedder, "endpoint_check", None)
-        return [check()] if check is not None else []
+        embedder = self.embedder
+        return [embedder.endpoint_check()] if isinstance(embedder, EndpointChecked) else []
 
 
 def embedded_texts(name: str, opts: dict[str, Any], retriever: str,

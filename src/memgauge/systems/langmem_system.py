@@ -34,7 +34,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..errors import ConfigError
-from ..models import Message, TextPart
+from ..models import EndpointChecked, KnownContext, Message, OpenAIEndpoint, TextPart
 from ..registry import system, uses_model
 from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
@@ -114,19 +114,16 @@ def run_model_endpoint(ctx: SystemContext, max_tokens: int) -> Endpoint:
     scaled to the longest prompt its context takes, and a timed-out request is not sent
     again (the server is still computing it; resending piles up work)."""
     model = ctx.model
-    base = getattr(model, "base", None)
-    settings = getattr(model, "settings", None)
-    if not isinstance(base, str) or settings is None:
+    if not isinstance(model, OpenAIEndpoint):
         raise ConfigError(f"--system langmem: LangMem calls tools through an OpenAI-compatible "
                           f"endpoint, and the model {model.name!r} has none: use an endpoint "
                           "(--base-url) or a local: model")
-    key = None
-    if "Authorization" in getattr(model, "_headers", {}):  # a local server gets no key
-        key = os.environ.get(settings.api_key_env)
-    context = getattr(model, "context_tokens", None)
-    longest = int(context * PROMPT_BYTES_PER_TOKEN) if isinstance(context, int) else 0
+    settings = model.settings
+    key = os.environ.get(settings.api_key_env) if model.sends_key() else None  # local: none
+    longest = int(model.context_tokens * PROMPT_BYTES_PER_TOKEN) \
+        if isinstance(model, KnownContext) else 0
     retries = max(0, settings.max_attempts - 1) if model.timeout_retryable() else 0
-    return Endpoint(base_url=base, model=model.name, api_key=key,
+    return Endpoint(base_url=model.base, model=model.name, api_key=key,
                     timeout_s=model.request_timeout(longest, max_tokens), max_retries=retries)
 
 
@@ -547,8 +544,8 @@ def langmem(ctx: SystemContext) -> SystemFactory:
         return LangMemSystem(ctx, opts, endpoint, shared)
 
     def endpoints() -> list[Any]:  # the run's pre-flight checks an embeddings endpoint
-        check = getattr(shared.embedder, "endpoint_check", None)
-        return [check()] if check is not None else []
+        embedder = shared.embedder
+        return [embedder.endpoint_check()] if isinstance(embedder, EndpointChecked) else []
 
     make.endpoints = endpoints  # type: ignore[attr-defined]
     return make

@@ -33,7 +33,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..errors import ConfigError
-from ..models import GenerateConfig, Message, ModelError, ModelOutput, TextPart
+from ..models import GenerateConfig, KnownContext, Message, ModelError, ModelOutput, TextPart
 from ..registry import system, uses_model
 from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
@@ -472,7 +472,7 @@ def _embedding_dims(opts: Mem0Options) -> int:
 def _check_context(ctx: SystemContext, opts: Mem0Options) -> None:
     """Mem0's extraction prompt is long (its system prompt alone is ~8k tokens): a model
     whose context is known to be shorter would fail every ingest; say so before the first."""
-    context = getattr(ctx.model, "context_tokens", None)
+    context = ctx.model.context_tokens if isinstance(ctx.model, KnownContext) else None
     if not opts.infer or not isinstance(context, int):
         return
     from mem0.configs.prompts import ADDITIVE_EXTRACTION_PROMPT

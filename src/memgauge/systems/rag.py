@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from ..errors import ConfigError, ContextOverflowError
-from ..models import ModelError
+from ..models import EndpointChecked, ModelError
 from ..registry import NEEDS_MODEL, NEEDS_PROGRAM, system
 from ..schema import Episode, ErrorInfo, Question, Response, RetrievedItem, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
@@ -140,7 +140,7 @@ class Rag:
     def endpoints(self) -> list[Any]:
         """The embeddings endpoints this system sends to, for the run's pre-flight."""
         out = [e.endpoint_check() for e in (self._embedder, self._image_embedder)
-               if hasattr(e, "endpoint_check")]
+               if isinstance(e, EndpointChecked)]
         return out
 
     def _new_index(self):  # type: ignore[no-untyped-def]

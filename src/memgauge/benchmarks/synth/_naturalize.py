@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any
 
-from ...models import ChatModel, GenerateConfig, Message, ModelError, TextPart
+from ...models import ChatModel, GenerateConfig, Message, ModelError, TextPart, aclose_if_closable
 from ._text import SessionPlan, TurnPlan
 
 PROMPT = (
@@ -61,6 +61,5 @@ async def naturalize(sessions: Iterable[SessionPlan], model: ChatModel, *,
     try:
         await asyncio.gather(*(_rewrite(model, t, config, stats) for t in turns))
     finally:
-        if hasattr(model, "aclose"):  # the HTTP session belongs to this event loop
-            await model.aclose()
+        await aclose_if_closable(model)  # the HTTP session belongs to this event loop
     return {**stats, "model": model.describe()}
