@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from memgauge.benchmarks import BenchmarkOptions
-from memgauge.benchmarks._base import Benchmark, file_sha256
+from memgauge.benchmarks._base import Benchmark
 from memgauge.benchmarks.memlens import answer_type_for, guess_tier, memlens
 from memgauge.errors import InputError
+from memgauge.io import file_sha256
 from memgauge.registry import lookup
 from memgauge.schema import Ability, AnswerType, ImageRef, Session, Turn
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .._json_limits import load_document
 from ..errors import ConfigError, InputError
+from ..io import file_sha256
 from ..registry import benchmark
 from ..schema import (
     Ability,
@@ -32,7 +33,7 @@ from ..schema import (
     Session,
     Turn,
 )
-from ._base import BenchmarkOptions, file_sha256
+from ._base import BenchmarkOptions
 
 BENCH_FORMAT = "memgauge.games-bench/1"  # as games/_generate.py writes it
 LOADER_VERSION = "1"
@@ -157,7 +158,7 @@ class GamesBenchmark:
         self.lives = {life.id: life for life in self._read_lives()}
         rows = self._read_rows()
         if opts.question_ids:
-            from ._base import check_ids_found, read_id_list
+            from ..io import check_ids_found, read_id_list
 
             keep = read_id_list(opts.question_ids)
             check_ids_found(keep, {r.id for r in rows}, opts.question_ids)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..io import HashingReader, RawItem, file_sha256, iter_json_items, read_id_list
 from ..media import ImageResolver
 from ..registry import benchmark
 from ..schema import (
@@ -40,16 +41,7 @@ from ..schema import (
     Session,
     Turn,
 )
-from ._base import (
-    BenchmarkOptions,
-    HashingReader,
-    RawItem,
-    file_sha256,
-    inferred_labels,
-    iter_json_items,
-    read_id_list,
-    require,
-)
+from ._base import BenchmarkOptions, inferred_labels, require
 from ._parse import opt_str, scalar_str, type_name
 
 LOADER_VERSION = "1"

@@ -145,7 +145,7 @@ def _load(config: GamesConfig) -> list[_Trajectory]:
         seen[tid] = folder
         if not steps:
             raise ConfigError(f"{folder}: the trajectory has no steps to ask about")
-        from ..benchmarks._base import file_sha256
+        from ..io import file_sha256
 
         out.append(_Trajectory(tid, folder, meta, steps, kind,
                                file_sha256(folder / "trajectory.jsonl"),

@@ -106,7 +106,7 @@ def needs_questions(plan: SelfExperience) -> bool:
         if plan.bench_dir.exists():
             shutil.rmtree(plan.bench_dir)
         return True
-    from ..benchmarks._base import file_sha256
+    from ..io import file_sha256
 
     info = json.loads(info_path.read_text(encoding="utf-8"))
     sha = file_sha256(plan.trajectory_dir / "trajectory.jsonl")

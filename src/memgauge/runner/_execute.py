@@ -614,7 +614,7 @@ class Runner:
         """A folder's records belong to the data they were answered from: a rerun whose input
         file changed (a regenerated benchmark, another data file) would mix two datasets in
         one run, so it is refused, naming the file and both digests."""
-        from ..benchmarks._base import file_sha256
+        from ..io import file_sha256
 
         inputs = ((prior or {}).get("benchmark") or {}).get("inputs") or {}
         if not isinstance(inputs, dict) or not inputs:

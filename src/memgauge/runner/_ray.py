@@ -407,7 +407,7 @@ def answer_part(config: RunConfig, done_ok: frozenset[str], k: int, n: int) -> d
     phases.mark("task start")
     import traceback
 
-    from ..benchmarks._base import set_background_hashing
+    from ..io import set_background_hashing
     from ._execute import Runner, RunResult
     from ._parts import part_stats
 
