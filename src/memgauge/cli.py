@@ -240,7 +240,7 @@ def run(
     except MemgaugeError as exc:
         fail(exc)
     except KeyboardInterrupt:
-        from .runner._store import count_lines
+        from .runfolder import count_lines
 
         done = count_lines(out_dir) if Path(out_dir).is_dir() else 0
         say(f"interrupted: {done} questions recorded in {out_dir}; rerun the same command "
@@ -913,7 +913,7 @@ def score(
         if not timeout > 0:
             raise MemgaugeError(f"--timeout {timeout:g}: must be more than 0 seconds")
         if not (Path(run_dir) / "manifest.json").exists():
-            from .runner._store import benchmark_not_run, holds_benchmark
+            from .runfolder import benchmark_not_run, holds_benchmark
 
             if holds_benchmark(run_dir):
                 raise benchmark_not_run(run_dir)

@@ -36,7 +36,7 @@ def ledger_of_lines(lines: Iterable[Mapping[str, Any]]) -> Ledger:
 
 def read_ledger(run_dir: str | Path) -> Ledger:
     """The ledger of a run folder's records (empty when there are none yet)."""
-    from ._store import RECORDS, iter_record_lines
+    from ..runfolder import RECORDS, iter_record_lines
 
     path = Path(run_dir) / RECORDS
     if not path.exists():

@@ -29,6 +29,15 @@ from ..models import GenerateConfig, ModelSettings, create_model
 from ..models._aimd import PRIORITY
 from ..models.openai_compat import ROUTING_KEY
 from ..registry import NEEDS_PROGRAM, lookup
+from ..runfolder import (
+    RecordWriter,
+    StorageError,
+    holds_benchmark,
+    load_manifest,
+    read_records,
+    rewrite_records,
+    write_manifest,
+)
 from ..schema import (
     INGEST_FAILED,
     RUN_FINISHED,
@@ -66,15 +75,6 @@ from ._prefix import (
     gate_slots,
     shares_prefix,
     warm_first,
-)
-from ._store import (
-    RecordWriter,
-    StorageError,
-    holds_benchmark,
-    load_manifest,
-    read_records,
-    rewrite_records,
-    write_manifest,
 )
 from ._survey import Survey, check, sizer, survey
 
@@ -1235,7 +1235,7 @@ def _scan_status(run_dir: Path, hits: CacheHits | None = None,
     """The status counts from one cheap pass over records.jsonl (records this run wrote
     need no re-validation); None when the file needs compacting (a torn or repeated line),
     which the full :func:`read_records` path handles as before."""
-    from ._store import RECORDS, iter_record_lines
+    from ..runfolder import RECORDS, iter_record_lines
 
     path = Path(run_dir) / RECORDS
     if not path.exists():

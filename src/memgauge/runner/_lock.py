@@ -43,7 +43,7 @@ class RunLock:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:  # a full disk (no inode left), a read-only folder
-            from ._store import StorageError
+            from ..runfolder import StorageError
 
             raise StorageError(path, exc) from None
         if fcntl is not None:

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..runfolder import load_manifest, read_records, rewrite_records, write_manifest
 from ..schema import RUN_FINISHED, RUN_STOPPED, Record
-from ._store import load_manifest, read_records, rewrite_records, write_manifest
 
 
 def merge_runs(sources: list[str], out: str, *, partial: bool = False) -> dict[str, int]:

@@ -331,7 +331,7 @@ class BatchState:
                               "to collect it, or delete the file to give it up")
 
     def save(self, **fields: Any) -> None:
-        from ..runner._store import write_json_atomic  # the runner imports scoring
+        from ..runfolder import write_json_atomic  # the runner imports scoring
 
         self.data.update(fields)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -459,7 +459,7 @@ async def batch_judge_run(run_dir: str | os.PathLike[str], model: BatchJudgeMode
     ``batches`` and ``batch_requests``). A ``budget`` is checked between batches: once
     reached, no further batch is submitted and the records still open stay to judge
     (``left``); the overshoot is at most one batch."""
-    from ..runner._store import load_manifest, read_records, rewrite_records, write_manifest
+    from ..runfolder import load_manifest, read_records, rewrite_records, write_manifest
 
     options = options or JudgeOptions()
     check_batch_options(f"openai:{model.name}", poll_s, window, options.name)

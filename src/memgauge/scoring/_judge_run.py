@@ -307,7 +307,7 @@ async def judge_run(run_dir: str | os.PathLike[str], model: ChatModel, *,
     auto_zero, and extracted / labelled when those are on; ``left`` when ``budget`` stopped
     it, see :func:`judge_records`)."""
     # imported here: the runner imports this package (scoring) at load time
-    from ..runner._store import load_manifest, read_records, rewrite_records, write_manifest
+    from ..runfolder import load_manifest, read_records, rewrite_records, write_manifest
 
     if options is None:
         options = JudgeOptions(mode=mode, max_attempts=max_attempts)
