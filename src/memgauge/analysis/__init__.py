@@ -76,16 +76,6 @@ from memgauge.analysis._paired import (
     paired_compare,
     spearman,
 )
-from memgauge.analysis._retrieval import (
-    BM25Retriever,
-    EmbedRetriever,
-    RetrievalResult,
-    Retriever,
-    get_retriever,
-    rank_sessions,
-    retrieval_recall,
-    session_text,
-)
 from memgauge.analysis._stats import SMALL_N, bootstrap_ci, mean, mean_ci, wilson_ci
 from memgauge.analysis._tables import (
     Cell,
@@ -100,6 +90,16 @@ from memgauge.analysis._tables import (
     measure_of,
     row_of,
     scorer_label,
+)
+from memgauge.retrieval._sessions import (
+    BM25Retriever,
+    EmbedRetriever,
+    RetrievalResult,
+    Retriever,
+    get_retriever,
+    rank_sessions,
+    retrieval_recall,
+    session_text,
 )
 
 __all__ = [

@@ -37,8 +37,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from memgauge.analysis._retrieval import require, session_text
 from memgauge.errors import InputError
+from memgauge.retrieval._sessions import require, session_text
 from memgauge.schema import Episode, Record
 
 __all__ = [
@@ -336,7 +336,7 @@ def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: i
                          max_deviation: float = 0.10, n_features: int = 30,
                          ) -> IndistinguishabilityResult:
     """Can the text of a session tell whether it is evidence? One document per session
-    (:func:`~memgauge.analysis._retrieval.session_text`, no captions): label 1 for
+    (:func:`~memgauge.retrieval._sessions.session_text`, no captions): label 1 for
     ``Session.meta["role"] == "evidence"``, label 0 for every other session (fillers and
     unlabelled ones included). See :class:`IndistinguishabilityResult`.
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..models import ModelError
+from ._sessions import EmbedRetriever, get_retriever, require
 
 EMBEDDERS = ("model2vec", "model2vec:<folder>", "sentence-transformers:<name>", "openai:<model>")
 
@@ -193,8 +194,6 @@ class OpenAIEmbedder:
 
 
 def _model2vec(folder: str | None) -> LocalEmbedder:
-    from ..analysis._retrieval import EmbedRetriever, get_retriever
-
     if folder is None:
         shared = get_retriever("embed")
         assert isinstance(shared, EmbedRetriever)
@@ -203,8 +202,6 @@ def _model2vec(folder: str | None) -> LocalEmbedder:
 
 
 def _sentence_transformers(name: str) -> LocalEmbedder:
-    from ..analysis._retrieval import require
-
     st = require("sentence_transformers", extra="sentence-transformers",
                  purpose=f"the embedder sentence-transformers:{name}")
     holder: dict[str, Any] = {}

@@ -451,7 +451,7 @@ def first(objects: Sequence[dict[str, Any]], pick: Callable[[dict[str, Any]], T 
 
 def rank(texts: Sequence[str], query: str, retriever: str = "bm25") -> list[tuple[int, float]]:
     """``(index, score)`` best first over ``texts`` (the analysis package's retrievers)."""
-    from ..analysis import get_retriever
+    from ..retrieval._sessions import get_retriever
 
     if not texts:
         return []
@@ -503,7 +503,7 @@ class EmbeddedTexts:
         self.rows: dict[str, Any] = {}
 
     async def rank(self, texts: Sequence[str], query: str) -> list[tuple[int, float]]:
-        from ..analysis._retrieval import _order
+        from ..retrieval._sessions import _order
 
         if not texts:
             return []

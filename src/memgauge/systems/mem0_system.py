@@ -425,7 +425,7 @@ def _embedder_config(o: Mem0Options) -> dict[str, Any]:
 
 @functools.cache
 def _static_retriever() -> Any:
-    from ..analysis import get_retriever
+    from ..retrieval._sessions import get_retriever
 
     return get_retriever("embed")
 
