@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from ..errors import InputError
+from ..jsontext import json_objects
 from ..models import GenerateConfig, ImagePart, Message, ModelError, Part, TextPart
 from ..schema import (
     INGEST_FAILED,
@@ -76,8 +77,6 @@ def boolean(value: Any) -> bool:
 def json_replies(text: str) -> list[dict[str, Any]]:
     """The JSON objects in a reply, best first: the judge's reading (whole reply, fenced
     blocks, flat objects), then any nested object embedded in prose."""
-    from ..scoring._judge import json_objects
-
     text = clean_prediction(text or "")
     found = json_objects(text)
     decoder = json.JSONDecoder()
