@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from datasets import make_png
 
+from memgauge import prompt as C
 from memgauge.benchmarks import BenchmarkOptions
 from memgauge.benchmarks import memlens as M
 from memgauge.errors import InputError
 from memgauge.media import ImageResolver
 from memgauge.models import ImagePart, TextPart
 from memgauge.schema import Ability, AnswerType, ImageRef, Question, Session, Turn
-from memgauge.systems import _context as C
 from memgauge.systems import build_prompt
 
 

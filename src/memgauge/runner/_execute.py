@@ -245,7 +245,7 @@ class RunConfig:
     def check(self) -> None:
         """Every option's value, before anything is read or sent: a mistake here must not
         become one error per question."""
-        from ..systems._context import CONTEXT_MODES, INSTRUCTIONS
+        from ..prompt import CONTEXT_MODES, INSTRUCTIONS
 
         choices = {"--context-mode": (self.context_mode, CONTEXT_MODES),
                    "--instruction": (self.instruction, tuple(INSTRUCTIONS)),

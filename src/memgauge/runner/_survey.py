@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
+from ..prompt import shown_caption
 from ..schema import Episode, Question
 from ..systems import PromptSizer
-from ..systems._context import shown_caption
 
 SHOWN = 5  # ids or items named in a refusal
 

@@ -33,6 +33,7 @@ from ..jsontext import json_objects
 from ..ledger import JudgeSpend
 from ..models import ChatModel, GenerateConfig, Message, ModelError, TextPart
 from ..models._base import ModelOutput
+from ..prompt import clean_prediction
 from ..schema import Ability, AnswerType, Score
 
 MODES = ("default", "memlens-compat")
@@ -93,8 +94,6 @@ def prepare(prediction: str, mode: str = "default") -> Prepared:
     """Clean a prediction and apply the long-output rule of ``mode`` (module docstring)."""
     if mode not in MODES:
         raise ValueError(f"unknown judge mode {mode!r}; use {' or '.join(MODES)}")
-    from ..systems._context import clean_prediction  # lazy: systems import scoring
-
     text = clean_prediction(prediction)
     truncated = len(text) > TAIL_CHAR_LIMIT
     if mode == "memlens-compat":

@@ -1,8 +1,6 @@
 """Systems under test: the MemorySystem protocol and the built-in systems."""
 
-from . import clue_views, full_context, oracle, rag  # noqa: F401  (registers the systems)
-from ._base import MemorySystem, PromptSizer, SystemContext, SystemFactory
-from ._context import (
+from ..prompt import (
     CONTEXT_MODES,
     INSTRUCTIONS,
     QUESTION_TEMPLATE,
@@ -11,6 +9,8 @@ from ._context import (
     build_prompt,
     clean_prediction,
 )
+from . import clue_views, full_context, oracle, rag  # noqa: F401  (registers the systems)
+from ._base import MemorySystem, PromptSizer, SystemContext, SystemFactory
 from .fact_memory import FactMemory  # noqa: F401  (registers fact-memory)
 from .full_context import FullContext
 from .recurrent_memory import RecurrentMemory  # noqa: F401  (registers recurrent-memory)

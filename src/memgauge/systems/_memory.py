@@ -21,6 +21,14 @@ from typing import Any, TypeVar
 from ..errors import InputError
 from ..jsontext import json_objects
 from ..models import GenerateConfig, ImagePart, Message, ModelError, Part, TextPart
+from ..prompt import (
+    CAPTION_KINDS,
+    INSTRUCTIONS,
+    QUESTION_TEMPLATE,
+    clean_prediction,
+    question_message,
+    turn_parts,
+)
 from ..schema import (
     INGEST_FAILED,
     ErrorInfo,
@@ -33,14 +41,6 @@ from ..schema import (
     Usage,
 )
 from ._base import SystemContext
-from ._context import (
-    CAPTION_KINDS,
-    INSTRUCTIONS,
-    QUESTION_TEMPLATE,
-    clean_prediction,
-    question_message,
-    turn_parts,
-)
 
 T = TypeVar("T")
 

@@ -7,10 +7,10 @@ from typing import Any
 
 from ..errors import ContextOverflowError, InputError
 from ..models import ModelError
+from ..prompt import CONTEXT_MODES, build_prompt, clean_prediction
 from ..registry import system, uses_model
 from ..schema import Episode, ErrorInfo, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import CONTEXT_MODES, build_prompt, clean_prediction
 
 _MODALITY = {"image": "image", "caption": "caption", "text": "text", "no-context": "text"}
 

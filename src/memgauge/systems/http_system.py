@@ -34,6 +34,7 @@ from ..media import ImageEncoder
 from ..models import ModelSettings
 from ..models._http import ConnectError, HttpClient, HttpError, TlsVerifyError, redirect_advice
 from ..models.openai_compat import _retry_after, bounded, classify_error
+from ..prompt import CAPTION_KINDS
 from ..registry import no_needs
 from ..schema import (
     Episode,
@@ -47,7 +48,6 @@ from ..schema import (
     Usage,
 )
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import CAPTION_KINDS
 
 PROTOCOL_VERSION = "1.1"  # what this client speaks; it speaks "1" to a v1 service
 MODALITIES = ("image", "caption", "text")

@@ -35,10 +35,10 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..models import Message, TextPart
+from ..prompt import turn_parts
 from ..registry import system, uses_model
 from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import turn_parts
 from ._memory import (
     EMBEDDER_OPTIONS,
     RANKING_DEPTH,

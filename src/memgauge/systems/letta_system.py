@@ -27,10 +27,10 @@ import orjson
 
 from ..errors import ConfigError, MemgaugeError
 from ..models import Message, TextPart
+from ..prompt import turn_parts
 from ..registry import system, uses_model
 from ..schema import Episode, ErrorInfo, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import turn_parts
 from ._memory import RANKING_DEPTH, library_prompt, read_and_answer, retrieved_list
 
 DEFAULT_BASE_URL = "http://localhost:8283"  # `letta server`'s own default

@@ -25,10 +25,10 @@ from typing import Any
 
 from ..errors import ConfigError, ContextOverflowError
 from ..models import ModelError
+from ..prompt import build_prompt, clean_prediction
 from ..registry import NEEDS_MODEL, NEEDS_PROGRAM, system
 from ..schema import Episode, ErrorInfo, Question, Response, RetrievedItem, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import build_prompt, clean_prediction
 from ._memory import retriever_requirements
 from .oracle import evidence_facts
 
