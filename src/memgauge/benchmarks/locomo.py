@@ -45,7 +45,7 @@ from ..schema import (
 )
 from ._base import BenchmarkOptions, Inconsistencies, inferred_labels
 from ._parse import type_name
-from .memlens import build_image, build_session, build_turn
+from ._streaming import build_image, build_session, build_turn
 
 LOADER_VERSION = "1"
 ADVERSARIAL_GOLD = "Not mentioned in the conversation"
