@@ -933,9 +933,9 @@ def score(
                 from .scoring._batch import BatchJudgeModel
 
                 model = BatchJudgeModel.like(model)
+            from .models._preflight import Role
+            from .models._preflight import check as preflight
             from .runner import load_manifest, read_records
-            from .runner._preflight import Role
-            from .runner._preflight import check as preflight
 
             # the folder first (a mistake there is named before any request), then the
             # judge's endpoint, before the first verdict, as run's are

@@ -185,7 +185,7 @@ def _read_reply(sock: socket.socket) -> bytes:
 
 
 def _limited(**limits: Any) -> dict[str, Any]:
-    from memgauge._serve_memory import ServeLimits
+    from memgauge.systems._serve import ServeLimits
 
     return {"limits": ServeLimits(**limits)}
 

@@ -711,7 +711,7 @@ class Runner:
     def _preflight(self, s: Setup) -> None:
         """One request per distinct endpoint before the first question (runner/_preflight.py).
         The findings are kept on the runner: a worker process's setup asks nothing again."""
-        from ._preflight import JUDGE, MODEL, Role, check
+        from ..models._preflight import JUDGE, MODEL, Role, check
 
         models = [(s.model, MODEL)] + ([(s.judging.model, JUDGE)] if s.judging else [])
         captioner_model = getattr(s.captions.captioner, "model", None) if s.captions else None

@@ -376,7 +376,7 @@ def preflight(base: str, timeout_s: float, token: str | None = None) -> dict[str
     """``GET /info`` before the first episode (each worker process asks once more: one
     loopback GET): nothing listening, no reply in time, an error status, a malformed reply
     or a protocol version this client does not speak is a ``ConfigError`` at once."""
-    from ..runner._preflight import PREFLIGHT_TIMEOUT_S, _run
+    from ..models._preflight import PREFLIGHT_TIMEOUT_S, _run
 
     shown = redact_url(base) or base
     limit = min(timeout_s, PREFLIGHT_TIMEOUT_S)

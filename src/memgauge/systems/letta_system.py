@@ -378,7 +378,7 @@ def preflight(opts: LettaOptions) -> str:
     """Before the first item: the server answers, takes the token, and creates (then deletes)
     an agent with the given handles. Any failure is one ConfigError; returns its version."""
     from .._secrets import redact_url
-    from ..runner._preflight import PREFLIGHT_TIMEOUT_S
+    from ..models._preflight import PREFLIGHT_TIMEOUT_S
 
     lc = _letta().client
     shown = redact_url(opts.base_url) or opts.base_url

@@ -44,7 +44,7 @@ import orjson
 
 from .._secrets import redact_text, redact_url
 from ..errors import ConfigError
-from ..models._http import (
+from ._http import (
     MAX_REDIRECTS,
     ConnectError,
     HttpClient,
@@ -320,7 +320,7 @@ def _entries(body: bytes) -> list[dict[str, Any]] | None:
 
 def _server_message(body: bytes, key: str | None) -> str:
     """The server's own words on a refusal (a key it echoes replaced by ***)."""
-    from ..models.openai_compat import bounded
+    from .openai_compat import bounded
 
     try:
         obj = orjson.loads(body)
