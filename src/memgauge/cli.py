@@ -473,8 +473,8 @@ def validate(
     """Run the validation gates on a generated benchmark (synth; games: constant answer and
     blind baseline), or with --bench/--data on a labelled one (shortcut audits, oracle
     screening, Caption-Proof); exit 1 if a gate fails."""
-    from .benchmarks._validate_labelled import validate_from_cli
-    from .benchmarks.synth._validate import validate as run_validate
+    from .validation.labelled import validate_from_cli
+    from .validation.synth import validate as run_validate
 
     def say(message: str) -> None:
         err.print(message, highlight=False)
@@ -485,9 +485,9 @@ def validate(
             results = run_validate(bench_dir, ocr=ocr, progress=say)
             md = Path(bench_dir) / "validation" / "gates.md"
         elif bench == "games":
-            from .analysis._game_gates import validate_games
-            from .benchmarks._validate_labelled import default_out
             from .errors import ConfigError
+            from .validation._game_gates import validate_games
+            from .validation.labelled import default_out
 
             games_dir = _synth_dir(bench_dir, data)
             given = [flag for flag, value in (("--model", model != "none:"),
