@@ -32,6 +32,7 @@ from ..errors import InputError
 from ..ledger import JudgeSpend, judge_usage_of
 from ..models import ChatModel
 from ..schema import Question, Record
+from ._error_labels import UNLABELLED, label_error
 from ._extract import ExtractMatchScorer
 from ._judge import MODES, RUBRICS, JudgeCase, JudgeFailure, JudgeScorer, metered_judging
 from ._judge_labels import label_wrong_answer
@@ -135,8 +136,6 @@ class JudgePipeline:
         have = rec.meta.get("judge_error_label")
         if isinstance(have, dict) and have.get("label"):
             return False
-        from ..analysis._errors import UNLABELLED, label_error  # analysis imports scoring
-
         found = label_error(rec, scorer=self.options.name)
         return found is not None and found.label == UNLABELLED
 
