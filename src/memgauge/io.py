@@ -19,7 +19,14 @@ from typing import Any
 import ijson
 import orjson
 
-from ._json_limits import MAX_ITEM_BYTES, BoundedStream, LimitExceeded, describe_json_error
+from ._json_limits import (
+    MAX_ITEM_BYTES,
+    BoundedStream,
+    LimitExceeded,
+    describe_json_error,
+    loads,
+    read_bounded,
+)
 from .errors import InputError
 
 
@@ -601,8 +608,8 @@ def read_id_list(path: str) -> set[str]:
     """Read a question-id list: a JSON list (of ids, or of items carrying ``question_id``),
     a JSON object ``{"question_ids": [...]}``, or one id per line (``#`` starts a comment
     line). Anything else is refused by name."""
+    from ._json_limits import MAX_DOCUMENT_BYTES  # read at call time: the bound can be lowered
 
-    from ._json_limits import MAX_DOCUMENT_BYTES, read_bounded
 
     if not Path(path).is_file():
         raise InputError("no such file" if not Path(path).exists() else "not a file",
@@ -637,8 +644,6 @@ def check_ids_found(keep: set[str], seen: set[str], path: str) -> None:
 
 
 def _parse_id_list(text: str, path: str) -> set[str]:
-    from ._json_limits import loads
-
     stripped = text.lstrip()
     if stripped[:1] in ("[", "{"):
         obj = loads(text, file=path)

@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..cache import ResponseCache, cache_key
 from ..errors import ConfigError, MemgaugeError
 from ..media import ImagePolicy
+from ..registry import lookup
 from ..schema import Episode, ImageRef
 
 PROMPTS = ("dense", "task")
@@ -84,8 +85,6 @@ class Captioner(Protocol):
 
 def create_captioner(spec: str, settings: CaptionerSettings | None = None) -> Captioner:
     """``gold``, ``ocr``, ``openai:<model>``, ``local:<gguf>`` or ``file:<jsonl>``."""
-    from ..registry import lookup
-
     provider, sep, arg = spec.partition(":")
     if not provider:
         raise ConfigError(f"--captioner {spec!r}: name a captioner (gold, ocr, openai:<model>, "

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..models import ModelError
+from ..models._http import HttpClient, HttpError
 from ._sessions import EmbedRetriever, get_retriever, require
 
 EMBEDDERS = ("model2vec", "model2vec:<folder>", "sentence-transformers:<name>", "openai:<model>")
@@ -114,8 +115,6 @@ class OpenAIEmbedder:
     def __init__(self, model: str, base_url: str, api_key_env: str = "OPENAI_API_KEY",
                  timeout_s: float = 120.0, batch: int = 256,
                  url_flag: str = "--system-option embedder_base_url") -> None:
-        from ..models._http import HttpClient, HttpError
-
         self._transport_errors = (OSError, TimeoutError, HttpError)
         self.name = f"openai:{model}"
         self.model = model

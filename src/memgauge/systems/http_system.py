@@ -33,6 +33,7 @@ from ..errors import ConfigError, MemgaugeError
 from ..media import ImageEncoder
 from ..models import ModelSettings
 from ..models._http import ConnectError, HttpClient, HttpError, TlsVerifyError, redirect_advice
+from ..models._preflight import PREFLIGHT_TIMEOUT_S, _run
 from ..models.openai_compat import _retry_after, bounded, classify_error
 from ..prompt import CAPTION_KINDS
 from ..registry import no_needs
@@ -376,8 +377,6 @@ def preflight(base: str, timeout_s: float, token: str | None = None) -> dict[str
     """``GET /info`` before the first episode (each worker process asks once more: one
     loopback GET): nothing listening, no reply in time, an error status, a malformed reply
     or a protocol version this client does not speak is a ``ConfigError`` at once."""
-    from ..models._preflight import PREFLIGHT_TIMEOUT_S, _run
-
     shown = redact_url(base) or base
     limit = min(timeout_s, PREFLIGHT_TIMEOUT_S)
 
