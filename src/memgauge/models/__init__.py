@@ -1,5 +1,8 @@
 """Chat models: the protocol, an OpenAI-compatible client, replay and scripted models."""
 
+from .._secrets import redact_urls
+from ..errors import ConfigError
+from ..registry import lookup
 from . import none, openai_compat, replay  # noqa: F401  (registers the providers)
 from ._base import (
     ChatModel,
@@ -11,7 +14,13 @@ from ._base import (
     Part,
     TextPart,
 )
-from .openai_compat import ModelSettings, OpenAICompatModel
+from .openai_compat import (
+    BASE_URL_ENV,
+    HOSTED_OPENAI,
+    ModelSettings,
+    OpenAICompatModel,
+    resolve_base_url,
+)
 from .replay import ReplayModel
 from .scripted import ScriptedModel
 
@@ -22,9 +31,6 @@ __all__ = ["ChatModel", "GenerateConfig", "ImagePart", "Message", "ModelError", 
 
 def create_model(spec: str, settings: ModelSettings | None = None) -> ChatModel:
     """Build a model from ``provider:argument`` (e.g. ``openai:gpt-4o``, ``replay:preds.json``)."""
-    from ..errors import ConfigError
-    from ..registry import lookup
-
     provider, sep, arg = spec.partition(":")
     if not sep:
         raise ConfigError(f"model spec {spec!r} must look like provider:name "
@@ -40,9 +46,6 @@ def endpoint_of(spec: str, base_url: str | None) -> str:
     """Where a model's requests go, in words, for the line a run starts with: the URL and
     where it came from (a flag, ``$OPENAI_BASE_URL``, or the hosted API by default), so an
     evaluation meant to stay local cannot send data out unseen."""
-    from .._secrets import redact_urls
-    from .openai_compat import BASE_URL_ENV, HOSTED_OPENAI, resolve_base_url
-
     provider = spec.partition(":")[0]
     if provider == "openai":
         url, source = resolve_base_url(base_url)

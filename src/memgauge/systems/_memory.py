@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 from ..jsontext import json_objects
 from ..models import GenerateConfig, ImagePart, Message, ModelError, Part, TextPart
 from ..prompt import (
@@ -450,6 +450,7 @@ def first(objects: Sequence[dict[str, Any]], pick: Callable[[dict[str, Any]], T 
 
 def rank(texts: Sequence[str], query: str, retriever: str = "bm25") -> list[tuple[int, float]]:
     """``(index, score)`` best first over ``texts`` (the analysis package's retrievers)."""
+    # lazy: numpy and the retrievers load only when used
     from ..retrieval._sessions import get_retriever
 
     if not texts:
@@ -502,6 +503,7 @@ class EmbeddedTexts:
         self.rows: dict[str, Any] = {}
 
     async def rank(self, texts: Sequence[str], query: str) -> list[tuple[int, float]]:
+        # lazy: numpy and the retrievers load only when used
         from ..retrieval._sessions import _order
 
         if not texts:
@@ -526,10 +528,9 @@ def embedded_texts(name: str, opts: dict[str, Any], retriever: str,
     if "embedder" not in opts and "embedder_base_url" not in opts:
         return None
     if retriever != "embed":
-        from ..errors import ConfigError
-
         raise ConfigError(f"--system-option embedder: {name} with retriever={retriever} embeds "
                           "nothing (use retriever=embed)")
+    # lazy: numpy and the embedders load only for a system that retrieves
     from ..retrieval import make_embedder
 
     return EmbeddedTexts(make_embedder(opts.get("embedder", "model2vec"),

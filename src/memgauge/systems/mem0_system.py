@@ -425,6 +425,7 @@ def _embedder_config(o: Mem0Options) -> dict[str, Any]:
 
 @functools.cache
 def _static_retriever() -> Any:
+    # lazy: numpy and the retrievers load only when used
     from ..retrieval._sessions import get_retriever
 
     return get_retriever("embed")

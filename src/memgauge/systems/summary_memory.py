@@ -64,6 +64,7 @@ class Entry:
     summary: str | None  # None: the summary could not be written (recorded)
 
     def document(self) -> str:
+        # lazy: numpy and the retrievers load only when used
         from ..retrieval._sessions import session_text
 
         # Without a summary the session's own text stands in, so it can still be found.
