@@ -5,7 +5,7 @@ A captioner turns one image into text (``ocr``: the printed text; a VLM: a descr
 (:class:`CaptionStage`) runs it once per distinct image per run, keeps its captions in the
 response cache under kind ``caption`` keyed by (captioner, prompt version, image sha256),
 writes each into ``ref.captions[<kind>]`` and marks ``ref.meta["caption_kind"]`` so that the
-prompt builder shows that caption and no other (``systems/_context.py``, ``shown_caption``).
+prompt builder shows that caption and no other (``prompt.py``, ``shown_caption``).
 A caption that cannot be made is an error of every question of the episode that needed it
 (:class:`CaptionFailed`, recorded as ``caption_error``; design 0023).
 """

@@ -78,7 +78,7 @@ class EndpointSettings:
 
 @dataclass
 class EndpointCheck:
-    """An embeddings endpoint as the run's pre-flight (runner/_preflight.py) sees a model:
+    """An embeddings endpoint as the run's pre-flight (models/_preflight.py) sees a model:
     its base URL and headers, the model name its ``/models`` should list, and the flags an
     error names. The finding is kept in ``served`` / ``served_note``."""
 

@@ -709,7 +709,7 @@ class Runner:
         return CaptionStage(create_captioner(c.captioner, settings), cache)
 
     def _preflight(self, s: Setup) -> None:
-        """One request per distinct endpoint before the first question (runner/_preflight.py).
+        """One request per distinct endpoint before the first question (models/_preflight.py).
         The findings are kept on the runner: a worker process's setup asks nothing again."""
         from ..models._preflight import JUDGE, MODEL, Role, check
 
