@@ -36,7 +36,7 @@ try:
             for _ in ijson.items(f, prefix, use_float=True):
                 pass
     else:
-        from memgauge.benchmarks._base import HashingReader, iter_json_items
+        from memgauge.io import HashingReader, iter_json_items
         for _ in iter_json_items(HashingReader(path)):
             pass
     outcome = "accepted"

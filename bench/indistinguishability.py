@@ -26,11 +26,11 @@ import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from memgauge.analysis import indistinguishability
-from memgauge.analysis._gates import gate_documents, oof_auc
 from memgauge.benchmarks.synth import SynthConfig, generate
-from memgauge.benchmarks.synth._validate import gate_episodes, tier_episodes
 from memgauge.schema import Episode
+from memgauge.validation import indistinguishability
+from memgauge.validation._gates import gate_documents, oof_auc
+from memgauge.validation.synth import gate_episodes, tier_episodes
 
 
 def seed_list(text: str) -> list[int]:

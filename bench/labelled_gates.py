@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from memgauge.analysis._labelled_gates import chance_gate, chance_upper_limit
-from memgauge.benchmarks import _validate_labelled as V
+from memgauge.validation import labelled as V
+from memgauge.validation._labelled_gates import chance_gate, chance_upper_limit
 
 
 def main() -> None:

@@ -99,7 +99,7 @@ def assemble_worker(data: str, image_dir: str, with_counter: bool, parts: int = 
     if parts > 1:
         # As `memgauge run --workers n`: the parts do not hash the input; the parent does,
         # once, on a thread (started after the fork, as there).
-        from memgauge.benchmarks._base import file_sha256, set_background_hashing
+        from memgauge.io import file_sha256, set_background_hashing
 
         set_background_hashing(False)
     pipes = []

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from memgauge.analysis._gates import gate_documents, oof_auc
 from memgauge.benchmarks.synth import SynthConfig, generate
 from memgauge.benchmarks.synth._generate import parse_tier
-from memgauge.benchmarks.synth._validate import gate_episodes, tier_episodes
+from memgauge.validation._gates import gate_documents, oof_auc
+from memgauge.validation.synth import gate_episodes, tier_episodes
 
 FOLDS = 5  # the gate's
 

@@ -34,7 +34,7 @@ def test_exactly_two_one_line_commands_each_in_a_virtual_environment():
                               check=False).returncode == 0
     main, tests = commands
     assert main.endswith("memgauge models pull smollm2 && memgauge demo")
-    assert tests.endswith("memgauge models pull smollm2 && python -m pytest")
+    assert tests.endswith("memgauge models pull smollm2 && lint-imports && python -m pytest")
 
 
 def test_ci_runs_exactly_the_readme_test_command():

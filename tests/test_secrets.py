@@ -111,7 +111,7 @@ def test_no_secret_of_any_url_option_in_any_artefact_of_a_run(tmp_path):
 def test_a_folder_written_with_a_password_shows_none_in_its_report(tmp_path):
     from stub_server import StubServer
 
-    from memgauge.runner._store import load_manifest
+    from memgauge.runfolder import load_manifest
 
     data = write_memlens(tmp_path, 1)
     with StubServer(answer=lambda body: "x") as stub:  # (none: is refused for full-context)

@@ -177,7 +177,7 @@ def rebuild_prompt(manifest: dict[str, Any], record: Any) -> dict[str, Any]:
     notes: list[str] = []
     inputs = ((manifest.get("benchmark") or {}).get("inputs")) or {}
     if isinstance(inputs, dict):
-        from .benchmarks._base import file_sha256
+        from .io import file_sha256
 
         for path, digest in inputs.items():
             if Path(path).is_file() and file_sha256(path) != digest:

@@ -272,8 +272,8 @@ def _llm_model(spec: str, *, base_url: str | None, api_key_env: str,
     settings, the response cache, ``local:`` models), and checked before the first step."""
     from .cache import ResponseCache
     from .models import ModelSettings, create_model
-    from .runner._preflight import Role
-    from .runner._preflight import check as preflight
+    from .models._preflight import Role
+    from .models._preflight import check as preflight
 
     response_cache = ResponseCache(cache_path) if cache else None
     try:

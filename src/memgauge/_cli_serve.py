@@ -1,5 +1,5 @@
 """``memgauge serve-memory``: serve a registered system over the memory protocol v1.1
-(docs/memory-protocol.md). The work is in ``_serve_memory``; this module only declares the
+(docs/memory-protocol.md). The work is in ``systems._serve``; this module only declares the
 command (imported by the CLI at start-up, so it imports nothing heavy)."""
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ def serve_memory(
     from .errors import MemgaugeError
 
     try:
-        from ._serve_memory import ServeLimits, build_factory, run_server
         from .runner import RunConfig
+        from .systems._serve import ServeLimits, build_factory, run_server
         from .systems.http_system import read_token
 
         if max_episodes < 1:

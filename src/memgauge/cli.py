@@ -240,7 +240,7 @@ def run(
     except MemgaugeError as exc:
         fail(exc)
     except KeyboardInterrupt:
-        from .runner._store import count_lines
+        from .runfolder import count_lines
 
         done = count_lines(out_dir) if Path(out_dir).is_dir() else 0
         say(f"interrupted: {done} questions recorded in {out_dir}; rerun the same command "
@@ -473,8 +473,8 @@ def validate(
     """Run the validation gates on a generated benchmark (synth; games: constant answer and
     blind baseline), or with --bench/--data on a labelled one (shortcut audits, oracle
     screening, Caption-Proof); exit 1 if a gate fails."""
-    from .benchmarks._validate_labelled import validate_from_cli
-    from .benchmarks.synth._validate import validate as run_validate
+    from .validation.labelled import validate_from_cli
+    from .validation.synth import validate as run_validate
 
     def say(message: str) -> None:
         err.print(message, highlight=False)
@@ -485,9 +485,9 @@ def validate(
             results = run_validate(bench_dir, ocr=ocr, progress=say)
             md = Path(bench_dir) / "validation" / "gates.md"
         elif bench == "games":
-            from .analysis._game_gates import validate_games
-            from .benchmarks._validate_labelled import default_out
             from .errors import ConfigError
+            from .validation._game_gates import validate_games
+            from .validation.labelled import default_out
 
             games_dir = _synth_dir(bench_dir, data)
             given = [flag for flag, value in (("--model", model != "none:"),
@@ -913,7 +913,7 @@ def score(
         if not timeout > 0:
             raise MemgaugeError(f"--timeout {timeout:g}: must be more than 0 seconds")
         if not (Path(run_dir) / "manifest.json").exists():
-            from .runner._store import benchmark_not_run, holds_benchmark
+            from .runfolder import benchmark_not_run, holds_benchmark
 
             if holds_benchmark(run_dir):
                 raise benchmark_not_run(run_dir)
@@ -933,9 +933,9 @@ def score(
                 from .scoring._batch import BatchJudgeModel
 
                 model = BatchJudgeModel.like(model)
+            from .models._preflight import Role
+            from .models._preflight import check as preflight
             from .runner import load_manifest, read_records
-            from .runner._preflight import Role
-            from .runner._preflight import check as preflight
 
             # the folder first (a mistake there is named before any request), then the
             # judge's endpoint, before the first verdict, as run's are

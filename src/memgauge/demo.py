@@ -55,7 +55,7 @@ def _pct(x: float | None) -> str:
 
 def run_demo(config: DemoConfig, say: Callable[[str], None]) -> Path:
     from .benchmarks.synth import SynthConfig, generate
-    from .benchmarks.synth._validate import validate
+    from .validation.synth import validate
 
     root = Path(config.out)
     bench_dir = root / "benchmark"

@@ -156,9 +156,17 @@ def _load_lazy(kind: str, name: str | None = None) -> None:
             importlib.import_module(module)
 
 
+# Named by string, not imported: the registry sits below every layer that registers.
+_BUILTIN_PACKAGES = ("memgauge.benchmarks", "memgauge.captioners", "memgauge.models",
+                     "memgauge.scoring", "memgauge.systems")
+
+
 def _load_builtins() -> None:
     # Importing the packages runs their registration decorators.
-    from . import benchmarks, captioners, models, scoring, systems  # noqa: F401
+    import importlib
+
+    for package in _BUILTIN_PACKAGES:
+        importlib.import_module(package)
 
 
 def _load_plugins(kind: str) -> None:
@@ -177,9 +185,9 @@ def _load_plugins(kind: str) -> None:
 
 def lookup(kind: str, name: str) -> Callable[[...], Any]:
     if kind == "system" and name.startswith(("http://", "https://")):
-        from .systems.http_system import for_url  # a service (docs/memory-protocol.md)
+        import importlib  # a service (docs/memory-protocol.md); by string, as above
 
-        return for_url(name)
+        return importlib.import_module("memgauge.systems.http_system").for_url(name)
     _load_builtins()
     _load_lazy(kind, name)
     if name not in _REGISTRY[kind]:

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ._secrets import redact_urls_in_text
+
 
 class Ability(StrEnum):
     """Named memory abilities across the supported benchmarks."""
@@ -180,7 +182,6 @@ class ErrorInfo(_Model):
     @classmethod
     def _no_secret(cls, message: str) -> str:
         # every error reaches records.jsonl and the reports: no URL's password or token
-        from ._secrets import redact_urls_in_text
 
         return redact_urls_in_text(message)
 

@@ -141,6 +141,7 @@ class TokenCounter:
     def messages(self, messages: Iterable[Any], image_size: Callable[[Any], tuple[int, int]]) -> int:
         """Count a list of :class:`memgauge.models.Message`; ``image_size`` maps an image part
         to the (width, height) that will be sent (after the resize policy)."""
+        # lazy: counting tokens does not load the model clients
         from .models import ImagePart, TextPart
 
         total = self.reply_priming

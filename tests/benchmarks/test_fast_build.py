@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 from datasets import make_png
 
+from memgauge import prompt as C
 from memgauge.benchmarks import BenchmarkOptions
+from memgauge.benchmarks import _streaming as S
 from memgauge.benchmarks import memlens as M
 from memgauge.errors import InputError
 from memgauge.media import ImageResolver
 from memgauge.models import ImagePart, TextPart
 from memgauge.schema import Ability, AnswerType, ImageRef, Question, Session, Turn
-from memgauge.systems import _context as C
 from memgauge.systems import build_prompt
 
 
@@ -82,15 +83,15 @@ def test_loader_objects_equal_model_construct_and_validated(data: Path) -> None:
     assert a.meta is not b.meta and a.images is not b.images
     b.speaker = "bob"  # ordinary assignment still works
     assert b.speaker == "bob" and a.speaker is None
-    assert a.model_fields_set == b.model_fields_set == set(M.TURN_FIELDS)
+    assert a.model_fields_set == b.model_fields_set == set(S.TURN_FIELDS)
     with pytest.raises(TypeError, match="shared"):
         b.model_fields_set.discard("speaker")
     with pytest.raises(TypeError, match="shared"):
         b.model_fields_set.add("not_a_field")
     c = b.model_copy(update={"text": "changed"})
     c.model_fields_set.discard("speaker")  # a plain set of its own
-    assert c.text == "changed" and c.model_fields_set == set(M.TURN_FIELDS) - {"speaker"}
-    assert a.model_fields_set == set(M.TURN_FIELDS)
+    assert c.text == "changed" and c.model_fields_set == set(S.TURN_FIELDS) - {"speaker"}
+    assert a.model_fields_set == set(S.TURN_FIELDS)
     assert b.model_dump(exclude_unset=True) == b.model_dump()
     again = pickle.loads(pickle.dumps(b))
     assert again == b and type(again.model_fields_set) is set
@@ -99,27 +100,27 @@ def test_loader_objects_equal_model_construct_and_validated(data: Path) -> None:
 
 
 def test_turn_ids_beyond_the_cache(monkeypatch) -> None:
-    monkeypatch.setattr(M, "_TURN_IDS", {})
-    assert M._turn_ids(3, 2)[:2] == ["S3:1", "S3:2"]
-    assert M._turn_ids(3, 4)[:4] == ["S3:1", "S3:2", "S3:3", "S3:4"]
-    big = M._TURN_IDS_MAX + 1
-    assert M._turn_ids(big, 2) == [f"S{big}:1", f"S{big}:2"]
-    assert M._turn_ids(1, big)[-1] == f"S1:{big}"
-    assert big not in M._TURN_IDS and len(M._TURN_IDS.get(1, [])) <= M._TURN_IDS_MAX
+    monkeypatch.setattr(S, "_TURN_IDS", {})
+    assert S._turn_ids(3, 2)[:2] == ["S3:1", "S3:2"]
+    assert S._turn_ids(3, 4)[:4] == ["S3:1", "S3:2", "S3:3", "S3:4"]
+    big = S._TURN_IDS_MAX + 1
+    assert S._turn_ids(big, 2) == [f"S{big}:1", f"S{big}:2"]
+    assert S._turn_ids(1, big)[-1] == f"S1:{big}"
+    assert big not in S._TURN_IDS and len(S._TURN_IDS.get(1, [])) <= S._TURN_IDS_MAX
 
 
 def test_turn_errors_still_name_the_position(tmp_path: Path) -> None:
-    ctx = M.ItemContext("f.json", ImageResolver(tmp_path))
+    ctx = S.ItemContext("f.json", ImageResolver(tmp_path))
     ctx.item = "q1"
     turns = [{"role": "user", "content": "a"}, {"role": "user", "content": 3}]
     with pytest.raises(InputError) as e:
-        M.parse_turns(turns, 1, "haystack_sessions[0]", ctx)
+        S.parse_turns(turns, 1, "haystack_sessions[0]", ctx)
     assert e.value.field == "haystack_sessions[0][1].content"
     with pytest.raises(InputError) as e:
-        M.parse_turns([{"role": "user"}, "x"], 1, "hs", ctx)
+        S.parse_turns([{"role": "user"}, "x"], 1, "hs", ctx)
     assert e.value.field == "hs[1]"
     with pytest.raises(InputError) as e:
-        M.parse_turns([{"role": "user", "images": ["nope.png"]}], 1, "hs", ctx)
+        S.parse_turns([{"role": "user", "images": ["nope.png"]}], 1, "hs", ctx)
     assert e.value.field == "hs[0].images[0]"
 
 

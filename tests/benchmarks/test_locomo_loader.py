@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from memgauge.benchmarks import BenchmarkOptions
-from memgauge.benchmarks._base import file_sha256
 from memgauge.benchmarks.locomo import ADVERSARIAL_GOLD, locomo
 from memgauge.errors import InputError
+from memgauge.io import file_sha256
 from memgauge.registry import lookup
 from memgauge.schema import Ability, AnswerType, EvidenceRef
 

@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 
 from memgauge.benchmarks import BenchmarkOptions
-from memgauge.benchmarks._base import Benchmark, file_sha256
-from memgauge.benchmarks.memlens import answer_type_for, guess_tier, memlens
+from memgauge.benchmarks._base import Benchmark
+from memgauge.benchmarks._streaming import guess_tier
+from memgauge.benchmarks.memlens import answer_type_for, memlens
 from memgauge.errors import InputError
+from memgauge.io import file_sha256
 from memgauge.registry import lookup
 from memgauge.schema import Ability, AnswerType, ImageRef, Session, Turn
 

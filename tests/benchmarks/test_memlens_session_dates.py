@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from memgauge.benchmarks import BenchmarkOptions
+from memgauge.prompt import build_prompt
 from memgauge.registry import lookup
-from memgauge.systems._context import build_prompt
 
 
 def test_an_object_session_without_a_date_is_unknown_not_haystack_dates(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from _images import colour_png, label_png
 from memgauge.cache import ResponseCache
 from memgauge.captioners import CaptionStage, create_captioner
 from memgauge.errors import ConfigError, InputError
+from memgauge.prompt import shown_caption
 from memgauge.schema import (
     Ability,
     AnswerType,
@@ -22,7 +23,6 @@ from memgauge.schema import (
     Session,
     Turn,
 )
-from memgauge.systems._context import shown_caption
 
 
 def _episode(refs: list[ImageRef]) -> Episode:
@@ -143,7 +143,7 @@ def test_captioner_spec_mistakes_are_config_errors(spec, says):
 
 
 def test_the_chosen_captioners_caption_wins_over_the_datas(tmp_path):
-    from memgauge.systems._context import turn_parts
+    from memgauge.prompt import turn_parts
 
     sha = colour_png(tmp_path / "a.png", "red")
     jsonl = tmp_path / "captions.jsonl"

@@ -18,9 +18,9 @@ from datasets import colour_answer, write_memlens
 from stub_server import StubServer
 from typer.testing import CliRunner
 
+from memgauge import runfolder as _store
 from memgauge.cli import app
-from memgauge.runner import _store
-from memgauge.runner._store import RECORDS, RecordWriter, StorageError
+from memgauge.runfolder import RECORDS, RecordWriter, StorageError
 from memgauge.schema import BenchmarkInfo, Record, Response
 
 
@@ -199,8 +199,8 @@ def test_a_lock_file_that_cannot_be_written_is_a_storage_error_or_harmless(tmp_p
 
     import pytest as _pytest
 
+    from memgauge.runfolder import StorageError
     from memgauge.runner._lock import RunLock
-    from memgauge.runner._store import StorageError
 
     real_open, real_pwrite = _os.open, _os.pwrite
 

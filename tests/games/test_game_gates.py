@@ -9,8 +9,8 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from memgauge.analysis._game_gates import blind_baseline, constant_answer_gate
 from memgauge.cli import app
+from memgauge.validation._game_gates import blind_baseline, constant_answer_gate
 
 
 def row(template: str, answer: Any, trajectory: str = "a", text: str = "Q at step 3?",

@@ -413,7 +413,7 @@ def test_generated_benchmark_passes_the_constant_answer_gate_and_says_what_it_cu
     template family's best constant is at most chance + 10 points over the benchmark."""
     from types import SimpleNamespace
 
-    from memgauge.analysis._game_gates import constant_answer_gate
+    from memgauge.validation._game_gates import constant_answer_gate
 
     @template("test.score", ability="spatial", answer_type="integer", games=("crafter",))
     def score(tl: Timeline, rng) -> Any:  # spatial: an ability of its own, not cut here

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from memgauge.cli import app
 from memgauge.games import read_trajectory
-from memgauge.runner._store import read_records
+from memgauge.runfolder import read_records
 
 pytest.importorskip("crafter")
 

@@ -70,9 +70,9 @@ def test_data_path_not_a_file(tmp_path, bench, where):
 
 
 def test_jsonl_line_too_long_is_refused_by_line(tmp_path, monkeypatch):
-    from memgauge.benchmarks import _base
+    from memgauge import io as file_io
 
-    monkeypatch.setattr(_base, "MAX_ITEM_BYTES", 4096)  # the bound is 256 MB; a small one here
+    monkeypatch.setattr(file_io, "MAX_ITEM_BYTES", 4096)  # the bound is 256 MB; a small one here
     data = tmp_path / "data.jsonl"
     items = memlens_valid(tmp_path)
     data.write_text(json.dumps(items[0]) + "\n" + '{"question_id": "' + "x" * 20_000 + '"}\n')
@@ -426,9 +426,9 @@ def test_question_ids_over_the_size_bound(tmp_path, monkeypatch):
     from memgauge import _json_limits
 
     monkeypatch.setattr(_json_limits, "MAX_DOCUMENT_BYTES", 1000)
-    from memgauge.benchmarks import _base  # reads the bound at call time
+    from memgauge import io as file_io  # reads the bound at call time
 
-    assert _base  # imported for the monkeypatch's effect on the shared module
+    assert file_io  # imported for the monkeypatch's effect on the shared module
     data = tmp_path / "dataset.json"
     data.write_text(json.dumps(memlens_valid(tmp_path)))
     ids = tmp_path / "ids.txt"

@@ -26,7 +26,7 @@ from memgauge.models import (
     create_model,
     release_if_releasable,
 )
-from memgauge.runner._preflight import check
+from memgauge.models._preflight import check
 
 CAPABILITIES = (CacheIdentified, Closable, EndpointReporting, OpenAIEndpoint, Preflighted,
                 SendClock)

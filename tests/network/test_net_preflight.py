@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from memgauge.cli import app
 from memgauge.errors import ConfigError
 from memgauge.models import _http
-from memgauge.runner._preflight import MODEL, Listing, check, check_endpoint
+from memgauge.models._preflight import MODEL, Listing, check, check_endpoint
 
 LIST = {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "me"}]}
 

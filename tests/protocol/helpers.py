@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from memgauge._serve_memory import MemoryService, build_factory, serve
 from memgauge.runner import RunConfig
+from memgauge.systems._serve import MemoryService, build_factory, serve
 
 
 def prompt_digest(body: dict[str, Any]) -> str:

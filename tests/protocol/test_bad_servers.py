@@ -13,8 +13,8 @@ import pytest
 from bad_server import INFO, BadServer, answer, ok
 
 from memgauge.errors import ConfigError
+from memgauge.runfolder import read_records
 from memgauge.runner import RunConfig, Runner
-from memgauge.runner._store import read_records
 
 FAST = {"retry_base": "0.01"}
 

@@ -83,8 +83,8 @@ def test_without_the_package_the_name_is_unknown(monkeypatch) -> None:
 def test_an_outside_system_is_served_over_the_protocol(installed, synth, tmp_path) -> None:
     from helpers import served
 
+    from memgauge.runfolder import read_records
     from memgauge.runner import RunConfig, Runner
-    from memgauge.runner._store import read_records
 
     with served("theirs", model="none:") as url:
         Runner(RunConfig(bench="synth", data=str(synth), tier="4k", system=url,

@@ -120,8 +120,8 @@ TOKEN = "s3cret-token-for-tests"
 def test_with_a_token_every_route_wants_it_and_a_run_brings_it(synth, tmp_path, monkeypatch,
                                                                model) -> None:
     from memgauge.errors import ConfigError
+    from memgauge.runfolder import read_records
     from memgauge.runner import RunConfig, Runner
-    from memgauge.runner._store import read_records
 
     def config(out: str, **options: str) -> RunConfig:
         return RunConfig(bench="synth", data=str(synth), tier="4k", system=url, model="none:",
@@ -185,7 +185,7 @@ def _read_reply(sock: socket.socket) -> bytes:
 
 
 def _limited(**limits: Any) -> dict[str, Any]:
-    from memgauge._serve_memory import ServeLimits
+    from memgauge.systems._serve import ServeLimits
 
     return {"limits": ServeLimits(**limits)}
 

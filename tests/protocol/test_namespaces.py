@@ -15,8 +15,8 @@ from helpers import prompt_digest, served
 from stub_server import StubServer
 
 from memgauge.errors import ConfigError
+from memgauge.runfolder import read_records
 from memgauge.runner import RunConfig, Runner
-from memgauge.runner._store import read_records
 
 V11 = {**INFO, "protocol_version": "1.1"}
 

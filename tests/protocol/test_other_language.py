@@ -18,8 +18,8 @@ import pytest
 from stub_server import StubServer
 
 from memgauge.benchmarks.synth import SynthConfig, generate
+from memgauge.runfolder import read_records
 from memgauge.runner import RunConfig, Runner
-from memgauge.runner._store import read_records
 
 NODE = shutil.which("node")
 SERVER = Path(__file__).resolve().parents[2] / "examples" / "memory-protocol" / "node" / "server.mjs"

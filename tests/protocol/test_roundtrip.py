@@ -11,8 +11,8 @@ import pytest
 from helpers import prompt_digest, served
 from stub_server import StubServer
 
+from memgauge.runfolder import read_records
 from memgauge.runner import RunConfig, Runner
-from memgauge.runner._store import read_records
 
 
 def _run(root: Path, out: Path, system: str, model: str, base_url: str | None,

@@ -10,11 +10,11 @@ import pytest
 from memgauge.benchmarks import BenchmarkOptions
 from memgauge.benchmarks.synth import SynthConfig, generate, parse_tier
 from memgauge.benchmarks.synth._families import DEFAULT_FAMILIES
-from memgauge.benchmarks.synth._validate import tier_episodes
 from memgauge.registry import lookup
 from memgauge.runner import RunConfig, Runner, read_records
 from memgauge.schema import AnswerType
 from memgauge.scoring import is_refusal
+from memgauge.validation.synth import tier_episodes
 
 TIERS = ["4k", "8k"]
 

@@ -24,7 +24,7 @@ from memgauge.benchmarks.synth._text import (
     chat_session,
     limit_repeats,
 )
-from memgauge.benchmarks.synth._validate import gate_episodes, tier_episodes
+from memgauge.validation.synth import gate_episodes, tier_episodes
 
 
 def _template_regex(template: str) -> re.Pattern[str]:
@@ -167,7 +167,7 @@ def test_seed_5_passes_its_own_gate_clearly(tmp_path):
     gate's bound (issue 28); the haystack now talks as the evidence does (generator 6:
     0.442, interval about 0.38-0.50; the 20-seed table is in bench/RESULTS.md)."""
     pytest.importorskip("sklearn")
-    from memgauge.analysis import indistinguishability
+    from memgauge.validation import indistinguishability
 
     generate(SynthConfig(out=str(tmp_path / "b"), seed=5, tiers=["8k", "32k"], questions=60))
     res = indistinguishability(gate_episodes(tier_episodes(tmp_path / "b", "32k")))

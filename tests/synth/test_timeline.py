@@ -12,12 +12,12 @@ from memgauge.analysis import RunData, build_tables
 from memgauge.analysis._timeline import bin_labels, bin_of
 from memgauge.benchmarks import BenchmarkOptions
 from memgauge.benchmarks.synth import REFUSAL, SynthConfig, generate, parse_tier
-from memgauge.benchmarks.synth._validate import validate
 from memgauge.errors import ConfigError
 from memgauge.registry import lookup
 from memgauge.report import render_html, render_tables_markdown
 from memgauge.runner import RunConfig, load_manifest, read_records, run
 from memgauge.schema import AnswerType
+from memgauge.validation.synth import validate
 
 TIERS = ["40k", "56k"]
 

@@ -9,7 +9,6 @@ from collections import Counter
 
 import pytest
 
-from memgauge.analysis import indistinguishability
 from memgauge.benchmarks.synth import SynthConfig, generate
 from memgauge.benchmarks.synth._generate import Generator
 from memgauge.benchmarks.synth._haystack import STYLE_WEIGHTS, haystack_session
@@ -18,9 +17,10 @@ from memgauge.benchmarks.synth._timeline import (
     timeline_plans,
     use_timeline_pool,
 )
-from memgauge.benchmarks.synth._validate import gate_episodes, tier_episodes
 from memgauge.benchmarks.synth._world import BASE_WORLD, LARGE_WORLD, MORE_ENTITY_KINDS
 from memgauge.benchmarks.synth.render import describe, render, validate
+from memgauge.validation import indistinguishability
+from memgauge.validation.synth import gate_episodes, tier_episodes
 
 
 def _generator(tmp_path, questions: int, tier: str = "64k") -> Generator:

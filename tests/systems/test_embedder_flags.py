@@ -178,8 +178,8 @@ def test_a_dead_embedder_endpoint_fails_the_pre_flight(tmp_path: Path, extra: li
 def test_serve_memory_takes_the_flags_and_pre_flights_them(server: EmbeddingsServer) -> None:
     import asyncio
 
-    from memgauge._serve_memory import build_factory
     from memgauge.schema import Session, Turn
+    from memgauge.systems._serve import build_factory
 
     config = RunConfig(bench="-", data="-", out="-", system="rag", model="none:",
                        system_options={"retriever": "embed"}, cache=False,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from memgauge.models import ImagePart, TextPart
+from memgauge.prompt import build_prompt
 from memgauge.schema import Ability, AnswerType, ImageRef, Question
-from memgauge.systems._context import build_prompt
 
 PNG = Path(__file__).resolve().parents[1] / "fixtures" / "memeye" / "image" / "Demo_Task"
 

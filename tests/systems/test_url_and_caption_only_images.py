@@ -71,8 +71,8 @@ def test_locomo_runs_in_either_image_mode(tmp_path: Path, stub, mode: str) -> No
 
 def test_labelled_caption_stand_ins_keep_their_number() -> None:
     from memgauge.models._base import ImagePart, TextPart
+    from memgauge.prompt import turn_parts
     from memgauge.schema import ImageRef
-    from memgauge.systems._context import turn_parts
 
     only_caption = ImageRef(source="D1:2:blip_caption", captions={"generic": "a grey cat"},
                             meta={"caption_only": True})

@@ -1,6 +1,5 @@
-"""Analysis of a run's records: accuracy, confidence intervals, coverage; and the validation
-gates of a generated benchmark (optional dependencies: ``pip install 'memgauge[validate]'``,
-``'memgauge[ocr]'``, imported only when a gate runs)."""
+"""Analysis of a run's records: accuracy, confidence intervals, coverage (the validation
+gates are in :mod:`memgauge.validation`)."""
 
 from memgauge.analysis._audit import (
     AgreementStat,
@@ -38,21 +37,6 @@ from memgauge.analysis._games import (
     game_records,
     game_report,
 )
-from memgauge.analysis._gates import (
-    AccuracyGateResult,
-    CaptionProofResult,
-    IndistinguishabilityResult,
-    NearDuplicateResult,
-    VisualNecessityResult,
-    accuracy_gate,
-    caption_proof,
-    indistinguishability,
-    near_duplicates,
-    normalize_for_match,
-    rapidocr_text,
-    render_gates_markdown,
-    visual_necessity_gate,
-)
 from memgauge.analysis._metrics import (
     CoverageStat,
     ErrorItem,
@@ -76,16 +60,6 @@ from memgauge.analysis._paired import (
     paired_compare,
     spearman,
 )
-from memgauge.analysis._retrieval import (
-    BM25Retriever,
-    EmbedRetriever,
-    RetrievalResult,
-    Retriever,
-    get_retriever,
-    rank_sessions,
-    retrieval_recall,
-    session_text,
-)
 from memgauge.analysis._stats import SMALL_N, bootstrap_ci, mean, mean_ci, wilson_ci
 from memgauge.analysis._tables import (
     Cell,
@@ -101,18 +75,26 @@ from memgauge.analysis._tables import (
     row_of,
     scorer_label,
 )
+from memgauge.retrieval._sessions import (
+    BM25Retriever,
+    EmbedRetriever,
+    RetrievalResult,
+    Retriever,
+    get_retriever,
+    rank_sessions,
+    retrieval_recall,
+    session_text,
+)
 
 __all__ = [
     "CLUE_METRICS",
     "LONG_CONTEXT",
     "MEMORY_AGENT",
     "SMALL_N",
-    "AccuracyGateResult",
     "AgreementStat",
     "Answerability",
     "AuditResult",
     "BM25Retriever",
-    "CaptionProofResult",
     "Cell",
     "ClueGroup",
     "CostRow",
@@ -124,11 +106,9 @@ __all__ = [
     "GameCell",
     "GameReport",
     "GroupStat",
-    "IndistinguishabilityResult",
     "JudgeFailureItem",
     "JudgePairAudit",
     "JudgeRuleAudit",
-    "NearDuplicateResult",
     "PairedResult",
     "Price",
     "QuestionClues",
@@ -143,12 +123,9 @@ __all__ = [
     "Spread",
     "Summary",
     "SystemInfo",
-    "VisualNecessityResult",
-    "accuracy_gate",
     "audit",
     "bootstrap_ci",
     "build_tables",
-    "caption_proof",
     "choose_primary",
     "clue_groups",
     "clustered_se",
@@ -161,7 +138,6 @@ __all__ = [
     "game_records",
     "game_report",
     "get_retriever",
-    "indistinguishability",
     "label_error",
     "load_prices",
     "load_runs",
@@ -171,15 +147,11 @@ __all__ = [
     "measure_of",
     "mixed_versions",
     "naive_se",
-    "near_duplicates",
-    "normalize_for_match",
     "ok_with_labels",
     "paired_compare",
     "question_clues",
     "rank_sessions",
-    "rapidocr_text",
     "recency_rerank",
-    "render_gates_markdown",
     "reply_labels",
     "retrieval_recall",
     "row_of",
@@ -188,6 +160,5 @@ __all__ = [
     "session_text",
     "spearman",
     "summarize",
-    "visual_necessity_gate",
     "wilson_ci",
 ]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from memgauge.analysis._labelled_gates import base_id, question_scores
+from memgauge.analysis._rotations import base_id, question_scores
 
 __all__ = ["HistoryPoint", "history_points"]
 

@@ -41,6 +41,7 @@ from memgauge.analysis._xy import (
     xy_matrices,
 )
 from memgauge.errors import ConfigError, MemgaugeError
+from memgauge.runfolder import load_manifest, read_records
 from memgauge.schema import (
     RUN_FINISHED,
     RUN_RUNNING,
@@ -185,8 +186,6 @@ def load_runs(run_dirs: Sequence[str | Path]) -> list[RunData]:
     """Read run folders (manifest and latest record per question); a folder without a
     manifest, or with no record (a run that never answered: a report of it would show 0
     questions as if that were a result), is a :class:`~memgauge.errors.MemgaugeError`."""
-    from memgauge.runner import load_manifest, read_records  # runner pulls in systems
-
     if not run_dirs:
         raise ConfigError("no run folders given")
     runs = []

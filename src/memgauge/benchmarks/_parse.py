@@ -1,6 +1,6 @@
 """Field readers shared by the loaders: each names the file, item and field of a problem
 through the caller's context (anything with ``error(message, field) -> InputError``, such as
-``memlens.ItemContext``)."""
+``_streaming.ItemContext``)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,9 @@ import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .._json_limits import load_document
+from ..cache import default_cache_dir
 from ..errors import ConfigError, InputError
+from ..io import check_ids_found, file_sha256, read_id_list
 from ..registry import benchmark
 from ..schema import (
     Ability,
@@ -32,7 +34,7 @@ from ..schema import (
     Session,
     Turn,
 )
-from ._base import BenchmarkOptions, file_sha256
+from ._base import BenchmarkOptions
 
 BENCH_FORMAT = "memgauge.games-bench/1"  # as games/_generate.py writes it
 LOADER_VERSION = "1"
@@ -157,8 +159,6 @@ class GamesBenchmark:
         self.lives = {life.id: life for life in self._read_lives()}
         rows = self._read_rows()
         if opts.question_ids:
-            from ._base import check_ids_found, read_id_list
-
             keep = read_id_list(opts.question_ids)
             check_ids_found(keep, {r.id for r in rows}, opts.question_ids)
             rows = [r for r in rows if r.id in keep]
@@ -183,7 +183,7 @@ class GamesBenchmark:
         return info
 
     def _read_trajectory_entries(self) -> list[_TrajectoryEntry]:
-        from ..games import read_trajectory
+        from ..games import read_trajectory  # lazy: games/_constant.py imports this loader
 
         file = str(self.info_path)
         out, seen = [], set()
@@ -441,8 +441,7 @@ class GamesBenchmark:
         """The session's steps K at a time: the group's last step -> (its mosaic, the
         group's first step). Groups start at the session's start, so none crosses its end
         (a question never sees a step after its horizon)."""
-        from ..cache import default_cache_dir
-        from ..games._mosaic import store_mosaic
+        from ..games._mosaic import store_mosaic  # lazy: games/_constant.py imports this loader
 
         out: dict[int, tuple[ImageRef, int]] = {}
         k = self.frames.every

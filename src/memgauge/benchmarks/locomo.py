@@ -29,6 +29,7 @@ import ijson
 
 from .._json_limits import BoundedStream, LimitExceeded
 from ..errors import ConfigError, InputError
+from ..io import HashingReader, file_sha256, iter_json_items, read_id_list
 from ..media import ImageTooLarge, inline_image
 from ..registry import benchmark
 from ..schema import (
@@ -42,17 +43,9 @@ from ..schema import (
     Session,
     Turn,
 )
-from ._base import (
-    BenchmarkOptions,
-    HashingReader,
-    Inconsistencies,
-    file_sha256,
-    inferred_labels,
-    iter_json_items,
-    read_id_list,
-)
+from ._base import BenchmarkOptions, Inconsistencies, inferred_labels
 from ._parse import type_name
-from .memlens import build_image, build_session, build_turn
+from ._streaming import build_image, build_session, build_turn
 
 LOADER_VERSION = "1"
 ADVERSARIAL_GOLD = "Not mentioned in the conversation"

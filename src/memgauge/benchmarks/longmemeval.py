@@ -17,7 +17,7 @@ from ..registry import benchmark
 from ..schema import Ability, AnswerType, Episode, EvidenceRef, Question
 from ._base import BenchmarkOptions, require
 from ._parse import opt_str, scalar_str, type_name
-from .memlens import ItemContext, StreamingBenchmark, parse_sessions
+from ._streaming import ItemContext, StreamingBenchmark, parse_sessions
 
 _VARIANT_RE = re.compile(r"longmemeval_(s|m|oracle)(?![a-z])")
 

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 from .._json_limits import MAX_ITEM_BYTES, load_document
 from ..errors import ConfigError, InputError
+from ..io import file_sha256, read_id_list
 from ..media import ImageResolver
 from ..registry import benchmark
 from ..schema import (
@@ -44,13 +45,7 @@ from ..schema import (
     Session,
     Turn,
 )
-from ._base import (
-    BenchmarkOptions,
-    Inconsistencies,
-    file_sha256,
-    inferred_labels,
-    read_id_list,
-)
+from ._base import BenchmarkOptions, Inconsistencies, inferred_labels
 from ._parse import type_name
 
 LOADER_VERSION = "1"

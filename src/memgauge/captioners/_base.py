@@ -5,7 +5,7 @@ A captioner turns one image into text (``ocr``: the printed text; a VLM: a descr
 (:class:`CaptionStage`) runs it once per distinct image per run, keeps its captions in the
 response cache under kind ``caption`` keyed by (captioner, prompt version, image sha256),
 writes each into ``ref.captions[<kind>]`` and marks ``ref.meta["caption_kind"]`` so that the
-prompt builder shows that caption and no other (``systems/_context.py``, ``shown_caption``).
+prompt builder shows that caption and no other (``prompt.py``, ``shown_caption``).
 A caption that cannot be made is an error of every question of the episode that needed it
 (:class:`CaptionFailed`, recorded as ``caption_error``; design 0023).
 """
@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..cache import ResponseCache, cache_key
 from ..errors import ConfigError, MemgaugeError
 from ..media import ImagePolicy
+from ..registry import lookup
 from ..schema import Episode, ImageRef
 
 PROMPTS = ("dense", "task")
@@ -84,8 +85,6 @@ class Captioner(Protocol):
 
 def create_captioner(spec: str, settings: CaptionerSettings | None = None) -> Captioner:
     """``gold``, ``ocr``, ``openai:<model>``, ``local:<gguf>`` or ``file:<jsonl>``."""
-    from ..registry import lookup
-
     provider, sep, arg = spec.partition(":")
     if not provider:
         raise ConfigError(f"--captioner {spec!r}: name a captioner (gold, ocr, openai:<model>, "

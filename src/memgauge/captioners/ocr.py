@@ -3,15 +3,39 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, InputError
 from ..registry import captioner
+from ..retrieval._sessions import require
 from ..schema import ImageRef
 from ._base import Caption, CaptionerSettings, CaptionFailed, no_argument
 
 PACKAGE = "rapidocr-onnxruntime"
+
+# Also the caption-proof gate's reader (validation/_gates.py), which owned it until issue 26 §2.
+_OCR_LOCK = threading.Lock()
+_OCR_ENGINE: list[Any] = []
+
+
+def rapidocr_text(path: str) -> str:
+    """Text that RapidOCR (``rapidocr-onnxruntime``, bundled ONNX models) reads in an image,
+    its boxes joined by newlines. The engine is created once per process."""
+    with _OCR_LOCK:
+        if not _OCR_ENGINE:
+            mod = require("rapidocr_onnxruntime", extra="ocr", purpose="caption-proof OCR")
+            _OCR_ENGINE.append(mod.RapidOCR())
+        engine = _OCR_ENGINE[0]
+    if not Path(path).is_file():
+        raise InputError("image file not found", file=str(path))
+    try:
+        result, _ = engine(str(path))
+    except Exception as exc:  # rapidocr's own errors (e.g. LoadImageError) derive from Exception
+        raise InputError(f"OCR failed: {exc}", file=str(path)) from exc
+    return "\n".join(str(box[1]) for box in (result or []))
 
 
 class OcrCaptioner:
@@ -28,8 +52,6 @@ class OcrCaptioner:
         return {"engine": PACKAGE, "engine_version": self.version.removeprefix(PACKAGE + "-")}
 
     async def caption(self, ref: ImageRef, sha256: str | None) -> Caption | None:
-        from ..analysis._gates import rapidocr_text
-
         if ref.path is None:
             return None  # an inline image: nothing on disk for the engine to read
         try:
@@ -41,7 +63,7 @@ class OcrCaptioner:
         return Caption(kind=self.kind, text=text) if text else None
 
     async def aclose(self) -> None:
-        pass  # the engine is shared by the process (analysis/_gates.py)
+        pass  # the engine is shared by the process (rapidocr_text)
 
 
 @captioner("ocr")

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, MemgaugeError
+from ..io import file_sha256
 from ._constant import MARGIN, Answer, answer_of, cap_constant
 from ._trajectory import Step, TrajectoryMeta, read_trajectory
 from ._view import question_names, shown_steps, unshown_names, view_text
@@ -145,7 +146,6 @@ def _load(config: GamesConfig) -> list[_Trajectory]:
         seen[tid] = folder
         if not steps:
             raise ConfigError(f"{folder}: the trajectory has no steps to ask about")
-        from ..benchmarks._base import file_sha256
 
         out.append(_Trajectory(tid, folder, meta, steps, kind,
                                file_sha256(folder / "trajectory.jsonl"),

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..io import file_sha256
+from ._generate import GamesConfig, generate_games
 from ._trajectory import TrajectoryMeta
 
 
@@ -106,7 +108,6 @@ def needs_questions(plan: SelfExperience) -> bool:
         if plan.bench_dir.exists():
             shutil.rmtree(plan.bench_dir)
         return True
-    from ..benchmarks._base import file_sha256
 
     info = json.loads(info_path.read_text(encoding="utf-8"))
     sha = file_sha256(plan.trajectory_dir / "trajectory.jsonl")
@@ -124,8 +125,6 @@ def needs_questions(plan: SelfExperience) -> bool:
 
 
 def generate_questions(plan: SelfExperience) -> dict[str, Any]:
-    from ._generate import GamesConfig, generate_games
-
     return generate_games(GamesConfig(
         trajectories=[plan.trajectory_dir], out=plan.bench_dir, seed=plan.question_seed,
         max_per_template=plan.max_per_template, horizons=list(plan.horizons)))

@@ -1,5 +1,8 @@
 """Chat models: the protocol, an OpenAI-compatible client, replay and scripted models."""
 
+from .._secrets import redact_urls
+from ..errors import ConfigError
+from ..registry import lookup
 from . import none, openai_compat, replay  # noqa: F401  (registers the providers)
 from ._base import (
     ChatModel,
@@ -26,7 +29,13 @@ from ._capabilities import (
     aclose_if_closable,
     release_if_releasable,
 )
-from .openai_compat import ModelSettings, OpenAICompatModel
+from .openai_compat import (
+    BASE_URL_ENV,
+    HOSTED_OPENAI,
+    ModelSettings,
+    OpenAICompatModel,
+    resolve_base_url,
+)
 from .replay import ReplayModel
 from .scripted import ScriptedModel
 
@@ -41,9 +50,6 @@ __all__ = ["CacheIdentified", "ChatModel", "Closable", "Configured", "EndpointCh
 
 def create_model(spec: str, settings: ModelSettings | None = None) -> ChatModel:
     """Build a model from ``provider:argument`` (e.g. ``openai:gpt-4o``, ``replay:preds.json``)."""
-    from ..errors import ConfigError
-    from ..registry import lookup
-
     provider, sep, arg = spec.partition(":")
     if not sep:
         raise ConfigError(f"model spec {spec!r} must look like provider:name "
@@ -59,9 +65,6 @@ def endpoint_of(spec: str, base_url: str | None) -> str:
     """Where a model's requests go, in words, for the line a run starts with: the URL and
     where it came from (a flag, ``$OPENAI_BASE_URL``, or the hosted API by default), so an
     evaluation meant to stay local cannot send data out unseen."""
-    from .._secrets import redact_urls
-    from .openai_compat import BASE_URL_ENV, HOSTED_OPENAI, resolve_base_url
-
     provider = spec.partition(":")[0]
     if provider == "openai":
         url, source = resolve_base_url(base_url)

@@ -27,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..benchmarks._base import file_sha256
 from ..cache import default_cache_dir
 from ..errors import ConfigError
+from ..io import file_sha256
 
 GGUF_MAGIC = b"GGUF"
 

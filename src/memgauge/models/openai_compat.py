@@ -250,7 +250,7 @@ class OpenAICompatModel:
         return out
 
     def preflight_target(self) -> tuple[str, dict[str, str]] | None:
-        """The base URL and request headers a pre-flight checks (runner/_preflight.py);
+        """The base URL and request headers a pre-flight checks (models/_preflight.py);
         None where there is nothing to check."""
         return self.base, dict(self._headers)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..benchmarks._base import HashingReader, iter_json_items
 from ..errors import ConfigError, InputError
+from ..io import HashingReader, iter_json_items
 from ..registry import model
 from ._base import GenerateConfig, Message, ModelError, ModelOutput
 from .openai_compat import ModelSettings

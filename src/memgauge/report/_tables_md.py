@@ -21,7 +21,9 @@ from memgauge.analysis import (
     scorer_label,
 )
 from memgauge.analysis._audit import OVER_CREDIT_WARN
+from memgauge.analysis._clues import CLUE_METRICS
 from memgauge.analysis._stats import WILSON
+from memgauge.analysis._timeline import AXES, TITLES, bin_labels
 from memgauge.report._md import cell, code, table
 
 __all__ = [
@@ -119,8 +121,6 @@ def _clue_k(k: Any) -> str:
 def clue_rows(t: ReportTables) -> dict[str, list[list[str]]]:
     """System -> rows of plain text cells in :data:`CLUES_HEADER` order (escaped by the
     caller), shared by the Markdown and the HTML page."""
-    from memgauge.analysis._clues import CLUE_METRICS
-
     out: dict[str, list[list[str]]] = {}
     for system, abilities in t.clues.items():
         rows = []
@@ -157,8 +157,6 @@ TIMELINE_NOTE = ("Questions asked mid-history (timeline episodes, `asked_after`)
 def timeline_grids(t: ReportTables) -> list[tuple[str, list[str], dict[str, dict[str, Cell]]]]:
     """(title, bin columns, system -> bin -> cell) per axis that some system has, shared by
     the Markdown and the HTML page."""
-    from memgauge.analysis._timeline import AXES, TITLES, bin_labels
-
     out = []
     for axis in AXES:
         grid = {system: axes[axis] for system, axes in t.timeline.items() if axis in axes}

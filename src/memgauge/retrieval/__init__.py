@@ -1,8 +1,9 @@
 """Retrieval for memory systems: units, embedders, the per-episode index.
 
-The session-ranking analysis (Recall@k of evidence sessions) stays in
-:mod:`memgauge.analysis._retrieval`, whose BM25 tokenisation and shared Model2Vec encoder
-this package reuses, so ``rag-bm25``/``rag-embed`` score as they did.
+The session retrievers and the session-ranking measurement (Recall@k of evidence sessions)
+are in :mod:`memgauge.retrieval._sessions` (moved from ``analysis/_retrieval.py``, issue 26
+§2, so systems need not import the analysis); the units and the index reuse its BM25
+tokenisation and shared Model2Vec encoder, so ``rag-bm25``/``rag-embed`` score as they did.
 """
 
 from ._embed import (

@@ -30,6 +30,8 @@ import numpy as np
 
 from ..errors import ConfigError
 from ..models import ModelError
+from ..models._http import HttpClient, HttpError
+from ._sessions import EmbedRetriever, get_retriever, require
 
 EMBEDDERS = ("model2vec", "model2vec:<folder>", "sentence-transformers:<name>", "openai:<model>")
 
@@ -76,7 +78,7 @@ class EndpointSettings:
 
 @dataclass
 class EndpointCheck:
-    """An embeddings endpoint as the run's pre-flight (runner/_preflight.py) sees a model:
+    """An embeddings endpoint as the run's pre-flight (models/_preflight.py) sees a model:
     its base URL and headers, the model name its ``/models`` should list, and the flags an
     error names. The finding is kept in ``served`` / ``served_note``."""
 
@@ -113,8 +115,6 @@ class OpenAIEmbedder:
     def __init__(self, model: str, base_url: str, api_key_env: str = "OPENAI_API_KEY",
                  timeout_s: float = 120.0, batch: int = 256,
                  url_flag: str = "--system-option embedder_base_url") -> None:
-        from ..models._http import HttpClient, HttpError
-
         self._transport_errors = (OSError, TimeoutError, HttpError)
         self.name = f"openai:{model}"
         self.model = model
@@ -193,8 +193,6 @@ class OpenAIEmbedder:
 
 
 def _model2vec(folder: str | None) -> LocalEmbedder:
-    from ..analysis._retrieval import EmbedRetriever, get_retriever
-
     if folder is None:
         shared = get_retriever("embed")
         assert isinstance(shared, EmbedRetriever)
@@ -203,8 +201,6 @@ def _model2vec(folder: str | None) -> LocalEmbedder:
 
 
 def _sentence_transformers(name: str) -> LocalEmbedder:
-    from ..analysis._retrieval import require
-
     st = require("sentence_transformers", extra="sentence-transformers",
                  purpose=f"the embedder sentence-transformers:{name}")
     holder: dict[str, Any] = {}

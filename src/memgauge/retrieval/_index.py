@@ -35,6 +35,7 @@ from ..errors import ConfigError
 from ..schema import ImageRef, Question, Session
 from ._embed import Embedder
 from ._image_embed import OpenAIImageEmbedder
+from ._sessions import require
 from ._units import Unit, split
 from ._visual import Look, look, similarity
 
@@ -108,8 +109,6 @@ class UnitIndex:
         self._vecs: np.ndarray | None = None
         self._bm25s: Any = None
         if self.text_kind == "bm25":
-            from ..analysis._retrieval import require
-
             self._bm25s = require("bm25s", purpose="the bm25 retriever")
 
     # -- ingest ------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..schema import EvidenceRef, ImageRef, Session, Turn
+from ._sessions import session_text
 
 UNITS = ("turn", "round", "session")
 
@@ -28,9 +29,7 @@ class Unit:
 
     def text(self) -> str:
         """The turns' text with ``<image>`` placeholders removed, as the session retrievers
-        index it (no captions: analysis/_retrieval.session_text)."""
-        from ..analysis._retrieval import session_text
-
+        index it (no captions: retrieval/_sessions.session_text)."""
         return session_text(self.session if len(self.turns) == len(self.session.turns)
                             else self.session.model_copy(update={"turns": list(self.turns)}))
 

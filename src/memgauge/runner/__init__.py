@@ -1,5 +1,6 @@
 """Running evaluations: plan, execute, persist, resume, merge."""
 
+from ..runfolder import load_manifest, read_records
 from ._execute import (
     RunConfig,
     Runner,
@@ -11,7 +12,6 @@ from ._execute import (
     run,
 )
 from ._merge import merge_runs
-from ._store import load_manifest, read_records
 
 __all__ = ["RunConfig", "RunResult", "RunStopped", "Runner", "in_shard", "load_manifest", "make_record",
            "merge_runs", "parse_shard", "read_records", "run"]

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..ledger import Ledger, Price, load_prices, price_for
+from ..runfolder import RECORDS, iter_record_lines
 
 
 def ledger_of_lines(lines: Iterable[Mapping[str, Any]]) -> Ledger:
@@ -36,8 +37,6 @@ def ledger_of_lines(lines: Iterable[Mapping[str, Any]]) -> Ledger:
 
 def read_ledger(run_dir: str | Path) -> Ledger:
     """The ledger of a run folder's records (empty when there are none yet)."""
-    from ._store import RECORDS, iter_record_lines
-
     path = Path(run_dir) / RECORDS
     if not path.exists():
         return Ledger()

@@ -38,6 +38,15 @@ from ..models import (
 from ..models._aimd import PRIORITY
 from ..models.openai_compat import ROUTING_KEY
 from ..registry import NEEDS_PROGRAM, lookup
+from ..runfolder import (
+    RecordWriter,
+    StorageError,
+    holds_benchmark,
+    load_manifest,
+    read_records,
+    rewrite_records,
+    write_manifest,
+)
 from ..schema import (
     INGEST_FAILED,
     RUN_FINISHED,
@@ -75,15 +84,6 @@ from ._prefix import (
     gate_slots,
     shares_prefix,
     warm_first,
-)
-from ._store import (
-    RecordWriter,
-    StorageError,
-    holds_benchmark,
-    load_manifest,
-    read_records,
-    rewrite_records,
-    write_manifest,
 )
 from ._survey import Survey, check, sizer, survey
 
@@ -254,7 +254,7 @@ class RunConfig:
     def check(self) -> None:
         """Every option's value, before anything is read or sent: a mistake here must not
         become one error per question."""
-        from ..systems._context import CONTEXT_MODES, INSTRUCTIONS
+        from ..prompt import CONTEXT_MODES, INSTRUCTIONS
 
         choices = {"--context-mode": (self.context_mode, CONTEXT_MODES),
                    "--instruction": (self.instruction, tuple(INSTRUCTIONS)),
@@ -621,7 +621,7 @@ class Runner:
         """A folder's records belong to the data they were answered from: a rerun whose input
         file changed (a regenerated benchmark, another data file) would mix two datasets in
         one run, so it is refused, naming the file and both digests."""
-        from ..benchmarks._base import file_sha256
+        from ..io import file_sha256
 
         inputs = ((prior or {}).get("benchmark") or {}).get("inputs") or {}
         if not isinstance(inputs, dict) or not inputs:
@@ -716,9 +716,9 @@ class Runner:
         return CaptionStage(create_captioner(c.captioner, settings), cache)
 
     def _preflight(self, s: Setup) -> None:
-        """One request per distinct endpoint before the first question (runner/_preflight.py).
+        """One request per distinct endpoint before the first question (models/_preflight.py).
         The findings are kept on the runner: a worker process's setup asks nothing again."""
-        from ._preflight import JUDGE, MODEL, Role, check
+        from ..models._preflight import JUDGE, MODEL, Role, check
 
         models = [(s.model, MODEL)] + ([(s.judging.model, JUDGE)] if s.judging else [])
         captioner_model = getattr(s.captions.captioner, "model", None) if s.captions else None
@@ -1242,7 +1242,7 @@ def _scan_status(run_dir: Path, hits: CacheHits | None = None,
     """The status counts from one cheap pass over records.jsonl (records this run wrote
     need no re-validation); None when the file needs compacting (a torn or repeated line),
     which the full :func:`read_records` path handles as before."""
-    from ._store import RECORDS, iter_record_lines
+    from ..runfolder import RECORDS, iter_record_lines
 
     path = Path(run_dir) / RECORDS
     if not path.exists():

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..runfolder import StorageError
 
 try:
     import fcntl
@@ -43,7 +44,6 @@ class RunLock:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:  # a full disk (no inode left), a read-only folder
-            from ._store import StorageError
 
             raise StorageError(path, exc) from None
         if fcntl is not None:

@@ -14,11 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from .._json_limits import load_document
 from .._secrets import redact_url
 from ..cache import cache_key
-from ..errors import InputError
-from ._store import benchmark_not_run, is_benchmark_manifest
 
 _PACKAGES = ("pydantic", "httptools", "pillow", "ijson", "orjson", "numpy", "bpe-openai", "typer")
 _SECRET_FLAGS = ("--api-key", "--key", "--token")
@@ -108,66 +105,3 @@ def build_manifest(config: Any, *, model: dict[str, Any], system: dict[str, Any]
         # set by a pass that read the whole input; a rerun's progress bar total
         "questions_in_input": (prior or {}).get("questions_in_input"),
     }
-
-
-# What report, compare, merge, audit, score and a resumed run read from a manifest: each
-# must have its type, so a hand-edited or foreign manifest is refused here by name, not
-# met as a TypeError deep inside one of them.
-_OBJECTS = ("benchmark", "status", "judges", "judge", "model", "system", "token_counter",
-            "image_policy", "seeds", "cache")
-_STRINGS = ("config_hash", "memgauge_version", "git_sha", "created", "updated", "python")
-_IDENTITY_STRINGS = ("bench", "model", "system", "tier", "context_mode")
-
-
-def read_manifest(path: str | Path) -> dict[str, Any]:
-    """A run's ``manifest.json``, parsed within bounds and checked to have the shape the
-    commands read; an :class:`InputError` naming the file and the field if not."""
-    file = str(path)
-    obj = load_document(path, what="a run manifest")
-
-    def bad(field: str | None, want: str, value: Any) -> InputError:
-        got = "null" if value is None else type(value).__name__
-        return InputError(f"expected {want}, got {got}", file=file, field=field)
-
-    if not isinstance(obj, dict):
-        raise bad(None, "a JSON object", obj)
-    config = obj.get("config")
-    if not isinstance(config, dict):
-        raise bad("config", "an object", config)
-    identity = config.get("identity")
-    if not isinstance(identity, dict) and is_benchmark_manifest(obj):
-        raise benchmark_not_run(Path(path).parent)
-    if not isinstance(identity, dict):
-        raise bad("config.identity", "an object", identity)
-    for key in _IDENTITY_STRINGS:
-        if identity.get(key) is not None and not isinstance(identity[key], str):
-            raise bad(f"config.identity.{key}", "a string", identity[key])
-    shard = identity.get("shard")
-    if shard is not None and not (isinstance(shard, list) and len(shard) == 2 and all(
-            isinstance(x, int) and not isinstance(x, bool) for x in shard)
-            and 0 <= shard[0] < shard[1]):
-        raise InputError(f"expected [i, N] with 0 <= i < N, got {str(shard)[:80]}", file=file,
-                         field="config.identity.shard")
-    if identity.get("system_options") is not None and \
-            not isinstance(identity["system_options"], dict):
-        raise bad("config.identity.system_options", "an object", identity["system_options"])
-    for key in _OBJECTS:
-        if obj.get(key) is not None and not isinstance(obj[key], dict):
-            raise bad(key, "an object", obj[key])
-    for key in _STRINGS:
-        if obj.get(key) is not None and not isinstance(obj[key], str):
-            raise bad(key, "a string", obj[key])
-    for key in ("invocations", "merged_from"):
-        if obj.get(key) is not None and not isinstance(obj[key], list):
-            raise bad(key, "a list", obj[key])
-    inputs = (obj.get("benchmark") or {}).get("inputs")
-    if inputs is not None:
-        if not isinstance(inputs, dict):
-            raise bad("benchmark.inputs", "an object", inputs)
-        for name, digest in inputs.items():
-            if digest is not None and not isinstance(digest, str):
-                raise bad(f"benchmark.inputs.{name}", "a sha256 string", digest)
-    for name, judge in (obj.get("judges") or {}).items():
-        if not isinstance(judge, dict):
-            raise bad(f"judges.{name}", "an object", judge)
-    return obj

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..runfolder import load_manifest, read_records, rewrite_records, write_manifest
 from ..schema import RUN_FINISHED, RUN_STOPPED, Record
-from ._store import load_manifest, read_records, rewrite_records, write_manifest
+from ._manifest import config_hash
 
 
 def merge_runs(sources: list[str], out: str, *, partial: bool = False) -> dict[str, int]:
@@ -67,7 +68,6 @@ def merge_runs(sources: list[str], out: str, *, partial: bool = False) -> dict[s
     if missing:
         manifest["missing_shards"] = missing
     manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    from ._manifest import config_hash
 
     manifest["config_hash"] = config_hash(manifest["config"]["identity"])
     write_manifest(out_dir, manifest)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..benchmarks._base import PartReading
+from ..cache import ResponseCache
+from ._manifest import package_versions
 
 if TYPE_CHECKING:
     from ._execute import Runner, Setup
@@ -26,8 +28,6 @@ def part_stats(setup: Setup) -> dict[str, Any] | None:
 def hash_inputs(s: Setup, out: dict[str, Any]) -> None:
     """Into ``out``: package versions and the benchmark's manifest (hashing the inputs), on
     the driver's thread while the parts answer."""
-    from ._manifest import package_versions
-
     out["packages"] = package_versions()
     bench = s.bench
     if isinstance(bench, PartReading) and bench.supports_parts:
@@ -70,8 +70,6 @@ async def judge_earlier(runner: Runner, s: Setup, manifest: dict[str, Any],
                         earlier: frozenset[str]) -> None:
     """Judge what earlier invocations answered without this judge (the workers judged
     their own answers as they went)."""
-    from ..cache import ResponseCache
-
     c = runner.config
     cache = ResponseCache(c.cache_path) if c.cache else None
     judging = runner.judge_pipeline(cache)

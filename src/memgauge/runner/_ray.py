@@ -407,7 +407,7 @@ def answer_part(config: RunConfig, done_ok: frozenset[str], k: int, n: int) -> d
     phases.mark("task start")
     import traceback
 
-    from ..benchmarks._base import set_background_hashing
+    from ..io import set_background_hashing
     from ._execute import Runner, RunResult
     from ._parts import part_stats
 
@@ -447,7 +447,7 @@ def answer_part(config: RunConfig, done_ok: frozenset[str], k: int, n: int) -> d
 
 def done_on_disk(run_dir: Path) -> frozenset[str]:
     """The question ids answered ok in records.jsonl now (a torn line counts as not done)."""
-    from ._store import RECORDS, iter_record_lines
+    from ..runfolder import RECORDS, iter_record_lines
 
     path = run_dir / RECORDS
     if not path.exists():
@@ -478,7 +478,7 @@ class _RecordTail:
     state they share on a cluster)."""
 
     def __init__(self, run_dir: Path) -> None:
-        from ._store import RECORDS
+        from ..runfolder import RECORDS
 
         self.path = run_dir / RECORDS
         self.offset = self.path.stat().st_size if self.path.exists() else 0

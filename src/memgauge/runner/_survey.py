@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
+from ..prompt import shown_caption
 from ..schema import Episode, Question
 from ..systems import PromptSizer
-from ..systems._context import shown_caption
 
 SHOWN = 5  # ids or items named in a refusal
 
@@ -114,6 +114,7 @@ def _over_limit_text(found: Survey, c: Any, tokenizer: str) -> str:
     tier = f"tier {c.tier} " if c.tier else ""
     limit = f"--max-context-tokens {c.max_context_tokens}"
     if c.is_local:
+        # lazy: the local provider registers only when used (registry._LAZY)
         from ..models.local import context_tokens
 
         n_ctx = context_tokens(c.model_options)

@@ -179,7 +179,7 @@ def _worker(runner: Runner, prep: Prepared, k: int, n: int, block: mmap.mmap) ->
     try:
         _die_with_parent()
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        from ..benchmarks._base import set_background_hashing
+        from ..io import set_background_hashing
         from ._execute import RunResult
 
         set_background_hashing(False)  # the parent hashes the inputs

@@ -42,6 +42,13 @@ from ..ledger import JudgeSpend
 from ..models import ModelError
 from ..models._http import HttpClient, HttpError
 from ..models.openai_compat import OpenAICompatModel, _to_output, classify_error, redact_urls
+from ..runfolder import (
+    load_manifest,
+    read_records,
+    rewrite_records,
+    write_json_atomic,
+    write_manifest,
+)
 from ..schema import Record
 from ._judge_run import (
     JudgeOptions,
@@ -339,8 +346,6 @@ class BatchState:
                               "to collect it, or delete the file to give it up")
 
     def save(self, **fields: Any) -> None:
-        from ..runner._store import write_json_atomic  # the runner imports scoring
-
         self.data.update(fields)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(self.path, self.data)
@@ -467,8 +472,6 @@ async def batch_judge_run(run_dir: str | os.PathLike[str], model: BatchJudgeMode
     ``batches`` and ``batch_requests``). A ``budget`` is checked between batches: once
     reached, no further batch is submitted and the records still open stay to judge
     (``left``); the overshoot is at most one batch."""
-    from ..runner._store import load_manifest, read_records, rewrite_records, write_manifest
-
     options = options or JudgeOptions()
     check_batch_options(f"openai:{model.name}", poll_s, window, options.name)
     say = say or (lambda line: None)

@@ -23,16 +23,17 @@ A judge that fails (transport error, or no parseable reply after ``max_attempts`
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..jsontext import json_objects
 from ..ledger import JudgeSpend
 from ..models import ChatModel, GenerateConfig, Message, ModelError, TextPart
 from ..models._base import ModelOutput
+from ..prompt import clean_prediction
 from ..schema import Ability, AnswerType, Score
 
 MODES = ("default", "memlens-compat")
@@ -103,8 +104,6 @@ def prepare(prediction: str, mode: str = "default") -> Prepared:
     """Clean a prediction and apply the long-output rule of ``mode`` (module docstring)."""
     if mode not in MODES:
         raise ValueError(f"unknown judge mode {mode!r}; use {' or '.join(MODES)}")
-    from ..systems._context import clean_prediction  # lazy: systems import scoring
-
     text = clean_prediction(prediction)
     truncated = len(text) > TAIL_CHAR_LIMIT
     if mode == "memlens-compat":
@@ -117,31 +116,10 @@ def prepare(prediction: str, mode: str = "default") -> Prepared:
     return Prepared(text, False, truncated)
 
 
-_FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL | re.IGNORECASE)
-_OBJECT = re.compile(r"\{[^{}]*\}", re.DOTALL)
 # A bare field's number must end the value: `"score": 0 or 1` (the reply template, echoed
 # back by a small model) is not a verdict of 0.
 _SCORE_FIELD = re.compile(r'"(?:answer_score|score)"\s*:\s*"?(-?\d+(?:\.\d+)?)"?\s*(?=[,}\]\n]|$)',
                           re.IGNORECASE)
-
-
-def json_objects(text: str) -> list[dict[str, Any]]:
-    """The JSON objects in a reply, best first: the whole reply, fenced ```json blocks, then
-    any flat ``{...}``."""
-    if not text:
-        return []
-    candidates = [text.strip()]
-    candidates += [m.group(1) for m in _FENCED.finditer(text)]
-    candidates += [m.group(0) for m in _OBJECT.finditer(text)]
-    found = []
-    for cand in candidates:
-        try:
-            obj = json.loads(cand)
-        except (json.JSONDecodeError, ValueError):
-            continue
-        if isinstance(obj, dict):
-            found.append(obj)
-    return found
 
 
 def _number(raw: Any) -> float | None:

@@ -29,10 +29,12 @@ from typing import Any
 from .._cache_hits import use_entry
 from ..cache import counting_cache_use
 from ..errors import InputError
-from ..ledger import JudgeSpend, judge_usage_of
+from ..ledger import JudgeSpend, judge_usage_of, ledger_of
 from ..models import ChatModel
 from ..registry import judge_rubric_of
+from ..runfolder import load_manifest, read_records, rewrite_records, write_manifest
 from ..schema import Question, Record
+from ._error_labels import UNLABELLED, label_error
 from ._extract import ExtractMatchScorer
 from ._judge import (
     MODES,
@@ -179,8 +181,6 @@ class JudgePipeline:
         have = rec.meta.get("judge_error_label")
         if isinstance(have, dict) and have.get("label"):
             return False
-        from ..analysis._errors import UNLABELLED, label_error  # analysis imports scoring
-
         found = label_error(rec, scorer=self.options.name)
         return found is not None and found.label == UNLABELLED
 
@@ -321,8 +321,6 @@ async def judge_records(records: list[Record], pipeline: JudgePipeline, *,
 def note_spend(manifest: dict[str, Any], records: list[Record], budget: Any = None) -> None:
     """The manifest's ``ledger`` again, the judges' spend now in it, and, under a budget,
     ``score_budget``: its limits, the spend and what stopped it (design 0034)."""
-    from ..ledger import ledger_of
-
     ledger = ledger_of(records)
     if budget is not None and budget.prices is not None:
         manifest["ledger"] = ledger.to_dict(budget.price, budget.prices)
@@ -350,7 +348,6 @@ async def judge_run(run_dir: str | os.PathLike[str], model: ChatModel, *,
     auto_zero, and extracted / labelled when those are on; ``left`` when ``budget`` stopped
     it, see :func:`judge_records`)."""
     # imported here: the runner imports this package (scoring) at load time
-    from ..runner._store import load_manifest, read_records, rewrite_records, write_manifest
 
     if options is None:
         options = JudgeOptions(mode=mode, max_attempts=max_attempts)

@@ -1,5 +1,14 @@
 """Systems under test: the MemorySystem protocol and the built-in systems."""
 
+from ..prompt import (
+    CONTEXT_MODES,
+    INSTRUCTIONS,
+    QUESTION_TEMPLATE,
+    SYSTEM_PROMPT,
+    Prompt,
+    build_prompt,
+    clean_prediction,
+)
 from . import clue_views, full_context, oracle, rag  # noqa: F401  (registers the systems)
 from ._base import (
     EpisodeEnding,
@@ -9,15 +18,6 @@ from ._base import (
     SendsToEndpoints,
     SystemContext,
     SystemFactory,
-)
-from ._context import (
-    CONTEXT_MODES,
-    INSTRUCTIONS,
-    QUESTION_TEMPLATE,
-    SYSTEM_PROMPT,
-    Prompt,
-    build_prompt,
-    clean_prediction,
 )
 from .fact_memory import FactMemory  # noqa: F401  (registers fact-memory)
 from .full_context import FullContext

@@ -18,7 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from ..errors import InputError
+from ..errors import ConfigError, InputError
+from ..jsontext import json_objects
 from ..models import (
     EndpointChecked,
     GenerateConfig,
@@ -27,6 +28,14 @@ from ..models import (
     ModelError,
     Part,
     TextPart,
+)
+from ..prompt import (
+    CAPTION_KINDS,
+    INSTRUCTIONS,
+    QUESTION_TEMPLATE,
+    clean_prediction,
+    question_message,
+    turn_parts,
 )
 from ..schema import (
     INGEST_FAILED,
@@ -40,14 +49,6 @@ from ..schema import (
     Usage,
 )
 from ._base import SystemContext
-from ._context import (
-    CAPTION_KINDS,
-    INSTRUCTIONS,
-    QUESTION_TEMPLATE,
-    clean_prediction,
-    question_message,
-    turn_parts,
-)
 
 T = TypeVar("T")
 
@@ -84,8 +85,6 @@ def boolean(value: Any) -> bool:
 def json_replies(text: str) -> list[dict[str, Any]]:
     """The JSON objects in a reply, best first: the judge's reading (whole reply, fenced
     blocks, flat objects), then any nested object embedded in prose."""
-    from ..scoring._judge import json_objects
-
     text = clean_prediction(text or "")
     found = json_objects(text)
     decoder = json.JSONDecoder()
@@ -459,7 +458,8 @@ def first(objects: Sequence[dict[str, Any]], pick: Callable[[dict[str, Any]], T 
 
 def rank(texts: Sequence[str], query: str, retriever: str = "bm25") -> list[tuple[int, float]]:
     """``(index, score)`` best first over ``texts`` (the analysis package's retrievers)."""
-    from ..analysis import get_retriever
+    # lazy: numpy and the retrievers load only when used
+    from ..retrieval._sessions import get_retriever
 
     if not texts:
         return []
@@ -511,7 +511,8 @@ class EmbeddedTexts:
         self.rows: dict[str, Any] = {}
 
     async def rank(self, texts: Sequence[str], query: str) -> list[tuple[int, float]]:
-        from ..analysis._retrieval import _order
+        # lazy: numpy and the retrievers load only when used
+        from ..retrieval._sessions import _order
 
         if not texts:
             return []
@@ -535,10 +536,9 @@ def embedded_texts(name: str, opts: dict[str, Any], retriever: str,
     if "embedder" not in opts and "embedder_base_url" not in opts:
         return None
     if retriever != "embed":
-        from ..errors import ConfigError
-
         raise ConfigError(f"--system-option embedder: {name} with retriever={retriever} embeds "
                           "nothing (use retriever=embed)")
+    # lazy: numpy and the embedders load only for a system that retrieves
     from ..retrieval import make_embedder
 
     return EmbeddedTexts(make_embedder(opts.get("embedder", "model2vec"),

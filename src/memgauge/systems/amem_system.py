@@ -27,10 +27,10 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..models import GenerateConfig, Message, ModelError, ModelOutput, TextPart
+from ..prompt import turn_parts
 from ..registry import system, uses_model
 from ..schema import Episode, EvidenceRef, Question, Response, Session, Turn
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import turn_parts
 from ._memory import (
     RANKING_DEPTH,
     IngestFailure,

@@ -28,10 +28,10 @@ from typing import Any
 from ..errors import ConfigError, InputError
 from ..models import ModelError
 from ..models.none import NoModel
+from ..prompt import build_prompt, clean_prediction, shown_caption
 from ..registry import system
 from ..schema import Episode, ErrorInfo, EvidenceRef, ImageRef, Question, Response, Session, Turn
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import build_prompt, clean_prediction, shown_caption
 
 LETTERS = "ABCDEFGHIJ"
 SCOPES = ("all", "latest", "stale", "question", "options")

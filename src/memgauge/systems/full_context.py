@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..errors import ContextOverflowError, InputError
+from ..errors import ConfigError, ContextOverflowError, InputError
 from ..models import ModelError
+from ..prompt import CONTEXT_MODES, build_prompt, clean_prediction
 from ..registry import system, uses_model
 from ..schema import Episode, ErrorInfo, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import CONTEXT_MODES, build_prompt, clean_prediction
 
 _MODALITY = {"image": "image", "caption": "caption", "text": "text", "no-context": "text"}
 
@@ -85,8 +85,6 @@ class FullContext:
 def full_context(ctx: SystemContext) -> SystemFactory:
     """The whole history in the prompt (``--context-mode image|text|caption|no-context``)."""
     if ctx.context_mode not in CONTEXT_MODES:
-        from ..errors import ConfigError
-
         raise ConfigError(f"unknown context mode {ctx.context_mode!r}")
 
     ctx.typed_options("full-context", {})

@@ -33,7 +33,9 @@ from ..errors import ConfigError, MemgaugeError
 from ..media import ImageEncoder
 from ..models import ModelSettings
 from ..models._http import ConnectError, HttpClient, HttpError, TlsVerifyError, redirect_advice
+from ..models._preflight import PREFLIGHT_TIMEOUT_S, _run
 from ..models.openai_compat import _retry_after, bounded, classify_error
+from ..prompt import CAPTION_KINDS
 from ..registry import no_needs
 from ..schema import (
     Episode,
@@ -47,7 +49,6 @@ from ..schema import (
     Usage,
 )
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import CAPTION_KINDS
 
 PROTOCOL_VERSION = "1.1"  # what this client speaks; it speaks "1" to a v1 service
 MODALITIES = ("image", "caption", "text")
@@ -376,8 +377,6 @@ def preflight(base: str, timeout_s: float, token: str | None = None) -> dict[str
     """``GET /info`` before the first episode (each worker process asks once more: one
     loopback GET): nothing listening, no reply in time, an error status, a malformed reply
     or a protocol version this client does not speak is a ``ConfigError`` at once."""
-    from ..runner._preflight import PREFLIGHT_TIMEOUT_S, _run
-
     shown = redact_url(base) or base
     limit = min(timeout_s, PREFLIGHT_TIMEOUT_S)
 

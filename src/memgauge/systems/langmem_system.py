@@ -33,12 +33,13 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+from ..cache import cache_key
 from ..errors import ConfigError
 from ..models import EndpointChecked, KnownContext, Message, OpenAIEndpoint, TextPart
+from ..prompt import turn_parts
 from ..registry import system, uses_model
 from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import turn_parts
 from ._memory import (
     EMBEDDER_OPTIONS,
     RANKING_DEPTH,
@@ -216,8 +217,6 @@ def _langmem() -> SimpleNamespace:
             self.identity = identity
 
         def _key(self, prompt: str, llm_string: str) -> str:
-            from ..cache import cache_key
-
             return cache_key({"langmem": self.identity, "llm": stable_llm_string(llm_string),
                               "prompt": prompt})
 
@@ -535,6 +534,7 @@ def langmem(ctx: SystemContext) -> SystemFactory:
     opts = LangMemOptions.parse(ctx)
     _langmem()  # the install hint, before anything else
     endpoint = run_model_endpoint(ctx, opts.ingest_max_tokens)
+    # lazy: numpy and the embedders load only for a system that retrieves
     from ..retrieval import make_embedder
 
     shared = Shared(embedder=make_embedder(opts.embedder, opts.embedder_base_url,

@@ -25,12 +25,14 @@ from typing import Any
 
 import orjson
 
+from .._secrets import redact_url
 from ..errors import ConfigError, MemgaugeError
 from ..models import Message, TextPart
+from ..models._preflight import PREFLIGHT_TIMEOUT_S
+from ..prompt import turn_parts
 from ..registry import system, uses_model
 from ..schema import Episode, ErrorInfo, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import turn_parts
 from ._memory import RANKING_DEPTH, library_prompt, read_and_answer, retrieved_list
 
 DEFAULT_BASE_URL = "http://localhost:8283"  # `letta server`'s own default
@@ -264,8 +266,6 @@ class LettaSystem:
         self.bytes = 0
 
     def describe(self) -> dict[str, Any]:
-        from .._secrets import redact_url
-
         o = self.opts
         return {"name": self.name, "letta_client": _letta().version,
                 "server": {"url": redact_url(o.base_url), "version": self.server.version},
@@ -377,9 +377,6 @@ def _sweep(server: _Server) -> None:
 def preflight(opts: LettaOptions) -> str:
     """Before the first item: the server answers, takes the token, and creates (then deletes)
     an agent with the given handles. Any failure is one ConfigError; returns its version."""
-    from .._secrets import redact_url
-    from ..runner._preflight import PREFLIGHT_TIMEOUT_S
-
     lc = _letta().client
     shown = redact_url(opts.base_url) or opts.base_url
     probe = replace(opts, timeout=min(opts.timeout, PREFLIGHT_TIMEOUT_S))

@@ -34,10 +34,10 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..models import GenerateConfig, KnownContext, Message, ModelError, ModelOutput, TextPart
+from ..prompt import turn_parts
 from ..registry import system, uses_model
 from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import turn_parts
 from ._memory import (
     RANKING_DEPTH,
     IngestFailure,
@@ -425,7 +425,8 @@ def _embedder_config(o: Mem0Options) -> dict[str, Any]:
 
 @functools.cache
 def _static_retriever() -> Any:
-    from ..analysis import get_retriever
+    # lazy: numpy and the retrievers load only when used
+    from ..retrieval._sessions import get_retriever
 
     return get_retriever("embed")
 

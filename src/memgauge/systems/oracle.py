@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..registry import NEEDS_PROGRAM, system
-from ..schema import Episode, ErrorInfo, Question, Response, Session
+from ..schema import Episode, ErrorInfo, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 
 
@@ -61,6 +61,7 @@ class Oracle:
         self.sessions[session.session_id] = session
 
     async def answer(self, question: Question) -> Response:
+        # lazy: the synth package loads only when its questions are solved
         from ..benchmarks.synth import solve
 
         family = question.meta.get("family")
@@ -79,8 +80,8 @@ class Oracle:
     def _solve_if_seen(self, question: Question, later: dict[str, Any]) -> str:
         """The answer from the later evidence if it has been ingested (so a system shown the
         future answers, and is scored wrong), else the refusal the question expects."""
+        # lazy: the synth package loads only when its questions are solved
         from ..benchmarks.synth import solve
-        from ..schema import EvidenceRef
 
         pointers = [EvidenceRef.model_validate(p) for p in later.get("evidence", [])]
         source = question.model_copy(update={"evidence": pointers})

@@ -25,10 +25,10 @@ from typing import Any
 
 from ..errors import ConfigError, ContextOverflowError
 from ..models import EndpointChecked, ModelError
+from ..prompt import build_prompt, clean_prediction
 from ..registry import NEEDS_MODEL, NEEDS_PROGRAM, system
 from ..schema import Episode, ErrorInfo, Question, Response, RetrievedItem, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
-from ._context import build_prompt, clean_prediction
 from ._memory import retriever_requirements
 from .oracle import evidence_facts
 
@@ -60,6 +60,7 @@ class Rag:
     def __init__(self, ctx: SystemContext, name: str = "rag",
                  fixed: dict[str, Any] | None = None, embedder: Any = None,
                  image_embedder: Any = None) -> None:
+        # lazy: numpy and the embedders load only for a system that retrieves
         from ..retrieval import UNITS
 
         self.ctx = ctx
@@ -105,6 +106,7 @@ class Rag:
         needs_embedder = text_kind == "embed" or (
             self.retriever in ("visual", "hybrid") and self._image_embedder is None)
         if embedder is None and needs_embedder:
+            # lazy: numpy and the embedders load only for a system that retrieves
             from ..retrieval import make_embedder
 
             self._embedder = make_embedder(self.embedder_spec, self.embedder_base_url,
@@ -127,6 +129,7 @@ class Rag:
         if self.retriever not in ("visual", "hybrid"):
             raise ConfigError(f"--system-option image_embedder: retriever={self.retriever} "
                               "compares no images (use retriever=visual or hybrid)")
+        # lazy: numpy and the embedders load only for a system that retrieves
         from ..retrieval import OpenAIImageEmbedder, check_image_embedder_spec
 
         base_url = opts.get("image_embedder_base_url")
@@ -144,6 +147,7 @@ class Rag:
         return out
 
     def _new_index(self):  # type: ignore[no-untyped-def]
+        # lazy: numpy and the embedders load only for a system that retrieves
         from ..retrieval import UnitIndex
 
         return UnitIndex(self.unit, self.retriever, embedder=self._embedder,
@@ -167,6 +171,7 @@ class Rag:
             out["image_embedder"] = self._image_embedder.name
             out["image_similarity"] = self._image_embedder.describe()
         elif self.retriever in ("visual", "hybrid"):
+            # lazy: numpy and the embedders load only for a system that retrieves
             from ..retrieval import STAND_IN
 
             out["image_similarity"] = STAND_IN
@@ -185,12 +190,14 @@ class Rag:
                 for i, (u, score) in enumerate(keep)]
 
     async def answer(self, question: Question) -> Response:
+        # lazy: numpy and the embedders load only for a system that retrieves
         from ..retrieval import as_sessions
 
         ranked = await self.index.search(question)
         retrieved = self._retrieved(ranked)
         chosen = as_sessions([u for u, _ in ranked[: self.top_k]])  # chronological order
         if self.reader == "oracle":
+            # lazy: the synth package loads only when its questions are solved
             from ..benchmarks.synth import solve
 
             family = question.meta.get("family")

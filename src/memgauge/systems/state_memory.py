@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
+from ..models import Message, TextPart
 from ..registry import system, uses_model
 from ..schema import Episode, EvidenceRef, ImageRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
@@ -214,8 +215,6 @@ def _sources(slot: Slot) -> list[EvidenceRef]:
 
 
 def _user(pieces: list[Any]) -> Any:
-    from ..models import Message, TextPart
-
     parts = [TextPart(p) if isinstance(p, str) else p for p in pieces]
     return Message("user", parts)
 

@@ -64,7 +64,8 @@ class Entry:
     summary: str | None  # None: the summary could not be written (recorded)
 
     def document(self) -> str:
-        from ..analysis import session_text
+        # lazy: numpy and the retrievers load only when used
+        from ..retrieval._sessions import session_text
 
         # Without a summary the session's own text stands in, so it can still be found.
         body = self.summary if self.summary is not None else session_text(self.session)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
+from ...prompt import build_prompt, session_messages
 from ...schema import (
     BenchmarkInfo,
     EvidenceRef,
@@ -251,8 +252,6 @@ class Generator:
 
     # -- counting ---------------------------------------------------------------------------
     def _session_tokens(self, session: Session) -> int:
-        from ...systems._context import session_messages  # (systems import models: no cycle)
-
         [msgs] = session_messages([session], mode="image")
         return self.counter.messages(msgs, lambda p: (p.image.width, p.image.height)) - self.counter.reply_priming
 
@@ -353,8 +352,6 @@ class Generator:
                 tier: str, evidence: list[tuple[datetime, Session]], question: Question,
                 ) -> tuple[list[Session], int]:
         """Sessions for one tier (sorted by time) and the exact prompt token count."""
-        from ...systems._context import build_prompt
-
         target = self.targets[tier]
         hay_rng = random.Random(f"{self.config.seed}:{qid}:haystack")  # same for every tier
         chosen: list[Session] = [s for _, s in evidence]

@@ -8,10 +8,11 @@ from typing import Any
 
 from ..._json_limits import load_document
 from ...errors import InputError
+from ...io import HashingReader, check_ids_found, iter_json_items, read_id_list
 from ...media import ImageResolver
 from ...registry import benchmark
 from ...schema import Episode
-from .._base import BenchmarkOptions, HashingReader, iter_json_items
+from .._base import BenchmarkOptions
 
 
 class SynthBenchmark:
@@ -50,8 +51,6 @@ class SynthBenchmark:
         reader = HashingReader(self.path)
         keep = None
         if self.opts.question_ids:
-            from .._base import read_id_list
-
             keep = read_id_list(self.opts.question_ids)
         episode_at: dict[str, int] = {}  # id -> the line it is on, to name both of a pair
         question_at: dict[str, int] = {}
@@ -83,8 +82,6 @@ class SynthBenchmark:
         finally:
             reader.close()
         if keep is not None:
-            from .._base import check_ids_found
-
             check_ids_found(keep, set(question_at), str(self.opts.question_ids))
 
     def _unique(self, seen: dict[str, int], key: str, index: int, field: str,

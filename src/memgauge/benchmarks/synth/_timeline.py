@@ -34,6 +34,7 @@ from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ...errors import ConfigError
+from ...prompt import build_prompt
 from ...schema import Ability, AnswerType, BenchmarkInfo, Episode, Question, Session
 from . import _world as W
 from ._families import (
@@ -232,7 +233,6 @@ def evidence_tokens(gen: Generator, placed: list[Placed], tier: str) -> int:
     """The prompt tokens of every plan's sessions and the longest question, checked against
     ``tier`` (before any tier is written: a too-small later tier must not leave the earlier
     ones behind)."""
-    from ...systems._context import build_prompt
     from ._generate import TOLERANCE
 
     target = gen.targets[tier]
@@ -250,7 +250,6 @@ def evidence_tokens(gen: Generator, placed: list[Placed], tier: str) -> int:
 def timeline_episode(gen: Generator, placed: list[Placed], tier: str) -> Episode:
     """Every plan's sessions plus haystack up to the tier, sorted by time, and every
     question with its ``asked_after`` and a question date at its ask time."""
-    from ...systems._context import build_prompt
     from ._generate import date_stamp
 
     target = gen.targets[tier]

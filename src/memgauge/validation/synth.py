@@ -14,7 +14,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...errors import InputError
+from .._json_limits import load_document
+from ..benchmarks import BenchmarkOptions
+from ..benchmarks.synth._generate import parse_tier
+from ..benchmarks.synth._loader import manifest_tiers
+from ..benchmarks.synth._timeline import per_question_view
+from ..errors import InputError
+from ..registry import lookup
+from ..report._gates_md import render_gates_markdown
+from ..retrieval._sessions import retrieval_recall
+from ..runner import RunConfig, Runner, read_records
+from ._gates import (
+    accuracy_gate,
+    caption_proof,
+    indistinguishability,
+    near_duplicates,
+    overall_verdict,
+    visual_necessity_gate,
+)
 
 
 def _plain(obj: Any) -> Any:
@@ -29,16 +46,11 @@ def _plain(obj: Any) -> Any:
 
 def tier_episodes(root: Path, tier: str) -> list[Any]:
     """The episodes of one tier of a synth export, as the loader yields them."""
-    from ...benchmarks import BenchmarkOptions
-    from ...registry import lookup
-
     return list(lookup("benchmark", "synth")(BenchmarkOptions(data=str(root), tier=tier)).episodes())
 
 
 def gate_episodes(episodes: list[Any]) -> list[Any]:
     """Timeline episodes split per plan (see ``_timeline.per_question_view``); others as is."""
-    from ._timeline import per_question_view
-
     out: list[Any] = []
     for ep in episodes:
         out += per_question_view(ep) if ep.meta.get("layout") == "timeline" else [ep]
@@ -52,8 +64,6 @@ def indistinguishability_gate(episodes: list[Any], out: Path) -> dict[str, Any]:
     """The indistinguishability gate as a dict, its top features also written to
     ``out/FEATURES_FILE`` (named in the dict's ``features_file``), so a failing gate shows
     which words give evidence away."""
-    from ...analysis import indistinguishability
-
     result = _plain(indistinguishability(episodes))
     out.mkdir(parents=True, exist_ok=True)
     features = {
@@ -72,8 +82,6 @@ def indistinguishability_gate(episodes: list[Any], out: Path) -> dict[str, Any]:
 
 
 def _oracle_run(root: Path, tier: str, system: str) -> dict[str, Any]:
-    from ...runner import RunConfig, Runner, read_records
-
     out = root / "validation" / tier / system
     Runner(RunConfig(bench="synth", data=str(root), tier=tier, system=system, model="none:",
                      out=str(out), cache=False, progress=False, concurrency=16)).run_sync()
@@ -82,23 +90,10 @@ def _oracle_run(root: Path, tier: str, system: str) -> dict[str, Any]:
 
 def validate(root: str | Path, *, ocr: bool | None = None,
              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    from ...analysis import (
-        accuracy_gate,
-        caption_proof,
-        near_duplicates,
-        render_gates_markdown,
-        retrieval_recall,
-        visual_necessity_gate,
-    )
-
     root = Path(root)
     mpath = root / "manifest.json"
     if not mpath.exists():
         raise InputError("not a generated benchmark folder (no manifest.json)", file=str(root))
-    from ..._json_limits import load_document
-    from ...analysis._gates import overall_verdict
-    from ._generate import parse_tier
-    from ._loader import manifest_tiers
 
     manifest = load_document(mpath, what="a benchmark manifest")
     manifest_tiers(manifest, str(mpath))  # an object with tier names, else an error naming the field

@@ -26,7 +26,6 @@ import hashlib
 import json
 import math
 import re
-import threading
 import unicodedata
 import zlib
 from collections import Counter, defaultdict
@@ -37,8 +36,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from memgauge.analysis._retrieval import require, session_text
+from memgauge.captioners.ocr import rapidocr_text
 from memgauge.errors import InputError
+from memgauge.retrieval._sessions import require, session_text
 from memgauge.schema import Episode, Record
 
 __all__ = [
@@ -58,7 +58,6 @@ __all__ = [
     "normalize_for_match",
     "overall_verdict",
     "rapidocr_text",
-    "render_gates_markdown",
     "visual_necessity_gate",
 ]
 
@@ -69,6 +68,16 @@ def _round(x: float | None, nd: int = 6) -> float | None:
     if x is None or not math.isfinite(x):
         return None
     return round(float(x), nd)
+
+
+def _plain(obj: Any) -> Any:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_plain(v) for v in obj]
+    return obj
 
 
 class _ToDict:
@@ -336,7 +345,7 @@ def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: i
                          max_deviation: float = 0.10, n_features: int = 30,
                          ) -> IndistinguishabilityResult:
     """Can the text of a session tell whether it is evidence? One document per session
-    (:func:`~memgauge.analysis._retrieval.session_text`, no captions): label 1 for
+    (:func:`~memgauge.retrieval._sessions.session_text`, no captions): label 1 for
     ``Session.meta["role"] == "evidence"``, label 0 for every other session (fillers and
     unlabelled ones included). See :class:`IndistinguishabilityResult`.
 
@@ -525,27 +534,6 @@ def _contains(haystack_norm: str, haystack_raw: str, needle: str) -> bool:
     return key in haystack_norm
 
 
-_OCR_LOCK = threading.Lock()
-_OCR_ENGINE: list[Any] = []
-
-
-def rapidocr_text(path: str) -> str:
-    """Text that RapidOCR (``rapidocr-onnxruntime``, bundled ONNX models) reads in an image,
-    its boxes joined by newlines. The engine is created once per process."""
-    with _OCR_LOCK:
-        if not _OCR_ENGINE:
-            mod = require("rapidocr_onnxruntime", extra="ocr", purpose="caption-proof OCR")
-            _OCR_ENGINE.append(mod.RapidOCR())
-        engine = _OCR_ENGINE[0]
-    if not Path(path).is_file():
-        raise InputError("image file not found", file=str(path))
-    try:
-        result, _ = engine(str(path))
-    except Exception as exc:  # rapidocr's own errors (e.g. LoadImageError) derive from Exception
-        raise InputError(f"OCR failed: {exc}", file=str(path)) from exc
-    return "\n".join(str(box[1]) for box in (result or []))
-
-
 @dataclass(frozen=True)
 class CaptionProofResult(_ToDict):
     """Share of questions whose needed strings (``question.meta["needed"]``) all appear in the
@@ -721,220 +709,3 @@ def visual_necessity_gate(records: Iterable[Record] | Mapping[str, Record], *,
         fraction=_round(frac), threshold=threshold,
         verdict=_verdict_of(bool(essential), frac is not None and frac <= threshold),
         answered=correct[:MAX_LISTED])
-
-
-# ---------------------------------------------------------------------------------------
-# 5. Markdown
-
-
-def _plain(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, Mapping):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_plain(v) for v in obj]
-    return obj
-
-
-def _fmt(x: Any, nd: int = 3) -> str:
-    if x is None:
-        return "–"
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, float):
-        return f"{x:.{nd}f}"
-    return str(x)
-
-
-def _verdict(gate: Mapping[str, Any]) -> str:
-    return str(gate.get("verdict", "INFO"))
-
-
-def _pct(x: Any) -> str:
-    return "–" if x is None else f"{100 * float(x):.1f}%"
-
-
-def _ids(ids: Sequence[str], total: int) -> str:
-    shown = ", ".join(f"`{i}`" for i in ids)
-    more = total - len(ids)
-    return shown + (f" (+{more} more)" if more > 0 else "")
-
-
-def _feature_list(features: Sequence[Mapping[str, Any]], n: int) -> str:
-    return ", ".join(f"`{f['ngram']}` ({f['evidence_docs']} evidence / {f['other_docs']} other)"
-                     for f in features[:n]) or "–"
-
-
-def _interval_text(interval: Any) -> str:
-    if not interval:
-        return ""
-    return (f"; 95 % bootstrap interval {_fmt(interval[0])}–{_fmt(interval[1])} (questions "
-            "resampled: an interval that crosses a bound is a marginal result)")
-
-
-def _md_indist(g: Mapping[str, Any]) -> list[str]:
-    dev = float(g.get("max_deviation", 0.10))
-    out = [f"## Evidence/haystack indistinguishability — {_verdict(g)}", "",
-           ("Out-of-fold ROC AUC of a TF-IDF + logistic-regression classifier separating "
-            "evidence from all other sessions (haystack, decoys and text-only fillers) by "
-            f"their text: **{_fmt(g.get('auc'))}** (pass if |AUC − 0.5| ≤ {dev:.2f}, i.e. "
-            f"{0.5 - dev:.2f}–{0.5 + dev:.2f}; 0.5 = indistinguishable, far below 0.5 = "
-            f"separable the other way){_interval_text(g.get('auc_interval'))}. Without the "
-            "fillers: "
-            f"{_fmt(g.get('auc_without_fillers'))} (reported, not gated)."), "",
-           (f"- documents: {g.get('n_evidence')} evidence, {g.get('n_other')} other "
-            f"({g.get('n_fillers')} of them fillers; +{g.get('n_repeats', 0)} repeated copies "
-            "dropped)"),
-           (f"- questions: {g.get('n_questions')}; cross-validation groups: "
-            f"{g.get('n_groups')} (one per question; a shared session joins a question of its "
-            f"family, else is one of its own); folds: {g.get('folds')}")]
-    if g.get("features_file"):
-        out.append(f"- the classifier's top n-grams each way: `{g['features_file']}`")
-    top = g.get("top_features") or {}
-    if g.get("verdict") == FAIL and top:
-        out += [f"- what gives evidence away: {_feature_list(top.get('evidence', []), 5)}",
-                f"- what marks the others: {_feature_list(top.get('other', []), 5)}"]
-    if g.get("note"):
-        out.append(f"- note: {g['note']}")
-    return out
-
-
-def _md_near(g: Mapping[str, Any]) -> list[str]:
-    out = [f"## Near-duplicate images — {_verdict(g)}", "",
-           (f"{g.get('n_files')} image files (from {g.get('n_images')} uses); pairs within "
-            f"{g.get('max_distance')} bits of perceptual hash:"), "",
-           f"- same facts (re-renders, fine): {g.get('same_facts')}",
-           f"- different facts (look-alikes, information): {g.get('different_facts')}",
-           (f"- **pixel-identical with different facts (bug; must be 0): "
-            f"{g.get('exact_different_facts')}**")]
-    by_kind = g.get("different_facts_by_kind") or {}
-    if by_kind:
-        out += ["", "| kind | look-alike pairs with different facts |", "|---|---:|"]
-        out += [f"| {k} | {v} |" for k, v in by_kind.items()]
-    exact = g.get("examples_exact_different_facts") or []
-    if exact:
-        out += ["", "Pixel-identical images with different facts:", ""]
-        out += [f"- `{e['a']}` ({e['kind_a']}) = `{e['b']}` ({e['kind_b']})" for e in exact]
-    if g.get("missing_files"):
-        out += ["", f"Unreadable files: {_ids(g['missing_files'], len(g['missing_files']))}"]
-    return out
-
-
-def _md_caption(g: Mapping[str, Any]) -> list[str]:
-    if "skipped" in g:
-        return ["## Caption-proof (OCR) — SKIPPED", "", str(g["skipped"])]
-    out = ["## Caption-proof (OCR) — INFO", "",
-           ("Share of questions whose needed strings all appear in the OCR text of their "
-            f"evidence images: **{_pct(g.get('survival_rate'))}** "
-            f"({g.get('n_surviving')}/{g.get('n_questions')}; {g.get('n_images')} images "
-            f"read, {g.get('ocr_errors', 0)} unreadable, {g.get('n_without_images', 0)} "
-            "questions with no evidence image). Lower means captions/OCR recover less."), ""]
-    for title, table in (("X", g.get("by_x") or {}), ("family", g.get("by_family") or {})):
-        if not table:
-            continue
-        out += [f"| {title} | questions | surviving | rate |", "|---|---:|---:|---:|"]
-        out += [f"| {k} | {v['n']} | {v['surviving']} | {_pct(v['rate'])} |"
-                for k, v in table.items()]
-        out.append("")
-    return out[:-1] if out[-1] == "" else out
-
-
-def _md_oracles(tiers: Mapping[str, Any]) -> list[str]:
-    rows = []
-    for tier, t in tiers.items():
-        o, v = t.get("oracle"), t.get("visual_necessity")
-        if o:
-            fail = ("" if not o.get("failing") else
-                    " failing: " + _ids(o["failing"], o["n"] - o["n_correct"]))
-            rows.append(f"| {tier} | oracle accuracy | {_pct(o.get('accuracy'))} "
-                        f"({o.get('n_correct')}/{o.get('n')}, {o.get('n_error')} errors) | "
-                        f"≥ {_pct(o.get('expect'))} | {_verdict(o)}{fail} |")
-        if v:
-            ans = ("" if not v.get("answered") else
-                   " answered: " + _ids(v["answered"], v["n_correct"]))
-            rows.append(f"| {tier} | text-only oracle on questions that need an image | "
-                        f"{_pct(v.get('fraction'))} ({v.get('n_correct')}/{v.get('n')}, "
-                        f"{v.get('n_error')} errors) | ≤ {_pct(v.get('threshold'))} | "
-                        f"{_verdict(v)}{ans} |")
-    if not rows:
-        return []
-    return ["## Oracles", "",
-            "| tier | gate | value | threshold | result |", "|---|---|---|---|---|", *rows]
-
-
-def _md_retrieval(tiers: Mapping[str, Any]) -> list[str]:
-    rows = []
-    ks: list[str] = []
-    for t in tiers.values():
-        for r in (t.get("retrieval") or {}).values():
-            ks += [str(k) for k in r.get("ks", r.get("recall_at", {}).keys())
-                   if str(k) not in ks]
-    ks.sort(key=int)
-    for tier, t in tiers.items():
-        for name, r in (t.get("retrieval") or {}).items():
-            rec, allf = r.get("recall_at", {}), r.get("all_found_at", {})
-            cells = [_fmt(rec.get(k)) for k in ks] + [_fmt(allf.get(k)) for k in ks]
-            rows.append(f"| {tier} | {name} | {r.get('n_questions')} | "
-                        f"{_fmt(r.get('mean_sessions'), 1)} | " + " | ".join(cells)
-                        + f" | {_fmt(r.get('mrr'))} |")
-    if not rows:
-        return []
-    head = (["tier", "retriever", "questions", "sessions/episode"] + [f"R@{k}" for k in ks]
-            + [f"all@{k}" for k in ks] + ["MRR"])
-    return ["## Retrieval difficulty — INFO", "",
-            ("Evidence sessions found by ranking each episode's sessions (text only, no "
-             "captions) against the question."), "",
-            "| " + " | ".join(head) + " |",
-            "|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|", *rows]
-
-
-def render_gates_markdown(results: Mapping[str, Any]) -> str:
-    """Markdown for the validation gates. Values may be the result dataclasses or their
-    dicts. Every key is optional; the expected shape::
-
-        {
-          "benchmark": {"digest": str, "tiers": [str], "generator_version": str},
-          "passed": bool,                       # overall verdict, if computed
-          "not_applicable": [str],              # gates that were N/A (see overall_verdict)
-          "tiers": {
-            "<tier>": {
-              "oracle": AccuracyGateResult,
-              "visual_necessity": VisualNecessityResult,
-              "retrieval": {"bm25": RetrievalResult, "embed": RetrievalResult},
-            },
-          },
-          "indistinguishability": IndistinguishabilityResult,
-          "near_duplicates": NearDuplicateResult,
-          "caption_proof": CaptionProofResult | {"skipped": "<why>"},
-        }
-
-    Gates show PASS/FAIL against their thresholds (N/A with nothing to check); reports
-    show INFO.
-    """
-    r = _plain(results)
-    lines = ["# Validation gates", ""]
-    bench = r.get("benchmark") or {}
-    if bench:
-        bits = [f"{k}: `{v}`" if k == "digest" else f"{k}: {v}" for k, v in bench.items()
-                if not isinstance(v, list)]
-        bits += [f"{k}: {', '.join(map(str, v))}" for k, v in bench.items()
-                 if isinstance(v, list)]
-        lines += ["; ".join(bits), ""]
-    if "passed" in r:
-        na = r.get("not_applicable") or []
-        lines += [f"**Overall: {'PASS' if r['passed'] else 'FAIL'}**"
-                  + (f" (N/A, nothing to check: {', '.join(na)})" if na else ""), ""]
-    tiers = r.get("tiers") or {}
-    sections = [_md_oracles(tiers)]
-    if r.get("indistinguishability"):
-        sections.append(_md_indist(r["indistinguishability"]))
-    if r.get("near_duplicates"):
-        sections.append(_md_near(r["near_duplicates"]))
-    sections.append(_md_retrieval(tiers))
-    if r.get("caption_proof"):
-        sections.append(_md_caption(r["caption_proof"]))
-    for s in sections:
-        if s:
-            lines += [*s, ""]
-    return "\n".join(lines).rstrip() + "\n"

@@ -7,16 +7,8 @@ import json
 
 import pytest
 
-from memgauge.analysis import (
-    accuracy_gate,
-    caption_proof,
-    near_duplicates,
-    normalize_for_match,
-    render_gates_markdown,
-    retrieval_recall,
-    visual_necessity_gate,
-)
-from memgauge.analysis._gates import overall_verdict
+from memgauge.analysis import retrieval_recall
+from memgauge.report._gates_md import render_gates_markdown
 from memgauge.schema import (
     BenchmarkInfo,
     Episode,
@@ -29,6 +21,14 @@ from memgauge.schema import (
     Session,
     Turn,
 )
+from memgauge.validation import (
+    accuracy_gate,
+    caption_proof,
+    near_duplicates,
+    normalize_for_match,
+    visual_necessity_gate,
+)
+from memgauge.validation._gates import overall_verdict
 
 # ---------------------------------------------------------------------------------------
 # helpers

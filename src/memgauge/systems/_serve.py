@@ -28,9 +28,17 @@ from urllib.parse import urlsplit
 import httptools
 import orjson
 
-from .errors import MemgaugeError
-from .media import ImageTooLarge, inline_image
-from .schema import BenchmarkInfo, Episode, ImageRef, Question, Session, Turn
+from .. import __version__
+from ..cache import ResponseCache
+from ..errors import MemgaugeError
+from ..media import ImagePolicy, ImageTooLarge, inline_image
+from ..models import GenerateConfig, OwnTokenizer, create_model, release_if_releasable
+from ..models._capabilities import Closable
+from ..models._preflight import MODEL, Role, check
+from ..registry import lookup
+from ..schema import BenchmarkInfo, Episode, ImageRef, Question, Session, Turn
+from ..tokens import TokenCounter
+from ._base import SendsToEndpoints, SystemContext
 
 PROTOCOL_VERSION = "1.1"  # namespaces (docs/memory-protocol.md)
 MAX_NAMESPACE = 128
@@ -475,8 +483,6 @@ def run_server(factory: Callable[[], Any], host: str, port: int, prefix: str,
                limits: ServeLimits | None = None) -> None:
     """The blocking entry point of ``memgauge serve-memory``: prints the URL, stops
     cleanly on Ctrl-C or SIGTERM (the model's connections closed, the images removed)."""
-    from . import __version__
-
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -526,15 +532,6 @@ def build_factory(config: Any) -> tuple[Callable[[], Any], list[Any]]:
     (``RunConfig``: the same checks, the same model, counter and context as ``memgauge
     run`` builds), and the closers of what it opened. Mistakes are ``ConfigError``s before
     anything listens; the model's endpoint is pre-flighted as a run's is."""
-    from .cache import ResponseCache
-    from .media import ImagePolicy
-    from .models import GenerateConfig, OwnTokenizer, create_model, release_if_releasable
-    from .models._capabilities import Closable
-    from .registry import lookup
-    from .runner._preflight import MODEL, Role, check
-    from .systems import SendsToEndpoints, SystemContext
-    from .tokens import TokenCounter
-
     c = config.resolved()
     policy = ImagePolicy(max_side=c.image_max_side, format=c.image_format)
     cache = ResponseCache(c.cache_path) if c.cache else None

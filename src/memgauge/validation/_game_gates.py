@@ -27,8 +27,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..benchmarks import BenchmarkOptions
+from ..benchmarks.games import GamesBenchmark
 from ..games import _constant
 from ..games._constant import MARGIN, Answer, answer_of
+from ..games.templates import all_templates
+from ..report._gates_md import render_games_markdown
 from ._gates import FAIL, NOT_APPLICABLE, PASS, overall_verdict
 
 MIN_QUESTIONS = 10  # below this a template's best constant is noise, listed but not judged
@@ -116,10 +120,6 @@ def validate_games(data: str | Path, out: Path,
                    progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Load BENCH_DIR through the games loader (its checks name file, line and field), run
     both gates, write ``gates.json`` and ``gates.md`` under ``out``."""
-    from ..benchmarks import BenchmarkOptions
-    from ..benchmarks.games import GamesBenchmark
-    from ..games.templates import all_templates
-
     say = progress or (lambda msg: None)
     bench = GamesBenchmark(BenchmarkOptions(data=str(data)))
     registered = all_templates()
@@ -139,40 +139,8 @@ def validate_games(data: str | Path, out: Path,
     out.mkdir(parents=True, exist_ok=True)
     (out / "gates.json").write_text(json.dumps(results, indent=2, sort_keys=True) + "\n",
                                     encoding="utf-8")
-    (out / "gates.md").write_text(render_markdown(results), encoding="utf-8")
+    (out / "gates.md").write_text(render_games_markdown(results), encoding="utf-8")
     return results
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}%"
-
-
-def render_markdown(r: dict[str, Any]) -> str:
-    c, b = r["constant_answer"], r["blind_baseline"]
-    o = c["overall"]
-    lines = ["# Validation gates (games benchmark)", "",
-             (f"{r['benchmark']['questions']} questions, generator version "
-             f"{r['benchmark']['generator_version']}. Verdict: **{r['verdict']}**."), "",
-             "## Constant answer", "",
-             (f"Best single answer to every question: `{o['constant']}`, "
-             f"{_pct(o['accuracy'])} (chance {_pct(o['chance'])}, limit chance + "
-             f"{100 * c['margin']:.0f} points): {o['verdict']}."), "",
-             (f"Per template (judged from {c['min_questions']} questions, open and closed "
-             "alike; an adversarial template is counted with the one it is worded as):"), "",
-             "| template | n | best constant | accuracy | chance | verdict |",
-             "|---|---:|---|---:|---:|---|"]
-    for tid, t in c["templates"].items():
-        name = " + ".join(t.get("members") or [tid])
-        lines.append(f"| {name} | {t['n']} | `{t['constant']}` | {_pct(t['accuracy'])} | "
-                     f"{_pct(t['chance'])} | {t['verdict']} |")
-    lines += ["", "## Blind baseline (no history)", ""]
-    if b["verdict"] == NOT_APPLICABLE:
-        lines.append(f"N/A: {b['note']}.")
-    else:
-        lines.append(f"The question alone, guessed from the other {b['trajectories'] - 1} "
-                     f"trajectories' answers: {_pct(b['accuracy'])} (chance "
-                     f"{_pct(b['chance'])}): {b['verdict']}.")
-    return "\n".join(lines) + "\n"
 
 
 __all__ = ["best_constant", "blind_baseline", "constant_answer_gate", "golds",

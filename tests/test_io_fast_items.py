@@ -9,15 +9,9 @@ import json
 import ijson
 import pytest
 
-from memgauge.benchmarks import _base
-from memgauge.benchmarks._base import (
-    HashingReader,
-    RawItem,
-    _FastArray,
-    file_sha256,
-    iter_json_items,
-)
+from memgauge import io as file_io
 from memgauge.errors import InputError
+from memgauge.io import HashingReader, RawItem, _FastArray, file_sha256, iter_json_items
 
 
 @pytest.fixture(autouse=True, params=["mapped", "read"])
@@ -25,8 +19,8 @@ def mode(request, monkeypatch):
     """Every test here runs twice: with the file mapped (where the platform allows it) and
     read in chunks (the fallback)."""
     if request.param == "read":
-        monkeypatch.setattr(_base, "_map_file", lambda fd: None)
-    elif not _base._CAN_MAP:
+        monkeypatch.setattr(file_io, "_map_file", lambda fd: None)
+    elif not file_io._CAN_MAP:
         pytest.skip("no mmap.madvise here: the read path is the only one")
     return request.param
 

@@ -16,15 +16,15 @@ from PIL import Image
 from scripted_server import ScriptedServer, completion
 from typer.testing import CliRunner
 
-from memgauge.analysis._labelled_gates import (
+from memgauge.cli import app
+from memgauge.schema import Ability, AnswerType, BenchmarkInfo, Labels, Record, Response
+from memgauge.validation._labelled_gates import (
     caption_proof_gain,
     chance_gate,
     chance_upper_limit,
     question_scores,
 )
-from memgauge.benchmarks._validate_labelled import LabelledValidation, validate_labelled
-from memgauge.cli import app
-from memgauge.schema import Ability, AnswerType, BenchmarkInfo, Labels, Record, Response
+from memgauge.validation.labelled import LabelledValidation, validate_labelled
 
 COLOURS = {"amber": (255, 191, 0), "olive": (128, 128, 0), "ivory": (255, 255, 240),
            "coral": (255, 127, 80)}  # names of equal length: no option is the longest
@@ -375,7 +375,7 @@ def test_caption_proof_with_a_vlm_captioner_has_a_task_aware_arm(tmp_path: Path)
 
 
 def test_markdown_says_how_many_questions_were_left_out() -> None:
-    from memgauge.benchmarks._validate_labelled import render_markdown
+    from memgauge.report._gates_md import render_labelled_markdown as render_markdown
 
     gate = chance_gate("options-only", [_record("q1:r1", 1.0), _record("q2:r1", None)])
     md = render_markdown({"benchmark": {"name": "t", "data": "d", "model": "none:"},

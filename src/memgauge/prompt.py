@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError, ContextOverflowError
-from ..models import ImagePart, Message, Part, TextPart
-from ..schema import ImageRef, Question, Session
-from ..tokens import TokenCounter
+from .errors import ConfigError, ContextOverflowError
+from .models import ImagePart, Message, Part, TextPart
+from .schema import ImageRef, Question, Session
+from .tokens import TokenCounter
 
 SYSTEM_PROMPT = (
     "Provide answers based on the given conversation history. "

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memgauge.benchmarks._base import read_id_list
 from memgauge.errors import InputError
+from memgauge.io import read_id_list
 
 
 def _write(tmp_path: Path, text: str) -> str:

@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from memgauge.analysis import indistinguishability, render_gates_markdown
-from memgauge.benchmarks.synth._validate import FEATURES_FILE, indistinguishability_gate
 from memgauge.cli import app
+from memgauge.report._gates_md import render_gates_markdown
 from memgauge.schema import BenchmarkInfo, Episode, Labels, Question, Session, Turn
+from memgauge.validation import indistinguishability
+from memgauge.validation.synth import FEATURES_FILE, indistinguishability_gate
 
 pytest.importorskip("sklearn")
 
@@ -171,7 +172,7 @@ def test_validate_exits_0_when_gates_have_nothing_to_check(tmp_path):
 def test_our_generator_passes_with_fillers_included(tmp_path):
     from memgauge.benchmarks.synth import SynthConfig, generate
     from memgauge.benchmarks.synth._haystack import haystack_session
-    from memgauge.benchmarks.synth._validate import tier_episodes
+    from memgauge.validation.synth import tier_episodes
 
     generate(SynthConfig(out=str(tmp_path / "b"), seed=0, tiers=["8k"], questions=40))
     eps = tier_episodes(tmp_path / "b", "8k")
@@ -205,7 +206,7 @@ def test_the_gate_reports_a_bootstrap_interval_around_its_auc():
 def test_rank_auc_matches_sklearn_with_ties():
     from sklearn.metrics import roc_auc_score
 
-    from memgauge.analysis._gates import _rank_auc
+    from memgauge.validation._gates import _rank_auc
 
     rng = np.random.default_rng(0)
     y = rng.integers(0, 2, 300)
@@ -215,7 +216,7 @@ def test_rank_auc_matches_sklearn_with_ties():
 
 
 def test_auc_interval_resamples_whole_groups():
-    from memgauge.analysis._gates import auc_interval
+    from memgauge.validation._gates import auc_interval
 
     # Two groups, each perfectly ordered inside but not across: resampling sessions one by
     # one would give a narrow interval; whole groups show the spread.
@@ -267,7 +268,7 @@ def test_a_family_is_held_out_with_its_haystack(seed):
 
 
 def test_merge_by_family_keeps_questions_apart_and_leaves_unknown_families():
-    from memgauge.analysis._gates import merge_by_family
+    from memgauge.validation._gates import merge_by_family
 
     groups = ["q1", "q1", "q2", "shared a", "shared b", "shared c"]
     families = ["x", "x", "y", "x", "z", None]

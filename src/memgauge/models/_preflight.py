@@ -44,8 +44,8 @@ import orjson
 
 from .._secrets import redact_text, redact_url
 from ..errors import ConfigError
-from ..models._capabilities import Preflighted
-from ..models._http import (
+from ._capabilities import Preflighted
+from ._http import (
     MAX_REDIRECTS,
     ConnectError,
     HttpClient,
@@ -54,6 +54,7 @@ from ..models._http import (
     TlsVerifyError,
     is_loopback,
 )
+from .openai_compat import bounded
 
 PREFLIGHT_TIMEOUT_S = 30.0
 NOW_STAMP_S = 300.0  # a `created` this close to now is when the list was made, not the model
@@ -320,8 +321,6 @@ def _entries(body: bytes) -> list[dict[str, Any]] | None:
 
 def _server_message(body: bytes, key: str | None) -> str:
     """The server's own words on a refusal (a key it echoes replaced by ***)."""
-    from ..models.openai_compat import bounded
-
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError:

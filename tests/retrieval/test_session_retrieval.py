@@ -165,7 +165,7 @@ def test_embed_retriever_with_injected_encoder():
 def test_get_retriever_unknown_and_missing_package(monkeypatch):
     with pytest.raises(ConfigError, match="unknown retriever"):
         get_retriever("nope")
-    from memgauge.analysis._retrieval import BM25Retriever
+    from memgauge.retrieval._sessions import BM25Retriever
 
     monkeypatch.setitem(sys.modules, "bm25s", None)  # import now fails
     with pytest.raises(ConfigError, match=r"memgauge\[validate\]"):

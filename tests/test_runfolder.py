@@ -7,7 +7,7 @@ import asyncio
 import orjson
 import pytest
 
-from memgauge.runner._store import RECORDS, RecordWriter
+from memgauge.runfolder import RECORDS, RecordWriter
 
 GOOD = [orjson.dumps({"question_id": f"q{i}", "status": "ok"}) + b"\n" for i in range(3)]
 

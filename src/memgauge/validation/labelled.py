@@ -27,7 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..benchmarks import BenchmarkOptions, TakesOptions
 from ..errors import ConfigError
+from ..models.local import checked_options
+from ..registry import lookup
+from ..report._gates_md import render_labelled_markdown
+from ..runner import RunConfig, Runner, read_records
+from ._gates import overall_verdict
+from ._labelled_gates import caption_proof_gain, chance_gate, oracle_screening
 
 
 @dataclass(frozen=True)
@@ -96,16 +103,11 @@ def default_out(data: str) -> Path:
 def _check(v: LabelledValidation) -> dict[str, str]:
     """The benchmark loads with these options (a mistake fails before any request); the
     options the runs use: only the multiple-choice form where the loader can keep it."""
-    from ..registry import lookup
-    from . import BenchmarkOptions, TakesOptions
-
     bench = lookup("benchmark", v.bench)(BenchmarkOptions(
         data=v.data, image_dir=v.image_dir, allow_inconsistent=v.allow_inconsistent,
         extra=dict(v.bench_options)))
     # The caption arms run last: a local captioner's mistakes must not wait for them.
     if (v.captioner or "").startswith("local:"):
-        from ..models.local import checked_options
-
         checked_options(v.captioner_model_options, "--captioner-model-option")
         if not v.captioner_model_options.get("mmproj"):
             raise ConfigError(f"--captioner {v.captioner} cannot see images without its "
@@ -121,8 +123,6 @@ def _check(v: LabelledValidation) -> dict[str, str]:
 
 def _run(v: LabelledValidation, name: str, variant: Variant, options: dict[str, str]
          ) -> list[Any]:
-    from ..runner import RunConfig, Runner, read_records
-
     out = v.out / name
     captioner = v.captioner if variant.captioner_prompt else None
     Runner(RunConfig(
@@ -140,8 +140,6 @@ def _run(v: LabelledValidation, name: str, variant: Variant, options: dict[str, 
 
 def validate_labelled(v: LabelledValidation,
                       progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    from ..analysis._gates import overall_verdict
-    from ..analysis._labelled_gates import caption_proof_gain, chance_gate, oracle_screening
 
     if v.bench == "synth":
         raise ConfigError("synth is validated by `memgauge validate DIR` (its own gates)")
@@ -189,65 +187,8 @@ def validate_labelled(v: LabelledValidation,
     v.out.mkdir(parents=True, exist_ok=True)
     (v.out / "gates.json").write_text(json.dumps(results, indent=2, sort_keys=True,
                                                  default=str) + "\n", encoding="utf-8")
-    (v.out / "gates.md").write_text(render_markdown(results), encoding="utf-8")
+    (v.out / "gates.md").write_text(render_labelled_markdown(results), encoding="utf-8")
     return results
-
-
-def _pct(x: Any) -> str:
-    return "–" if x is None else f"{100 * float(x):.1f}%"
-
-
-def render_markdown(r: dict[str, Any]) -> str:
-    b = r["benchmark"]
-    lines = ["# Validation gates (labelled benchmark)", "",
-             f"benchmark: {b['name']}; data: `{b['data']}`; answering model: `{b['model']}`",
-             "", f"**Overall: {r['verdict']}**", "", "## Shortcut audits", "",
-             ("Each must stay near chance: PASS when accuracy (debiased EM, the mean over a "
-              "question's rotations) ≤ the binomial upper 95 % limit of chance at n "
-              "questions."), "",
-             ("| audit | accuracy (95 % CI) | all rotations | n | chance | limit | errors | "
-              "result |"), "|---|---:|---:|---:|---:|---:|---:|---|"]
-    for name, g in r["audits"].items():
-        ci = g.get("ci")
-        shown = _pct(g["accuracy"]) + (f" ({_pct(ci[0])}–{_pct(ci[1])})" if ci else "")
-        errors = str(g["n_error"]) + (f" ({g['n_incomplete']} questions left out)"
-                                      if g["n_incomplete"] else "")
-        lines.append(f"| {name} | {shown} | {_pct(g['all_rotations'])} | {g['n']} | "
-                     f"{_pct(g['chance'])} | {_pct(g['upper_limit'])} | {errors} | "
-                     f"{g['verdict']}{' — ' + g['note'] if g.get('note') else ''} |")
-    # Listed under a pass too: a handful right on every rotation is where a leak starts.
-    leaks = {n: g["leaking"] for n, g in r["audits"].items() if g["leaking"]}
-    for name, ids in leaks.items():
-        shown_ids = ", ".join(f"`{i}`" for i in ids[:20])
-        lines += ["", f"{name} ({r['audits'][name]['verdict']}): right on every rotation: "
-                  f"{shown_ids}"
-                  + (f" (+{len(ids) - 20} more)" if len(ids) > 20 else "")]
-    o = r["oracle_screening"]
-    lines += ["", "## Oracle screening (gold clue rounds + images) — INFO", ""]
-    if "skipped" in o:
-        lines.append(f"skipped: {o['skipped']}")
-    else:
-        lines.append(f"accuracy {_pct(o['accuracy'])}, all rotations "
-                     f"{_pct(o['all_rotations'])} (n = {o['n']}, {o['n_error']} errors); "
-                     f"flagged (a rotation wrong): {', '.join(o['flagged']) or 'none'}")
-    c = r["caption_proof"]
-    lines += ["", "## Caption-Proof (gold clues: captions vs native images) — INFO", ""]
-    if "skipped" in c:
-        lines.append(f"skipped: {c['skipped']}")
-    else:
-        arms = c["arms"]
-        gains = [a for a in arms if a != c["native"]] if c["native"] else []
-        head = ["X", "n", *arms, *(f"image − {a}" for a in gains)]
-        lines += ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
-        for level, row in c["by_x"].items():
-            cells = [level, str(row["n"]), *(_pct(row[a]) for a in arms),
-                     *(f"{100 * row[f'gain_over_{a}']:+.1f} pts" for a in gains)]
-            lines.append("| " + " | ".join(cells) + " |")
-        if c.get("image_arm"):
-            lines += ["", f"image arm {c['image_arm']}; no gain without it"]
-        if c.get("note"):
-            lines += ["", c["note"]]
-    return "\n".join(lines) + "\n"
 
 
 def validate_from_cli(bench: str, data: str | None, *, model: str, base_url: str | None,
