@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._execute import Runner, Setup
+    from ._execute import Runner
+    from ._setup import Setup
 
 
 def part_stats(setup: Setup) -> dict[str, Any] | None:

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError, MemgaugeError
 
 if TYPE_CHECKING:
-    from ._execute import RunConfig, Runner, RunResult
+    from ._config import RunConfig
+    from ._execute import Runner, RunResult
 
 INSTALL_HINT = 'pip install "memgauge[ray]"'
 TASK_RETRIES = 2  # Ray re-runs a task whose worker process died this many times

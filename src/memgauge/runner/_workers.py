@@ -38,7 +38,9 @@ from ..errors import MemgaugeError, RunIncomplete
 from ._parts import hash_inputs, judge_earlier, merge_bench_manifest, merge_cache_stats, part_stats
 
 if TYPE_CHECKING:
-    from ._execute import Prepared, RunConfig, Runner, RunResult
+    from ._config import RunConfig
+    from ._execute import Runner, RunResult
+    from ._setup import Prepared
 
 # Per worker, in the shared block: done, ok, errors (int64), first request (float64, 0 = none)
 _SLOT = struct.Struct("<qqqd")
