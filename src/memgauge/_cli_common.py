@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 import typer
 
 from ._secrets import redact_urls_in_text
-from .errors import MemgaugeError
+from .errors import ConfigFieldError, MemgaugeError
 
 
 class LazyConsole:
@@ -43,6 +43,18 @@ EXIT_SOME_FAILED = 3
 EXIT_BUDGET = 4  # a budget stopped the run; rerunning with a higher one resumes it
 EXIT_INTERRUPTED = 130
 
+# RunConfig fields whose flag is not ``--`` and the field's name with dashes
+FLAG_OF_FIELD = {"timeout_s": "--timeout", "ray_keep_warm_s": "--ray-keep-warm",
+                 "out": "--out", "cache": "--no-cache", "system_options": "--system-option",
+                 "model_options": "--model-option", "bench_options": "--bench-option",
+                 "judge_model_options": "--judge-model-option",
+                 "captioner_model_options": "--captioner-model-option"}
+
+
+def flag_for(field: str) -> str:
+    """The flag that gives a configuration field: a config error names what the user typed."""
+    return FLAG_OF_FIELD.get(field, "--" + field.replace("_", "-"))
+
 
 def fail(exc: Exception) -> NoReturn:
     """One line naming the mistake, on stderr, and exit 2 (never a traceback)."""
@@ -52,7 +64,8 @@ def fail(exc: Exception) -> NoReturn:
 
     # The message is user text (paths, hints like memgauge[local]): never read as markup,
     # and its control characters (ESC sequences from a file name or a server) shown, not run.
-    message = redact_urls_in_text(str(exc))  # a URL's password never reaches the terminal
+    text = exc.render(flag_for) if isinstance(exc, ConfigFieldError) else str(exc)
+    message = redact_urls_in_text(text)  # a URL's password never reaches the terminal
     err.print(f"[bold red]error:[/] {escape(show_controls(message))}", highlight=False,
               soft_wrap=True)
     # a run cut short (a killed worker) is not a mistake to fix: its own status, 3

@@ -11,7 +11,6 @@ that calls its model several times goes on as it did). Nothing is sent anywhere.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import inspect
 import re
 from pathlib import Path
@@ -151,13 +150,13 @@ def _config(manifest: dict[str, Any]) -> Any:
     from .runner import RunConfig
 
     given = dict((manifest.get("config") or {}).get("all") or {})
-    names = {f.name for f in dataclasses.fields(RunConfig)}
+    names = set(RunConfig.field_names())
     kept = {k: v for k, v in given.items() if k in names and k != "judge_options"}
     if isinstance(kept.get("shard"), list):
         kept["shard"] = tuple(kept["shard"])
     try:
         return RunConfig(**kept)
-    except TypeError as exc:
+    except ConfigError as exc:
         raise InputError(f"the run's configuration cannot be read ({exc})",
                          file="manifest.json", field="config.all") from None
 

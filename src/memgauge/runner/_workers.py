@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import mmap
 import os
@@ -187,7 +186,7 @@ def _worker(runner: Runner, prep: Prepared, k: int, n: int, block: mmap.mmap) ->
         # --concurrency is the run's total: each worker keeps its share in flight
         total = runner.config.concurrency  # >= n (workers_for)
         share = total // n + (1 if k < total % n else 0)
-        runner.config = dataclasses.replace(runner.config, concurrency=share)
+        runner.config = runner.config.replace(concurrency=share)
         result = RunResult(run_dir=runner.run_dir)
         offset = k * _SLOT.size
 
