@@ -15,15 +15,16 @@ from .errors import MemgaugeError
 
 def execute_run(config) -> None:  # type: ignore[no-untyped-def]
     """Run ``config`` with a progress bar on a terminal, then say what happened."""
-    from .runner import Runner
+    from .api import run
 
-    runner = Runner(config)  # checks the configuration: a mistake is named before this line
-    say(endpoint_line(config))
-    sent = image_url_notice(config)
-    if sent:
-        say(sent, style="yellow")
+    def announce(_checked) -> None:  # type: ignore[no-untyped-def]
+        say(endpoint_line(config))  # the configuration is checked by now
+        sent = image_url_notice(config)
+        if sent:
+            say(sent, style="yellow")
+
     if not sys.stderr.isatty():  # no progress bar to draw: leave rich out of the start-up
-        result = runner.run_sync()
+        result = run(config, on_checked=announce).result
     else:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -51,9 +52,14 @@ def execute_run(config) -> None:  # type: ignore[no-untyped-def]
             if not threaded:
                 progress.refresh()
 
-        runner.on_progress = tick
-        with progress:
-            result = runner.run_sync()
+        def start(checked) -> None:  # type: ignore[no-untyped-def]
+            announce(checked)
+            progress.start()
+
+        try:
+            result = run(config, on_progress=tick, on_checked=start).result
+        finally:
+            progress.stop()
     say(f"{result.done} answered now ({result.ok} ok, {result.errors} errors), "
          f"{result.skipped} already done; records in {result.run_dir / 'records.jsonl'}"
          f" ({result.wall_s:.1f} s)")

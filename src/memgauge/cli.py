@@ -881,110 +881,39 @@ def score(
 ) -> None:
     """Add LLM-judge scores to a finished run; a rerun only judges what is missing. Exits 3
     when some verdicts failed (recorded apart, never scored as 0; rerun to retry), as run."""
-    import asyncio
-
-    from .cache import ResponseCache
-    from .models import ModelSettings, create_model
-    from .scoring import JudgeOptions, judge_run
-
-    options = JudgeOptions(name=name, rubric=rubric, mode=mode, extract=extract,
-                           label_errors=label_errors, prompt_file=prompt_file)
-
-    async def _go(model) -> dict:  # type: ignore[no-untyped-def]
-        try:
-            if batch:
-                from .scoring._batch import batch_judge_run
-
-                return await batch_judge_run(run_dir, model, options=options,
-                                             poll_s=batch_poll_s, window=batch_window,
-                                             say=say, budget=budget)
-            return await judge_run(run_dir, model, concurrency=concurrency, options=options,
-                                   spec=judge, budget=budget)
-        finally:
-            await model.aclose()
+    from .api import ScoreConfig
+    from .api import score as score_run
 
     try:
-        options.check()
-        if not judge.startswith(("openai:", "local:")):
-            raise MemgaugeError(f"--judge must look like openai:<name> or "
-                                f"local:<name-or-path>, got {judge!r}")
-        if concurrency < 1:
-            raise MemgaugeError("--concurrency must be at least 1")
-        if not timeout > 0:
-            raise MemgaugeError(f"--timeout {timeout:g}: must be more than 0 seconds")
-        if not (Path(run_dir) / "manifest.json").exists():
-            from .runner._store import benchmark_not_run, holds_benchmark
-
-            if holds_benchmark(run_dir):
-                raise benchmark_not_run(run_dir)
-            raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
-        if batch:
-            from .scoring._batch import check_batch_options
-
-            check_batch_options(judge, batch_poll_s, batch_window, name)
-        cache = None if no_cache else ResponseCache(kind="judge")
-        model = create_model(judge, ModelSettings(
-            base_url=judge_base_url, api_key_env=api_key_env, concurrency=concurrency,
-            timeout_s=timeout, cache=cache,
-            model_options=parse_options(judge_model_option or [], "--judge-model-option"),
-            options_flag="--judge-model-option"))
-        try:
-            if batch:
-                from .scoring._batch import BatchJudgeModel
-
-                model = BatchJudgeModel.like(model)
-            from .runner import load_manifest, read_records
-            from .runner._preflight import Role
-            from .runner._preflight import check as preflight
-
-            # the folder first (a mistake there is named before any request), then the
-            # judge's endpoint, before the first verdict, as run's are
-            budget = _score_budget(run_dir, load_manifest(run_dir), judge, prices,
-                                   budget_usd, max_tokens_total)
-            read_records(run_dir)
-            if not budget.reason:  # spent already: nothing is sent, not even a probe
-                preflight([(model, Role("judge", "--judge-base-url", "--api-key-env"))], {})
-            counts = asyncio.run(_go(model))
-        finally:
-            if cache is not None:
-                cache.close()
+        summary = score_run(ScoreConfig(
+            run_dir=run_dir, judge=judge, judge_base_url=judge_base_url,
+            judge_model_options=parse_options(judge_model_option or [],
+                                              "--judge-model-option"),
+            api_key_env=api_key_env, concurrency=concurrency, timeout_s=timeout, name=name,
+            rubric=rubric, mode=mode, extract=extract, label_errors=label_errors,
+            prompt_file=prompt_file, batch=batch, batch_poll_s=batch_poll_s,
+            batch_window=batch_window, prices=prices, budget_usd=budget_usd,
+            max_tokens_total=max_tokens_total, cache=not no_cache), say=say)
     except MemgaugeError as exc:
         fail(exc)
+    counts = summary.counts
     print(", ".join(f"{k.replace('_', '-')} {v}" for k, v in counts.items()))
-    # a batch replays each call once per round: its staged view counts each call once
-    counted = getattr(model, "staged", None) or cache
-    if counted is not None:  # --no-cache: nothing was looked up
-        for line in score_cache_lines(run_dir, name, counted.hits, counted.misses):
+    if summary.cache_hits is not None:  # --no-cache: nothing was looked up
+        for line in score_cache_lines(run_dir, name, summary.cache_hits,
+                                     summary.cache_misses or 0):
             print(line)
     if counts.get("failures"):
         why = top_causes(run_dir, "judge")
         if why:
             say("judge failures (recorded apart, never scored as 0; rerun to retry): "
                  + "; ".join(why), style="yellow")
-    if budget.reason:
-        say(f"stopped by the budget: {budget.reason} (this run folder, answers and judges, "
-             "every invocation counted). Nothing more was sent; what was in flight is "
-             "recorded. Rerun with a higher budget to judge the rest.", style="yellow")
+    if summary.budget_stop:
+        say(f"stopped by the budget: {summary.budget_stop} (this run folder, answers and "
+             "judges, every invocation counted). Nothing more was sent; what was in flight "
+             "is recorded. Rerun with a higher budget to judge the rest.", style="yellow")
         raise typer.Exit(EXIT_BUDGET)
     if counts.get("failures"):  # verdicts missing, as run's failed questions (design 0040)
         raise typer.Exit(EXIT_SOME_FAILED)
-
-
-def _score_budget(run_dir: str, manifest: dict | None, judge: str, prices: str | None,
-                  usd: float | None, tokens: int | None):  # type: ignore[no-untyped-def]
-    """score's budget over the run folder's spend (design 0034), checked before any
-    request: the judge needs a price for --budget-usd, and so does the run's model when
-    its answers spent tokens."""
-    from .errors import ConfigError
-    from .runner._budget import make_budget
-
-    if usd is not None and not usd > 0:
-        raise ConfigError(f"--budget-usd {usd:g}: must be more than 0")
-    if tokens is not None and tokens < 1:
-        raise ConfigError(f"--max-tokens-total {tokens}: must be at least 1")
-    identity = ((manifest or {}).get("config") or {}).get("identity") or {}
-    return make_budget(run_dir, str(identity.get("model") or ""), usd, tokens, prices,
-                       judges=[judge], answering=False)
 
 
 def main() -> None:

@@ -458,6 +458,12 @@ def _by_section(fields: dict[str, Any]) -> dict[str, Any]:
     return grouped
 
 
+# a bound said as a person would (the field constraints stay in the schema)
+_BOUNDS = ("greater_than_equal", "greater_than", "less_than_equal")
+_WORDING = {"timeout_s": "must be more than 0 seconds", "temperature": "must be 0 or more",
+            "top_p": "must be in (0, 1]"}
+
+
 def _field_error(exc: ValidationError) -> ConfigFieldError:
     """Pydantic's first complaint as a ConfigFieldError naming the field, worded like the
     rest of memgauge's errors."""
@@ -475,6 +481,7 @@ def _field_error(exc: ValidationError) -> ConfigFieldError:
                "less_than_equal": f"must be at most {bound.get('le')}",
                "literal_error": "use one of " + str(ctx.get("expected", "")).replace(
                    "'", "").replace(" or ", ", ")}.get(kind, error["msg"])
+    problem = _WORDING.get(name, problem) if kind in _BOUNDS else problem
     shown = (repr(value) if isinstance(value, str)
              else f"{value:g}" if isinstance(value, float) else str(value))
     return ConfigFieldError(f"{{{name}}} {_esc(shown)}: "
