@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ._cli_common import err, fail
-from .errors import MemgaugeError
+from ..errors import MemgaugeError
+from ._common import err, fail
 
 
 def generate_games(
@@ -40,8 +40,8 @@ def generate_games(
     try:
         paraphraser = None
         if paraphrase:
-            from .cache import ResponseCache
-            from .models import ModelSettings, create_model
+            from ..cache import ResponseCache
+            from ..models import ModelSettings, create_model
 
             paraphraser = create_model(paraphrase, ModelSettings(
                 base_url=paraphrase_base_url, cache=ResponseCache(), concurrency=8))

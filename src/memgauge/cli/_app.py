@@ -9,8 +9,9 @@ from typing import Annotated
 
 import typer
 
-from ._cli_cache import cache_app, score_cache_lines
-from ._cli_common import (
+from ..errors import MemgaugeError
+from ._cache import cache_app, score_cache_lines
+from ._common import (
     EXIT_BUDGET,
     EXIT_CONFIG,
     EXIT_INTERRUPTED,
@@ -19,14 +20,14 @@ from ._cli_common import (
     fail,
     json_object,
     parse_options,
+    registry_help,
     say,
 )
-from ._cli_execute import execute_run, prefix_cache_fact, top_causes
-from ._cli_games import generate_games
-from ._cli_play import play_command
-from ._cli_probe import probe_app
-from ._cli_serve import serve_memory
-from .errors import MemgaugeError
+from ._execute import execute_run, prefix_cache_fact, top_causes
+from ._games import generate_games
+from ._play import play_command
+from ._probe import probe_app
+from ._serve import serve_memory
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   context_settings={"help_option_names": ["-h", "--help"]},
@@ -35,7 +36,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 
 def _version(value: bool) -> None:
     if value:
-        from . import __version__
+        from .. import __version__
 
         print(f"memgauge {__version__}")
         raise typer.Exit()
@@ -52,7 +53,7 @@ def _main(version: Annotated[bool, typer.Option(
 
 def _config_file(ctx: typer.Context, param: typer.CallbackParam,
                  value: str | None) -> str | None:
-    from ._cli_config import apply_config
+    from ._config import apply_config
 
     return apply_config(ctx, value)
 
@@ -70,12 +71,13 @@ _CONFIG_HELP = ("TOML file of settings, with the same keys as the flags (flags w
 
 @app.command()
 def run(
-    bench: Annotated[str, typer.Option(help="Benchmark loader: memlens, longmemeval, locomo, memeye")],
+    bench: Annotated[str, typer.Option(help=registry_help("benchmark", "Benchmark loader"))],
     data: Annotated[str, typer.Option(help="Data file (or folder, for locomo and memeye)")],
     out_dir: Annotated[str, typer.Option("--out", help="Run folder (rerun to resume)")],
     model: Annotated[str, typer.Option(
         help="openai:<model>, local:<smollm2|file.gguf> or replay:<predictions file>")],
-    system: Annotated[str, typer.Option(help="System under test")] = "full-context",
+    system: Annotated[str, typer.Option(help=registry_help(
+        "system", "System under test (or http(s)://… a memory service)"))] = "full-context",
     system_option: Annotated[list[str] | None, typer.Option(
         help="key=value passed to the system (repeatable), e.g. top_k=5, reader=oracle")] = None,
     embedder: Annotated[str | None, typer.Option(
@@ -198,8 +200,8 @@ def run(
         "--config", help=_CONFIG_HELP, is_eager=True, callback=_config_file)] = None,
 ) -> None:
     """Evaluate a system on a benchmark; rerun the same command to resume."""
-    from .runner import RunConfig, parse_shard
-    from .scoring import JudgeOptions
+    from ..runner import RunConfig, parse_shard
+    from ..scoring import JudgeOptions
 
     try:
         config = RunConfig(
@@ -269,8 +271,8 @@ def report(
     filterable question browser."""
     import json
 
-    from ._cache_hits import count_records, describe_hits
-    from .analysis import (
+    from .._cache_hits import count_records, describe_hits
+    from ..analysis import (
         build_tables,
         error_breakdown,
         game_report,
@@ -278,8 +280,7 @@ def report(
         load_runs,
         row_of,
     )
-    from .analysis._tables import run_progress
-    from .report import (
+    from ..report import (
         render_error_labels,
         render_games_markdown,
         render_html,
@@ -289,6 +290,7 @@ def report(
         render_tables_markdown,
         show_controls,
     )
+    from .analysis._tables import run_progress
 
     try:
         if fmt not in ("md", "json", "html"):
@@ -390,7 +392,7 @@ def merge(
         help="Merge even if some shards i/N are missing (the manifest lists them)")] = False,
 ) -> None:
     """Merge shard runs into one run folder."""
-    from .runner import merge_runs
+    from ..runner import merge_runs
 
     try:
         status = merge_runs(run_dirs, out_dir, partial=partial)
@@ -416,7 +418,7 @@ def demo(
     """Offline end to end: generate a fresh benchmark, validate it, run the offline
     baselines and a real local model (SmolLM2 through llama.cpp), and write a report (no
     network, no keys)."""
-    from .demo import DemoConfig, closing_commands, run_demo
+    from ..demo import DemoConfig, closing_commands, run_demo
 
     tier_list = tuple(t.strip() for t in tiers.split(",") if t.strip())
     try:
@@ -485,9 +487,9 @@ def validate(
             results = run_validate(bench_dir, ocr=ocr, progress=say)
             md = Path(bench_dir) / "validation" / "gates.md"
         elif bench == "games":
+            from ..errors import ConfigError
             from .analysis._game_gates import validate_games
             from .benchmarks._validate_labelled import default_out
-            from .errors import ConfigError
 
             games_dir = _synth_dir(bench_dir, data)
             given = [flag for flag, value in (("--model", model != "none:"),
@@ -512,7 +514,7 @@ def validate(
                 allow_inconsistent=allow_inconsistent, progress=say)
     except MemgaugeError as exc:
         fail(exc)
-    from .report import show_controls
+    from ..report import show_controls
 
     print(show_controls(md.read_text(encoding="utf-8")))
     if not results["passed"]:
@@ -521,7 +523,7 @@ def validate(
 
 
 def _synth_dir(bench_dir: str | None, data: str | None) -> str:
-    from .errors import ConfigError
+    from ..errors import ConfigError
 
     if bench_dir and data and bench_dir != data:
         raise ConfigError(f"give the benchmark folder once ({bench_dir!r} and --data {data!r})")
@@ -628,8 +630,8 @@ def generate_synth(
     try:
         naturalizer = None
         if naturalize:
-            from .cache import ResponseCache
-            from .models import ModelSettings, create_model
+            from ..cache import ResponseCache
+            from ..models import ModelSettings, create_model
 
             naturalizer = create_model(naturalize, ModelSettings(
                 base_url=naturalize_base_url, cache=ResponseCache(), concurrency=16))
@@ -667,7 +669,7 @@ def list_(
     fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
 ) -> None:
     """Benchmarks, systems, models and scorers, with the options each takes."""
-    from ._cli_inspect import catalogue, print_catalogue
+    from ._inspect import catalogue, print_catalogue
 
     if fmt not in ("text", "json"):
         fail(MemgaugeError(f"--format {fmt!r}: use text or json"))
@@ -692,8 +694,8 @@ def show(
     fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
 ) -> None:
     """A run at a glance, or one question of it in full."""
-    from ._cli_inspect import find_record, question_view, read_run, rebuild_prompt, run_overview
-    from .report import show_controls
+    from ..report import show_controls
+    from ._inspect import find_record, question_view, read_run, rebuild_prompt, run_overview
 
     try:
         if fmt not in ("text", "json"):
@@ -726,9 +728,9 @@ def compare(
     per-ability flips and the list of regressions."""
     import json
 
-    from .analysis import paired_compare
-    from .report import render_compare_markdown, show_controls
-    from .runner import load_manifest, read_records
+    from ..analysis import paired_compare
+    from ..report import render_compare_markdown, show_controls
+    from ..runner import load_manifest, read_records
 
     try:
         if fmt not in ("md", "json"):
@@ -791,10 +793,10 @@ def audit(
     (over- and under-credit, kappa, by subtype), agreement between judges, judge failures."""
     import json
 
-    from .analysis import audit as run_audit
+    from ..analysis import audit as run_audit
+    from ..report import render_audit_markdown, show_controls
+    from ..runner import load_manifest, read_records
     from .analysis._audit import judge_names
-    from .report import render_audit_markdown, show_controls
-    from .runner import load_manifest, read_records
 
     try:
         if fmt not in ("md", "json"):
@@ -881,8 +883,8 @@ def score(
 ) -> None:
     """Add LLM-judge scores to a finished run; a rerun only judges what is missing. Exits 3
     when some verdicts failed (recorded apart, never scored as 0; rerun to retry), as run."""
-    from .api import ScoreConfig
-    from .api import score as score_run
+    from ..api import ScoreConfig
+    from ..api import score as score_run
 
     try:
         summary = score_run(ScoreConfig(
@@ -921,12 +923,12 @@ def main() -> None:
     # (~25 ms of start-up) and memgauge uses none; a user's explicit setting wins.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
     try:
-        from ._cli_config import load_env_file
+        from ._config import load_env_file
 
         try:
             load_env_file()  # ./.env: keys and endpoints kept out of shell history
         except ValueError as exc:
-            from .report import show_controls
+            from ..report import show_controls
 
             print(f"error: {show_controls(str(exc))}", file=sys.stderr)
             sys.exit(EXIT_CONFIG)

@@ -16,8 +16,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, InputError
-from .models import GenerateConfig, Message, ModelOutput
+from ..errors import ConfigError, InputError
+from ..models import GenerateConfig, Message, ModelOutput
 from .models._base import ImagePart, TextPart
 
 # -- memgauge list ----------------------------------------------------------------------
@@ -34,7 +34,7 @@ def _summary(fn: Any) -> str:
 def catalogue() -> dict[str, list[dict[str, Any]]]:
     """Everything ``--bench``, ``--system``, ``--model``, ``--judge`` and the scorers can
     name, with a line of help and the options each takes."""
-    from .registry import _REGISTRY, names
+    from ..registry import _REGISTRY, names
 
     out: dict[str, list[dict[str, Any]]] = {}
     for kind in ("benchmark", "system", "model", "scorer"):
@@ -63,7 +63,7 @@ def catalogue() -> dict[str, list[dict[str, Any]]]:
 
 
 def print_catalogue(cat: dict[str, list[dict[str, Any]]]) -> None:
-    from .report import show_controls
+    from ..report import show_controls
 
     flags = {"benchmarks": "--bench", "systems": "--system",
              "models": "--model <provider>:<arg>", "scorers": "scores in every record"}
@@ -86,7 +86,7 @@ def print_catalogue(cat: dict[str, list[dict[str, Any]]]) -> None:
 
 def read_run(run_dir: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The manifest and the records (by question id) of a run folder, checked."""
-    from .runner import load_manifest, read_records
+    from ..runner import load_manifest, read_records
 
     path = Path(run_dir)
     if not path.is_dir():
@@ -147,7 +147,7 @@ class _Recorder:
 
 
 def _config(manifest: dict[str, Any]) -> Any:
-    from .runner import RunConfig
+    from ..runner import RunConfig
 
     given = dict((manifest.get("config") or {}).get("all") or {})
     names = set(RunConfig.field_names())
@@ -164,11 +164,11 @@ def _config(manifest: dict[str, Any]) -> Any:
 def rebuild_prompt(manifest: dict[str, Any], record: Any) -> dict[str, Any]:
     """The messages the run's system sends for ``record``'s question, rebuilt (see the
     module's docstring); with notes on anything that may differ from what was sent."""
-    from .benchmarks import BenchmarkOptions
-    from .media import ImagePolicy
-    from .registry import lookup
-    from .systems import SystemContext
-    from .tokens import TokenCounter
+    from ..benchmarks import BenchmarkOptions
+    from ..media import ImagePolicy
+    from ..registry import lookup
+    from ..systems import SystemContext
+    from ..tokens import TokenCounter
 
     c = _config(manifest)
     notes: list[str] = []

@@ -9,8 +9,8 @@ from typing import Any, NoReturn
 
 import typer
 
-from ._secrets import redact_urls_in_text
-from .errors import ConfigFieldError, MemgaugeError
+from .._secrets import redact_urls_in_text
+from ..errors import ConfigFieldError, MemgaugeError
 
 
 class LazyConsole:
@@ -51,6 +51,17 @@ FLAG_OF_FIELD = {"timeout_s": "--timeout", "ray_keep_warm_s": "--ray-keep-warm",
                  "captioner_model_options": "--captioner-model-option"}
 
 
+def registry_help(kind: str, lead: str) -> str:
+    """``lead`` and the registered names of ``kind`` (from the registry, plugins included),
+    when help is being shown: listing them imports every built-in (about a second), which
+    no other command line should pay."""
+    if not {"--help", "-h"} & set(sys.argv[1:]):
+        return lead
+    from ..registry import known_names
+
+    return f"{lead}: {', '.join(known_names(kind))}"
+
+
 def flag_for(field: str) -> str:
     """The flag that gives a configuration field: a config error names what the user typed."""
     return FLAG_OF_FIELD.get(field, "--" + field.replace("_", "-"))
@@ -60,7 +71,7 @@ def fail(exc: Exception) -> NoReturn:
     """One line naming the mistake, on stderr, and exit 2 (never a traceback)."""
     from rich.markup import escape
 
-    from .report import show_controls
+    from ..report import show_controls
 
     # The message is user text (paths, hints like memgauge[local]): never read as markup,
     # and its control characters (ESC sequences from a file name or a server) shown, not run.
@@ -75,7 +86,7 @@ def fail(exc: Exception) -> NoReturn:
 def say(text: str, style: str | None = None) -> None:
     """A line on stderr: through rich on a terminal, plain otherwise (importing rich would
     cost ~40 ms at the end of every scripted run)."""
-    from .report import show_controls
+    from ..report import show_controls
 
     text = show_controls(redact_urls_in_text(text))  # it quotes servers' error messages
     if sys.stderr.isatty():
