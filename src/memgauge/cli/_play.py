@@ -112,16 +112,16 @@ def _self_experience(play_args: dict[str, Any], *, out: str, system: str,
     from pathlib import Path
 
     from ..errors import ConfigError
-    from ..registry import lookup
-    from ..runner import RunConfig
-    from .games._self_play import (
+    from ..games._self_play import (
         SelfExperience,
         check_folder,
         generate_questions,
         needs_play,
         needs_questions,
     )
-    from .games.players import llm_spec_model
+    from ..games.players import llm_spec_model
+    from ..registry import lookup
+    from ..runner import RunConfig
 
     player = play_args["player"]
     if player.startswith("replay:"):
@@ -184,10 +184,10 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
     from pathlib import Path
 
     from ..errors import ConfigError, MemgaugeError
+    from ..games._play import new_meta
+    from ..games.envs import env_names, open_env
+    from ..games.players import llm_spec_model, make_player
     from ..models import ModelError
-    from .games._play import new_meta
-    from .games.envs import env_names, open_env
-    from .games.players import llm_spec_model, make_player
 
     if game not in env_names():
         raise ConfigError(f"unknown game {game!r}; choose one of {', '.join(env_names())}")
@@ -256,7 +256,7 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
 async def _play_then_close(env: Any, player: Any, out: str, meta: Any, steps: int,
                            model: Any) -> Any:
     """Play, then close the model's client on the same event loop it ran on."""
-    from .games._play import play
+    from ..games._play import play
 
     try:
         return await play(env, player, out, meta, steps)
@@ -273,8 +273,8 @@ def _llm_model(spec: str, *, base_url: str | None, api_key_env: str,
     settings, the response cache, ``local:`` models), and checked before the first step."""
     from ..cache import ResponseCache
     from ..models import ModelSettings, create_model
-    from .runner._preflight import Role
-    from .runner._preflight import check as preflight
+    from ..runner._preflight import Role
+    from ..runner._preflight import check as preflight
 
     response_cache = ResponseCache(cache_path) if cache else None
     try:

@@ -76,7 +76,7 @@ def serve_memory(
     try:
         from .._serve_memory import ServeLimits, build_factory, run_server
         from ..runner import RunConfig
-        from .systems.http_system import read_token
+        from ..systems.http_system import read_token
 
         if max_episodes < 1:
             raise MemgaugeError(f"--max-episodes {max_episodes}: must be at least 1")
