@@ -62,7 +62,7 @@ def main() -> None:
 
     from memgauge._cache_hits import CacheHits
     from memgauge.cache import ResponseCache, inspect_cache, prune_cache
-    from memgauge.runner._execute import _scan_status
+    from memgauge.runner._records import _scan_status
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

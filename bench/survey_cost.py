@@ -22,7 +22,7 @@ from memgauge.benchmarks import BenchmarkOptions
 from memgauge.benchmarks.synth import SynthConfig, generate
 from memgauge.models import create_model
 from memgauge.registry import lookup
-from memgauge.runner._execute import _history_cut
+from memgauge.runner._records import _history_cut
 from memgauge.runner._survey import sizer, survey
 from memgauge.systems import SystemContext
 from memgauge.tokens import TokenCounter

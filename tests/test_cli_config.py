@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memgauge._cli_config import load_env_file
 from memgauge.cli import app
+from memgauge.cli._config import load_env_file
 
 runner = CliRunner()
 

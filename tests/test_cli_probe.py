@@ -9,8 +9,8 @@ import pytest
 from report_runs import identity, write_run
 from typer.testing import CliRunner
 
-from memgauge._cli_probe import parse_alphas
 from memgauge.cli import app
+from memgauge.cli._probe import parse_alphas
 from memgauge.errors import ConfigError
 from memgauge.schema import BenchmarkInfo, EvidenceRef, Record, Response, RetrievedItem
 

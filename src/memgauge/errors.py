@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 class MemgaugeError(Exception):
     """Base class for errors memgauge raises on purpose."""
@@ -25,6 +27,26 @@ class InputError(MemgaugeError):
 
 class ConfigError(MemgaugeError):
     """A bad command-line option or configuration value."""
+
+
+class ConfigFieldError(ConfigError):
+    """A bad configuration value, named by its field (``concurrency``), not by a flag: the
+    library does not know how it was given. ``template`` marks each field as ``{name}``;
+    ``str()`` shows the field names, and the CLI shows its flags instead
+    (:meth:`render`)."""
+
+    def __init__(self, template: str, *fields: str) -> None:
+        self.template, self.fields = template, fields
+        super().__init__(self.render(lambda name: name))
+
+    @property
+    def field(self) -> str:
+        """The field the mistake is in (the first one named)."""
+        return self.fields[0]
+
+    def render(self, name_of: Callable[[str], str]) -> str:
+        """The message with each field shown as ``name_of(field)`` (e.g. its flag)."""
+        return self.template.format_map({f: name_of(f) for f in self.fields})
 
 
 class RunIncomplete(MemgaugeError):

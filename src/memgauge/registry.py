@@ -204,3 +204,11 @@ def names(kind: str) -> list[str]:
     _load_lazy(kind)
     _load_plugins(kind)
     return sorted(_REGISTRY[kind])
+
+
+def known_names(kind: str) -> list[str]:
+    """Every registered name of ``kind`` (built in, plugins, and the built-ins imported only
+    when used, without importing those): what ``--help`` lists."""
+    _load_builtins()
+    _load_plugins(kind)
+    return sorted(set(_REGISTRY[kind]) | {n for (k, n) in _LAZY if k == kind})

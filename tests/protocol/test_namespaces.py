@@ -158,10 +158,9 @@ def test_a_protocol_version_this_client_does_not_speak_is_a_config_error(
 
 
 def test_a_runs_own_worker_processes_share_its_v1_lock(synth, tmp_path) -> None:
-    import dataclasses
 
     with BadServer({}) as old:
-        config = dataclasses.replace(_config(synth, tmp_path / "r", old.url), workers=2,
+        config = _config(synth, tmp_path / "r", old.url).replace(workers=2,
                                      concurrency=2)
         Runner(config).run_sync()
     records = read_records(tmp_path / "r")

@@ -65,7 +65,7 @@ def test_two_scorer_versions_in_one_run_are_flagged() -> None:
 
 
 def test_the_run_command_says_how_many_replies_were_hedged(tmp_path) -> None:
-    from memgauge._cli_execute import reply_labels_line
+    from memgauge.cli._execute import reply_labels_line
 
     (tmp_path / "records.jsonl").write_text(
         "".join(r.model_dump_json() + "\n" for r in records()))

@@ -305,10 +305,9 @@ def test_the_manifest_gives_each_endpoint_s_level_and_the_switch_turns_it_off(tm
 def test_min_concurrency_above_the_ceiling_is_refused_before_anything_is_sent(tmp_path):
     from memgauge.errors import ConfigError
 
-    config = RunConfig(bench="longmemeval", data="x", out=str(tmp_path / "r"),
-                       concurrency=2, min_concurrency=3)
-    with pytest.raises(ConfigError, match="--min-concurrency 3"):
-        config.check()
+    with pytest.raises(ConfigError, match="min_concurrency 3: must not exceed concurrency 2"):
+        RunConfig(bench="longmemeval", data="x", out=str(tmp_path / "r"),
+                  concurrency=2, min_concurrency=3)
 
 
 def test_the_limit_never_deadlocks_under_a_burst_of_cancellations():

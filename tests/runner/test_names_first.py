@@ -26,7 +26,7 @@ def no_model_started(monkeypatch):
     def started(*args, **kwargs):
         raise AssertionError("a model (a local server) was started before the names were checked")
 
-    monkeypatch.setattr("memgauge.runner._execute.create_model", started)
+    monkeypatch.setattr("memgauge.runner._setup.create_model", started)
 
 
 @pytest.mark.parametrize(("field", "value", "said"), [

@@ -88,7 +88,7 @@ def test_the_protocol_is_in_the_manifest_and_the_identity(timeline, tmp_path):
 
 
 def test_a_bad_protocol_is_a_config_error_before_anything_runs(tmp_path):
-    with pytest.raises(ConfigError, match="--protocol 'later'"):
+    with pytest.raises(ConfigError, match="protocol 'later'"):
         run(RunConfig(bench="synth", data=str(tmp_path / "nothing"), out=str(tmp_path / "r"),
                       system="protocol-spy", model="none:", protocol="later", progress=False))
     assert not (tmp_path / "r").exists()

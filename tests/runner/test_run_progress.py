@@ -4,7 +4,6 @@ budget or by Ctrl-C too; a report says "incomplete: k of n" and ranks such runs 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -144,7 +143,7 @@ def test_an_incomplete_run_ranks_after_finished_ones_however_high_its_score():
 def test_merged_shards_sum_their_plans_and_a_partial_merge_is_incomplete(tmp_path):
     with StubServer() as stub:
         for i in range(2):
-            config = dataclasses.replace(_config(tmp_path, stub.base_url), shard=(i, 2),
+            config = _config(tmp_path, stub.base_url).replace(shard=(i, 2),
                                          out=str(tmp_path / f"s{i}"))
             Runner(config).run_sync()
     parts = [load_manifest(tmp_path / f"s{i}") for i in range(2)]
@@ -165,7 +164,7 @@ def test_workers_finishing_set_the_plan_to_what_they_recorded(tmp_path, monkeypa
     # an estimate made before reading (a benchmark's own count) cannot leave it incomplete
     monkeypatch.setattr(Runner, "survey", lambda self, s: Survey(planned=estimate))
     with StubServer() as stub:
-        config = dataclasses.replace(_config(tmp_path, stub.base_url), workers=2,
+        config = _config(tmp_path, stub.base_url).replace(workers=2,
                                      concurrency=2)
         assert Runner(config).run_sync().workers == 2
     done = load_manifest(tmp_path / "run")

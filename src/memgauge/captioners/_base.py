@@ -31,7 +31,7 @@ _NOTED_FAILURES = 5  # failure messages kept in the manifest
 class CaptionFailed(MemgaugeError):
     """An image's caption could not be made (the captioner's call failed for good)."""
 
-    error_kind = "caption_error"  # the record's error kind (runner/_execute.py)
+    error_kind = "caption_error"  # the record's error kind (runner/_answer.py)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import platform
 import subprocess
 import time
-from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -77,7 +76,7 @@ def build_manifest(config: Any, *, model: dict[str, Any], system: dict[str, Any]
     filled in later with :func:`package_versions`: looking them up scans the installed
     distributions, which the runner does once the first request is on the wire."""
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    cfg = asdict(config)
+    cfg = config.flat_dict()
     cfg.pop("argv", None)
     for key in ("base_url", "judge_base_url", "embedder_base_url", "image_embedder_base_url"):
         if key in cfg:

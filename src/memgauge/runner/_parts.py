@@ -12,7 +12,8 @@ from ..cache import ResponseCache
 from ._manifest import package_versions
 
 if TYPE_CHECKING:
-    from ._execute import Runner, Setup
+    from ._execute import Runner
+    from ._setup import Setup
 
 
 def part_stats(setup: Setup) -> dict[str, Any] | None:

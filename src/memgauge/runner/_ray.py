@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import os
 import threading
 import time
@@ -27,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError, MemgaugeError
 
 if TYPE_CHECKING:
-    from ._execute import RunConfig, Runner, RunResult
+    from ._config import RunConfig
+    from ._execute import Runner, RunResult
 
 INSTALL_HINT = 'pip install "memgauge[ray]"'
 TASK_RETRIES = 2  # Ray re-runs a task whose worker process died this many times
@@ -397,8 +397,8 @@ def _run_tasks(ray: Any, runner: Runner, result: RunResult, tail: _RecordTail,
 def _task_config(config: RunConfig, k: int, n: int) -> RunConfig:
     share = config.concurrency // n + (1 if k < config.concurrency % n else 0)
     # a task answers in its own process: it must not start Ray or fork again
-    return dataclasses.replace(config, concurrency=share, executor="local", ray_address=None,
-                               ray_keep_warm_s=None, workers=1, progress=False)
+    return config.replace(concurrency=share, executor="local", ray_address=None,
+                          ray_keep_warm_s=None, workers=1, progress=False)
 
 
 def answer_part(config: RunConfig, done_ok: frozenset[str], k: int, n: int) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from ._execute import RunConfig
+    from ._config import RunConfig
 
 NAMESPACE = "memgauge"
 MAX_KEEP_WARM_S = 7 * 24 * 3600.0  # a bound, so a typo cannot leave processes for years

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import mmap
 import os
@@ -39,7 +38,9 @@ from ..models._capabilities import SendClock
 from ._parts import hash_inputs, judge_earlier, merge_bench_manifest, merge_cache_stats, part_stats
 
 if TYPE_CHECKING:
-    from ._execute import Prepared, RunConfig, Runner, RunResult
+    from ._config import RunConfig
+    from ._execute import Runner, RunResult
+    from ._setup import Prepared
 
 # Per worker, in the shared block: done, ok, errors (int64), first request (float64, 0 = none)
 _SLOT = struct.Struct("<qqqd")
@@ -186,7 +187,7 @@ def _worker(runner: Runner, prep: Prepared, k: int, n: int, block: mmap.mmap) ->
         # --concurrency is the run's total: each worker keeps its share in flight
         total = runner.config.concurrency  # >= n (workers_for)
         share = total // n + (1 if k < total % n else 0)
-        runner.config = dataclasses.replace(runner.config, concurrency=share)
+        runner.config = runner.config.replace(concurrency=share)
         result = RunResult(run_dir=runner.run_dir)
         offset = k * _SLOT.size
 

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ._cli_common import err, fail
-from .errors import MemgaugeError
+from ..errors import MemgaugeError
+from ._common import err, fail
 
 
 def generate_games(
@@ -34,14 +34,14 @@ def generate_games(
         "played one after another in the order given (asked after the last)")] = False,
 ) -> None:
     """Game trajectories -> verifiable questions (a folder for `memgauge run --bench games`)."""
-    from .games._generate import GamesConfig
-    from .games._generate import generate_games as generate
+    from ..games._generate import GamesConfig
+    from ..games._generate import generate_games as generate
 
     try:
         paraphraser = None
         if paraphrase:
-            from .cache import ResponseCache
-            from .models import ModelSettings, create_model
+            from ..cache import ResponseCache
+            from ..models import ModelSettings, create_model
 
             paraphraser = create_model(paraphrase, ModelSettings(
                 base_url=paraphrase_base_url, cache=ResponseCache(), concurrency=8))

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ._cli_common import fail, parse_options
+from ._common import fail, parse_options
 
 
 def serve_memory(
@@ -71,12 +71,12 @@ def serve_memory(
 ) -> None:
     """Serve a memory system over the memory protocol v1.1 (HTTP + JSON), so that
     `memgauge run --system http://HOST:PORT` evaluates it; stop with Ctrl-C."""
-    from .errors import MemgaugeError
+    from ..errors import MemgaugeError
 
     try:
-        from .runner import RunConfig
-        from .systems._serve import ServeLimits, build_factory, run_server
-        from .systems.http_system import read_token
+        from ..runner import RunConfig
+        from ..systems._serve import ServeLimits, build_factory, run_server
+        from ..systems.http_system import read_token
 
         if max_episodes < 1:
             raise MemgaugeError(f"--max-episodes {max_episodes}: must be at least 1")

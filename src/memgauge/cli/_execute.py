@@ -8,22 +8,23 @@ from pathlib import Path
 
 import typer
 
-from ._cli_cache import run_cache_lines
-from ._cli_common import EXIT_BUDGET, EXIT_SOME_FAILED, err, say
-from .errors import MemgaugeError
+from ..errors import MemgaugeError
+from ._cache import run_cache_lines
+from ._common import EXIT_BUDGET, EXIT_SOME_FAILED, err, say
 
 
 def execute_run(config) -> None:  # type: ignore[no-untyped-def]
     """Run ``config`` with a progress bar on a terminal, then say what happened."""
-    from .runner import Runner
+    from ..api import run
 
-    runner = Runner(config)  # checks the configuration: a mistake is named before this line
-    say(endpoint_line(config))
-    sent = image_url_notice(config)
-    if sent:
-        say(sent, style="yellow")
+    def announce(_checked) -> None:  # type: ignore[no-untyped-def]
+        say(endpoint_line(config))  # the configuration is checked by now
+        sent = image_url_notice(config)
+        if sent:
+            say(sent, style="yellow")
+
     if not sys.stderr.isatty():  # no progress bar to draw: leave rich out of the start-up
-        result = runner.run_sync()
+        result = run(config, on_checked=announce).result
     else:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -51,9 +52,14 @@ def execute_run(config) -> None:  # type: ignore[no-untyped-def]
             if not threaded:
                 progress.refresh()
 
-        runner.on_progress = tick
-        with progress:
-            result = runner.run_sync()
+        def start(checked) -> None:  # type: ignore[no-untyped-def]
+            announce(checked)
+            progress.start()
+
+        try:
+            result = run(config, on_progress=tick, on_checked=start).result
+        finally:
+            progress.stop()
     say(f"{result.done} answered now ({result.ok} ok, {result.errors} errors), "
          f"{result.skipped} already done; records in {result.run_dir / 'records.jsonl'}"
          f" ({result.wall_s:.1f} s)")
@@ -90,7 +96,7 @@ def execute_run(config) -> None:  # type: ignore[no-untyped-def]
 
 def endpoint_line(config) -> str:  # type: ignore[no-untyped-def]
     """The run's first line: where the model's (and a judge's) requests go."""
-    from .models import endpoint_of
+    from ..models import endpoint_of
 
     line = f"{config.model} → {endpoint_of(config.model, config.base_url)}"
     if config.judge:
@@ -104,8 +110,8 @@ def image_url_notice(config) -> str | None:  # type: ignore[no-untyped-def]
     if config.bench != "locomo" or config.context_mode != "image" or \
             config.model.startswith(("none:", "replay:")):
         return None
-    from .benchmarks import BenchmarkOptions
-    from .benchmarks.locomo import locomo
+    from ..benchmarks import BenchmarkOptions
+    from ..benchmarks.locomo import locomo
 
     try:
         n = locomo(BenchmarkOptions(data=config.data, question_ids=config.question_ids,
@@ -122,7 +128,7 @@ def image_url_notice(config) -> str | None:  # type: ignore[no-untyped-def]
 
 def ingest_failed_count(run_dir: str | Path) -> int:
     """Questions of the run that are ``ingest_failed`` errors (the manifest's status)."""
-    from .runner import load_manifest
+    from ..runner import load_manifest
 
     try:
         manifest = load_manifest(run_dir) or {}
@@ -135,8 +141,8 @@ def reply_labels_line(run_dir: str | Path) -> str | None:
     """ "replies not read as one answer: 3 hedged (3 of 30 ok, scored 0)" for a run whose ok
     records a scorer labelled hedged or unparseable (design 0038); None when there are
     none."""
-    from .analysis import fmt_reply_labels, reply_labels
-    from .runner import read_records
+    from ..analysis import fmt_reply_labels, reply_labels
+    from ..runner import read_records
 
     ok = [r for r in read_records(run_dir).values() if r.status == "ok"]
     labels = reply_labels(ok)
@@ -151,7 +157,7 @@ def top_causes(run_dir: str | Path, which: str = "answer", n: int = 3) -> list[s
     failed answers (``which="answer"``), or of its judge calls (``"judge"``)."""
     from collections import Counter
 
-    from .runner import read_records
+    from ..runner import read_records
 
     try:
         records = read_records(run_dir)
@@ -175,10 +181,10 @@ def top_causes(run_dir: str | Path, which: str = "answer", n: int = 3) -> list[s
 def prefix_cache_fact(where: str | Path | dict) -> str | None:
     """The server's prefix-cache reuse over the answers sent (the manifest's ``prefix_cache``,
     design 0031), from a manifest or a run folder's."""
-    from .runner._prefix import describe_reuse
+    from ..runner._prefix import describe_reuse
 
     if not isinstance(where, dict):
-        from .runner import load_manifest
+        from ..runner import load_manifest
 
         try:
             where = load_manifest(where) or {}

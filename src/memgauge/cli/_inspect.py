@@ -11,15 +11,14 @@ that calls its model several times goes on as it did). Nothing is sent anywhere.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import inspect
 import re
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, InputError
-from .models import GenerateConfig, Message, ModelOutput
-from .models._base import ImagePart, TextPart
+from ..errors import ConfigError, InputError
+from ..models import GenerateConfig, Message, ModelOutput
+from ..models._base import ImagePart, TextPart
 
 # -- memgauge list ----------------------------------------------------------------------
 
@@ -35,7 +34,7 @@ def _summary(fn: Any) -> str:
 def catalogue() -> dict[str, list[dict[str, Any]]]:
     """Everything ``--bench``, ``--system``, ``--model``, ``--judge`` and the scorers can
     name, with a line of help and the options each takes."""
-    from .registry import _REGISTRY, names
+    from ..registry import _REGISTRY, names
 
     out: dict[str, list[dict[str, Any]]] = {}
     for kind in ("benchmark", "system", "model", "scorer", "rubric"):
@@ -50,8 +49,8 @@ def catalogue() -> dict[str, list[dict[str, Any]]]:
             if options:
                 entry["options"] = {k: help_ for k, (_, help_) in options.items()}
             if kind == "model" and name == "local":
-                from .models._local_files import CATALOGUE
-                from .models.local import OPTION_HELP
+                from ..models._local_files import CATALOGUE
+                from ..models.local import OPTION_HELP
 
                 entry["options"] = dict(OPTION_HELP)
                 entry["catalogue"] = sorted(CATALOGUE)
@@ -65,7 +64,7 @@ def catalogue() -> dict[str, list[dict[str, Any]]]:
 
 
 def print_catalogue(cat: dict[str, list[dict[str, Any]]]) -> None:
-    from .report import show_controls
+    from ..report import show_controls
 
     flags = {"benchmarks": "--bench", "systems": "--system",
              "models": "--model <provider>:<arg>", "scorers": "scores in every record",
@@ -89,7 +88,7 @@ def print_catalogue(cat: dict[str, list[dict[str, Any]]]) -> None:
 
 def read_run(run_dir: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The manifest and the records (by question id) of a run folder, checked."""
-    from .runner import load_manifest, read_records
+    from ..runner import load_manifest, read_records
 
     path = Path(run_dir)
     if not path.is_dir():
@@ -111,7 +110,7 @@ def run_overview(manifest: dict[str, Any], records: dict[str, Any], limit: int =
     failed = [r for r in records.values() if r.status != "ok"]
     model = cfg.get("model")
     model = "no model" if model in ("none:", "none") else model
-    from .analysis._tables import run_progress
+    from ..analysis._tables import run_progress
 
     progress = run_progress(manifest, len(records)).label  # "" when complete (design 0040)
     lines = [(f"{cfg.get('system')} on {cfg.get('bench')} {cfg.get('data')} with "
@@ -150,16 +149,16 @@ class _Recorder:
 
 
 def _config(manifest: dict[str, Any]) -> Any:
-    from .runner import RunConfig
+    from ..runner import RunConfig
 
     given = dict((manifest.get("config") or {}).get("all") or {})
-    names = {f.name for f in dataclasses.fields(RunConfig)}
+    names = set(RunConfig.field_names())
     kept = {k: v for k, v in given.items() if k in names and k != "judge_options"}
     if isinstance(kept.get("shard"), list):
         kept["shard"] = tuple(kept["shard"])
     try:
         return RunConfig(**kept)
-    except TypeError as exc:
+    except ConfigError as exc:
         raise InputError(f"the run's configuration cannot be read ({exc})",
                          file="manifest.json", field="config.all") from None
 
@@ -167,17 +166,17 @@ def _config(manifest: dict[str, Any]) -> Any:
 def rebuild_prompt(manifest: dict[str, Any], record: Any) -> dict[str, Any]:
     """The messages the run's system sends for ``record``'s question, rebuilt (see the
     module's docstring); with notes on anything that may differ from what was sent."""
-    from .benchmarks import BenchmarkOptions
-    from .media import ImagePolicy
-    from .registry import lookup
-    from .systems import SystemContext
-    from .tokens import TokenCounter
+    from ..benchmarks import BenchmarkOptions
+    from ..media import ImagePolicy
+    from ..registry import lookup
+    from ..systems import SystemContext
+    from ..tokens import TokenCounter
 
     c = _config(manifest)
     notes: list[str] = []
     inputs = ((manifest.get("benchmark") or {}).get("inputs")) or {}
     if isinstance(inputs, dict):
-        from .io import file_sha256
+        from ..io import file_sha256
 
         for path, digest in inputs.items():
             if Path(path).is_file() and file_sha256(path) != digest:

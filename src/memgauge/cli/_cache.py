@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ._cli_common import fail
-from .errors import ConfigError, MemgaugeError
+from ..errors import ConfigError, MemgaugeError
+from ._common import fail
 
 if TYPE_CHECKING:
-    from .cache import Removed
+    from ..cache import Removed
 
 cache_app = typer.Typer(no_args_is_help=True,
                         help="The response cache runs share (info, clear, prune).")
@@ -57,7 +57,7 @@ def parse_size(text: str) -> int:
 
 
 def _chosen(cache_path: str | None) -> tuple[Path, str]:
-    from .cache import resolve_cache_path
+    from ..cache import resolve_cache_path
 
     if cache_path:
         return resolve_cache_path(cache_path), "--cache-path"
@@ -82,7 +82,7 @@ def _when(t: float | None, now: float) -> str:
 
 
 def _by_kind(entries: dict[str, int]) -> str:
-    from .cache import KINDS
+    from ..cache import KINDS
 
     return ", ".join(f"{n:,} {KINDS.get(kind, 'entries')} ({kind})"
                      for kind, n in sorted(entries.items())) or "none"
@@ -94,7 +94,7 @@ def cache_info(
     as_json: Annotated[bool, typer.Option("--json", help="Print the facts as JSON")] = False,
 ) -> None:
     """Where the cache is, its size on disk, its entries by kind, the oldest and newest."""
-    from .cache import inspect_cache
+    from ..cache import inspect_cache
 
     path, why = _chosen(cache_path)
     try:
@@ -135,7 +135,7 @@ def cache_clear(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation")] = False,
 ) -> None:
     """Remove every entry (asks first unless --yes; refused while a run has the cache open)."""
-    from .cache import clear_cache, inspect_cache
+    from ..cache import clear_cache, inspect_cache
 
     path, _ = _chosen(cache_path)
     try:
@@ -165,7 +165,7 @@ def cache_prune(
     cache_path: _CachePath = None,
 ) -> None:
     """Remove the oldest entries (by age and/or to a size), then VACUUM the file."""
-    from .cache import prune_cache
+    from ..cache import prune_cache
 
     path, _ = _chosen(cache_path)
     try:
@@ -186,8 +186,8 @@ def cache_prune(
 def run_cache_lines(run_dir: str | os.PathLike[str]) -> list[str]:
     """The run summary's lines on the cache, from the manifest's ``cache_hits`` (counted
     from the folder's records when the run finished)."""
-    from ._cache_hits import CacheHits, describe_hits
-    from .runner import load_manifest
+    from .._cache_hits import CacheHits, describe_hits
+    from ..runner import load_manifest
 
     try:
         hits = CacheHits.from_dict((load_manifest(run_dir) or {}).get("cache_hits"))
@@ -200,8 +200,8 @@ def score_cache_lines(run_dir: str | os.PathLike[str], judge: str, hits: int,
                       misses: int) -> list[str]:
     """What ``memgauge score`` says about the cache: this invocation's judge calls, then
     the folder's verdicts (from the records, every invocation)."""
-    from ._cache_hits import count_records, describe_judge
-    from .runner import read_records
+    from .._cache_hits import count_records, describe_judge
+    from ..runner import read_records
 
     lines = [(f"judge cache: {hits} of {hits + misses} judge calls came from the cache "
               "this time")]
