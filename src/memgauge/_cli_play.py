@@ -226,7 +226,8 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
         if seed is None:
             seed = source.seed if source is not None and source.seed is not None else 0
         if steps is None:
-            steps = source.steps if source is not None and source.steps else DEFAULT_STEPS
+            replay_steps: int | None = source.steps if source is not None else None
+            steps = replay_steps or DEFAULT_STEPS
         env = open_env(game, seed=seed, options=options)
         try:
             player_options = {"noise": noise} if player == "scripted" else dict(llm_options)
@@ -246,7 +247,7 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
         finally:
             env.close()
     finally:
-        if not played and hasattr(chat_model, "aclose"):
+        if not played and chat_model is not None and hasattr(chat_model, "aclose"):
             asyncio.run(chat_model.aclose())  # a local: server stops with its client
         if closer is not None:
             closer()

@@ -30,7 +30,7 @@ import orjson
 
 from .errors import MemgaugeError
 from .media import ImageTooLarge, inline_image
-from .schema import BenchmarkInfo, Episode, ImageRef, Question, Session, Turn
+from .schema import Ability, AnswerType, BenchmarkInfo, Episode, ImageRef, Question, Session, Turn
 
 PROTOCOL_VERSION = "1.1"  # namespaces (docs/memory-protocol.md)
 MAX_NAMESPACE = 128
@@ -179,8 +179,8 @@ class MemoryService:
         if not all(isinstance(o, str) for o in options):
             raise BadRequest(f"{w}options: expected a list of str")
         return Question(question_id=_field(obj, "question_id", w, str),
-                        text=_field(obj, "text", w, str), answer="", answer_type="free_text",
-                        ability="information_extraction",
+                        text=_field(obj, "text", w, str), answer="", answer_type=AnswerType.FREE_TEXT,
+                        ability=Ability.INFORMATION_EXTRACTION,
                         question_date=_field(obj, "date", w, str, null=True),
                         images=self._images(_field(obj, "images", w, list, null=True) or [],
                                             w),

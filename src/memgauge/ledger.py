@@ -253,7 +253,8 @@ class Ledger:
         if self.judges:
             judges: dict[str, Any] = {}
             for model, spend in sorted(self.judges.items()):
-                judges[model] = entry = spend.to_dict()
+                entry: dict[str, Any] = spend.to_dict()  # counts, and dollars when priced
+                judges[model] = entry
                 judge_price = price_for(model, prices) if prices is not None else None
                 if judge_price is not None:
                     entry["usd"] = round(spend.dollars(judge_price), 6)

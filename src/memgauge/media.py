@@ -107,7 +107,7 @@ class ImageResolver:
     def __init__(self, root: str | os.PathLike[str], *, allow_missing: bool = False) -> None:
         self.root = Path(root).resolve()
         self.allow_missing = allow_missing
-        self._checked: dict[str, tuple[int, int] | str | ImageTooLarge] = {}
+        self._checked: dict[str, tuple[int, int] | str | ImageTooLarge | _LinksOut] = {}
         self._refs: dict[tuple[str, str | None, str | None], ImageRef] = {}
         # Entries seen before, by their exact content (a string, or an object's items in
         # order): a shared pool repeats the same entries thousands of times.
@@ -199,7 +199,7 @@ class ImageResolver:
             self._checked[full] = checked
         if isinstance(checked, ImageTooLarge):  # refused even with allow_missing: not a gap
             raise InputError(f"{checked} ({path_value!r})", file=file, item=item, field=field)
-        if checked is _LINKS_OUT:
+        if isinstance(checked, _LinksOut):
             raise InputError(f"image path {path_value!r} is a link to a file outside the image "
                              f"dir ({os.path.realpath(full)}); it is not read",
                              file=file, item=item, field=field)
@@ -228,7 +228,11 @@ class ImageResolver:
         return w, h
 
 
-_LINKS_OUT = ("links outside the image dir",)  # a marker in ImageResolver._checked
+class _LinksOut:
+    """The mark in ImageResolver._checked of a path whose links lead out of the image dir."""
+
+
+_LINKS_OUT = _LinksOut()
 
 
 @dataclass(frozen=True)

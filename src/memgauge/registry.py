@@ -144,7 +144,7 @@ def _load_plugins(kind: str) -> None:
         ep.load()
 
 
-def lookup(kind: str, name: str) -> Callable[[...], Any]:
+def lookup(kind: str, name: str) -> Callable[..., Any]:
     if kind == "system" and name.startswith(("http://", "https://")):
         from .systems.http_system import for_url  # a service (docs/memory-protocol.md)
 

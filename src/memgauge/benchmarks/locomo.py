@@ -310,10 +310,10 @@ class LoCoMoBenchmark:
         for q in questions:  # the dia_id evidence says whether a shared photo is involved
             q.labels = inferred_labels(q, sessions)
         if self.asked_after == "evidence":
-            index = {s.session_id: i for i, s in enumerate(sessions)}
+            order = {s.session_id: i for i, s in enumerate(sessions)}
             for k, q in enumerate(questions):
-                q.asked_after = _after_latest_evidence(q, index)
-                for token in pointers_that_move(q, index):
+                q.asked_after = _after_latest_evidence(q, order)
+                for token in pointers_that_move(q, order):
                     shown = "at the end" if q.asked_after is None else \
                         f"after {sessions[q.asked_after].session_id}"
                     self.inconsistencies.report(

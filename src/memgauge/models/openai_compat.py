@@ -506,7 +506,8 @@ class OpenAICompatModel:
         raise AssertionError("unreachable")
 
     async def aclose(self) -> None:
-        clients, self._clients = self._clients, [None] * len(self._urls)
+        closed: list[HttpClient | None] = [None] * len(self._urls)
+        clients, self._clients = self._clients, closed
         for client in clients:
             if client is not None:
                 await client.aclose()

@@ -112,8 +112,9 @@ def check(models: list[tuple[Any, Role]], known: dict[tuple[str, str], Listing],
         base, headers = target
         key = (base, headers.get("Authorization", ""))
         entry, note = served_entry(known[key], model.name, base)
-        if entry is None and known[key].entries:  # a list that leaves this name out
-            raise ConfigError(unlisted_message(known[key].entries, model.name, base, role))
+        listed = known[key].entries
+        if entry is None and listed:  # a list that leaves this name out
+            raise ConfigError(unlisted_message(listed, model.name, base, role))
         # said once: by the call that asked (not again in each worker process), and a
         # listing's own note (already among its warnings) not twice
         if note and key in todo and note != known[key].note and (base, model.name) not in told:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
 try:
     import fcntl
@@ -152,14 +153,13 @@ def read_records(run_dir: str | os.PathLike[str],
 
 def _why(exc: Exception) -> str:
     """A validation failure in a line: the fields and what is wrong with them."""
-    errors = getattr(exc, "errors", None)
-    if not callable(errors):
+    if not isinstance(exc, ValidationError):
         return str(exc)
     parts = []
-    for e in errors()[:3]:
+    for e in exc.errors()[:3]:
         where = ".".join(str(x) for x in e.get("loc", ())) or "record"
         parts.append(f"{where}: {e.get('msg', '?')}")
-    more = len(errors()) - len(parts)
+    more = len(exc.errors()) - len(parts)
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 

@@ -608,7 +608,7 @@ def _chain_line(rng: random.Random, when: When, chain: str, step: int, **slots: 
     if when.variant:
         return chain_line(rng, chain, step, **slots)
     first, updates = CHAINS[chain]
-    return line(first if step == 0 else updates[(step - 1) % len(updates)], **slots)
+    return line(first if step == 0 else updates[(step - 1) % len(updates)], variant=0, **slots)
 
 
 def plan_ku_scene(rng: random.Random, when: When) -> QuestionPlan:

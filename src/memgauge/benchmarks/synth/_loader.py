@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..._json_limits import load_document
 from ...errors import InputError
 from ...media import ImageResolver
@@ -140,12 +142,11 @@ def manifest_tiers(manifest: Any, file: str) -> list[str]:
 
 def _why(exc: Exception) -> str:
     """A validation failure: the first fields and what is wrong with them, on one line."""
-    errors = getattr(exc, "errors", None)
-    if not callable(errors):
+    if not isinstance(exc, ValidationError):
         return " ".join(str(exc).split())[:300]
     parts = [f"{'.'.join(str(x) for x in e.get('loc', ())) or 'episode'}: {e.get('msg', '?')}"
-             for e in errors()[:3]]
-    more = len(errors()) - len(parts)
+             for e in exc.errors()[:3]]
+    more = len(exc.errors()) - len(parts)
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 

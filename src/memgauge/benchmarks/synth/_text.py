@@ -488,7 +488,7 @@ def line(template_name: str, /, variant: int = 0, **slots: str) -> Phrase:
 def chain_line(rng: random.Random, chain: str, step: int, /, **slots: str) -> Phrase:
     """The line of a ``chain`` (a key of ``CHAINS``) sharing its ``step``-th image (0: the first)."""
     first, updates = CHAINS[chain]
-    return line(first if step == 0 else rng.choice(updates), **slots)
+    return line(first if step == 0 else rng.choice(updates), variant=0, **slots)
 
 
 # What the assistant says to an article the user passes on (ie_entity's second session).

@@ -57,6 +57,7 @@ def make_game(seed: int, settings: dict[str, int], folder: Path) -> Path:
     """Generate and compile the game for ``seed`` into ``folder``: ``game.z8`` (what the
     interpreter runs, Jericho included) and ``game.json`` (TextWorld's state tracking)."""
     import textworld
+    import textworld.generator
     from textworld.generator.inform7 import compile_inform7_game, generate_inform7_source
 
     opts = textworld.GameOptions()

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 from PIL import Image, ImageChops, ImageDraw, ImageFont
@@ -482,7 +482,7 @@ class FactError(ValueError):
     """A facts dict that cannot be drawn (missing key, bad value); names kind and key."""
 
 
-def _fail(kind: str, key: str, why: str) -> None:
+def _fail(kind: str, key: str, why: str) -> NoReturn:
     raise FactError(f"{kind}: fact {key!r} {why}")
 
 
