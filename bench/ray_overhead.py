@@ -275,7 +275,8 @@ def main() -> None:
               "concurrency": a.concurrency, "latency_ms": a.latency_ms,
               "offered_items_per_s": (a.concurrency / (a.latency_ms / 1000)
                                       if a.latency_ms > 0 else None),
-              "cpu_bound": a.cpu_bound, "ray_cpus": int(cpus), "summary": summary, "overhead_pct": overhead,
+              "cpu_bound": a.cpu_bound, "ray_cpus": int(cpus), "summary": summary,
+              "overhead_pct": overhead,
               "speedup_1_to_2": speedup, "phases_s": phases,
               "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
               "target_overhead_pct": TARGET_OVERHEAD_PCT, "record_transport": transport,

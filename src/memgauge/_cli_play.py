@@ -46,7 +46,8 @@ def play_command(
              "game_dir; jericho walkthrough")] = None,
     timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds")] = 120.0,
     max_attempts: Annotated[int, typer.Option(help="Attempts per model request")] = 6,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the response cache")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache",
+                                           help="Do not use the response cache")] = False,
     cache_path: Annotated[str | None, typer.Option(help="Response cache SQLite file")] = None,
     system: Annotated[str | None, typer.Option(
         help="Self-experience: the memory system that remembers this play and answers the "

@@ -70,7 +70,8 @@ class RunProbe:
         from .analysis._json import json_safe
 
         return json_safe({
-            "run": self.run, "by": self.by, "n_records": self.n_records, "n_reranked": self.n_reranked,
+            "run": self.run, "by": self.by, "n_records": self.n_records,
+            "n_reranked": self.n_reranked,
             "n_skipped": self.n_skipped,
             "clues_outside_pool": {"n": self.unranked_clues, "of": self.n_clues},
             "rows": [{"alpha": r.alpha if r.alpha is not None else AS_RUN, "groups": r.groups}

@@ -66,7 +66,8 @@ def serve_memory(
     image_mode: Annotated[str, typer.Option(help="inline (data URLs) | url")] = "inline",
     timeout: Annotated[float, typer.Option(help="Per-request timeout of the model, seconds")] = 120.0,
     max_attempts: Annotated[int, typer.Option(help="Attempts per model request")] = 6,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the response cache")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache",
+                                           help="Do not use the response cache")] = False,
     cache_path: Annotated[str | None, typer.Option(help="Response cache SQLite file")] = None,
 ) -> None:
     """Serve a memory system over the memory protocol v1.1 (HTTP + JSON), so that

@@ -179,7 +179,8 @@ class MemoryService:
         if not all(isinstance(o, str) for o in options):
             raise BadRequest(f"{w}options: expected a list of str")
         return Question(question_id=_field(obj, "question_id", w, str),
-                        text=_field(obj, "text", w, str), answer="", answer_type=AnswerType.FREE_TEXT,
+                        text=_field(obj, "text", w, str), answer="",
+                        answer_type=AnswerType.FREE_TEXT,
                         ability=Ability.INFORMATION_EXTRACTION,
                         question_date=_field(obj, "date", w, str, null=True),
                         images=self._images(_field(obj, "images", w, list, null=True) or [],

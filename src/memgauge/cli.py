@@ -174,7 +174,8 @@ def run(
     image_formula: Annotated[str, typer.Option(help="openai-tiles | qwen-patches")] = "openai-tiles",
     timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds")] = 120.0,
     max_attempts: Annotated[int, typer.Option(help="Attempts per request")] = 6,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the response cache")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache",
+                                           help="Do not use the response cache")] = False,
     cache_path: Annotated[str | None, typer.Option(help="Response cache SQLite file")] = None,
     judge: Annotated[str | None, typer.Option(
         help="Judge each answer while running with this model (openai:<name> or "
@@ -359,7 +360,8 @@ def _report_meta(run_dir: str, manifest: dict) -> dict:
             "tier": ident.get("tier") or bench.get("tier"),  # given, else read off the file name
             "inputs": {Path(k).name: v[:16] for k, v in (bench.get("inputs") or {}).items()},
             "token_counter": manifest.get("token_counter"),
-            "config_hash": manifest.get("config_hash"), "memgauge": manifest.get("memgauge_version"),
+            "config_hash": manifest.get("config_hash"),
+            "memgauge": manifest.get("memgauge_version"),
             "git_sha": manifest.get("git_sha"),
             **({"judges": _judges_fact(manifest["judges"])} if manifest.get("judges") else {}),
             **({"prefix_cache": reuse} if (reuse := prefix_cache_fact(manifest)) else {})}
@@ -402,7 +404,8 @@ def merge(
 
 @app.command()
 def demo(
-    out_dir: Annotated[str, typer.Option("--out", help="Where to write everything")] = "memgauge-demo",
+    out_dir: Annotated[str, typer.Option("--out",
+                                         help="Where to write everything")] = "memgauge-demo",
     seed: Annotated[int, typer.Option(help="Seed for the generated benchmark")] = 0,
     questions: Annotated[int, typer.Option(help="Questions per tier")] = 30,
     tiers: Annotated[str, typer.Option(
@@ -644,7 +647,8 @@ def generate_synth(
                             disable=not err.is_terminal)
         tasks = {t: progress.add_task(f"tier {t}", total=questions) for t in tier_list}
         with progress:
-            manifest = generate(config, progress=lambda t, n: progress.update(tasks[t], completed=n))
+            manifest = generate(
+                config, progress=lambda t, n: progress.update(tasks[t], completed=n))
     except MemgaugeError as exc:
         fail(exc)
     for tier, info in manifest["tiers"].items():

@@ -137,7 +137,8 @@ def _model_runs(config: DemoConfig, root: Path, bench_dir: Path,
                      "recall": sum(recalls) / len(recalls) if recalls else None,
                      "input_tokens": sum(u.input_tokens or 0 for u in tokens),
                      "output_tokens": sum(u.output_tokens or 0 for u in tokens),
-                     "wall_s": result.wall_s, "run": str(out.relative_to(root)), "summary": summary})
+                     "wall_s": result.wall_s, "run": str(out.relative_to(root)),
+                     "summary": summary})
     return rows, None
 
 

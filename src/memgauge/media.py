@@ -150,7 +150,8 @@ class ImageResolver:
             if path_value and (_is_url(path_value) or _is_data_url(path_value)):
                 path_value, url = None, url or path_value
         else:
-            raise InputError(f"image entry must be a string or an object, got {type(entry).__name__}",
+            raise InputError(f"image entry must be a string or an object, got "
+                             f"{type(entry).__name__}",
                              file=file, item=item, field=field)
         src = source if isinstance(source, str) else (path_value or url or "")
         memo_key = (src, path_value, url)
@@ -341,7 +342,8 @@ class ImageEncoder:
             if target == size and out_fmt == fmt:
                 data = raw  # already fine: send the original bytes untouched
             else:
-                img = im.convert("RGB") if out_fmt == "JPEG" or im.mode not in ("RGB", "RGBA", "L") else im
+                img = im.convert("RGB") if out_fmt == "JPEG" or im.mode not in ("RGB", "RGBA",
+                                                                                "L") else im
                 if target != size:
                     img = img.resize(target, Image.Resampling.LANCZOS)
                 buf = io.BytesIO()

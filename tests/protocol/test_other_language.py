@@ -83,7 +83,9 @@ def test_the_node_service_is_evaluated_through_the_protocol(bench, tmp_path) -> 
 
 
 def test_the_node_service_reads_with_a_model_and_a_rerun_resumes(bench, tmp_path) -> None:
-    answer = lambda body: "model says " + str(len(body["messages"]))
+    def answer(body):
+        return "model says " + str(len(body["messages"]))
+
     with StubServer(answer=answer) as model, \
             node_service(MODEL_BASE_URL=model.base_url, MODEL_NAME="stub") as url:
         records = _run(bench, tmp_path / "run", url)

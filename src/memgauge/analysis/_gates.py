@@ -677,7 +677,8 @@ def accuracy_gate(records: Iterable[Record] | Mapping[str, Record], *, expect: f
     return AccuracyGateResult(
         scorer=scorer, n=n, n_error=sum(r.status != "ok" for r in recs), n_correct=n - len(wrong),
         accuracy=_round(acc), expect=expect,
-        verdict=_verdict_of(n > 0, acc is not None and acc >= expect - 1e-12), failing=wrong[:MAX_LISTED])
+        verdict=_verdict_of(n > 0, acc is not None and acc >= expect - 1e-12),
+        failing=wrong[:MAX_LISTED])
 
 
 NEEDS_IMAGE = ("essential", "mixed", "supportive")  # "supportive": the old name of mixed

@@ -282,7 +282,8 @@ class Tokenizer:
         """(tokens per message, tokens priming the reply) of the model's chat template,
         measured by rendering it (``/apply-template``): e.g. 5 and 4 for ChatML."""
         def rendered(n_users: int) -> int:
-            msgs = [{"role": "system", "content": "x"}] + [{"role": "user", "content": "x"}] * n_users
+            msgs = [{"role": "system", "content": "x"}] + [{"role": "user",
+                                                            "content": "x"}] * n_users
             prompt = self._post("/apply-template", {"messages": msgs})["prompt"]
             return len(self._post("/tokenize", {"content": prompt, "add_special": True,
                                                 "parse_special": True})["tokens"])

@@ -281,7 +281,7 @@ class OpenAICompatModel:
         if todo:
             done = await asyncio.gather(*(asyncio.to_thread(self.encoder.encode, refs[i])
                                           for i in todo))
-            for i, e in zip(todo, done):
+            for i, e in zip(todo, done, strict=True):
                 encoded[i] = e
         by_ref = iter(encoded)
         blobs: list[bytes] = []
@@ -527,7 +527,8 @@ def _to_output(raw: bytes, attempt: int, observe: Any = None) -> ModelOutput:
     try:
         resp = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        raise ModelError("bad_response", f"not JSON: {bounded(raw[:200].decode('utf-8', 'replace'))}",
+        raise ModelError("bad_response", f"not JSON: "
+                                         f"{bounded(raw[:200].decode('utf-8', 'replace'))}",
                          attempts=attempt) from None
     choices = resp.get("choices") if isinstance(resp, dict) else None
     if not isinstance(choices, list) or not choices:
@@ -577,7 +578,8 @@ def _usage(u: Any) -> Usage:
         v = obj.get(key) if isinstance(obj, dict) else None
         return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
-    return Usage(input_tokens=count(u, "prompt_tokens"), output_tokens=count(u, "completion_tokens"),
+    return Usage(input_tokens=count(u, "prompt_tokens"),
+                 output_tokens=count(u, "completion_tokens"),
                  total_tokens=count(u, "total_tokens"),
                  cached_tokens=count(u.get("prompt_tokens_details"), "cached_tokens"))
 

@@ -444,7 +444,8 @@ def _xy_section(t: ReportTables) -> list[str]:
 
 # The X × Y matrix and MCQ rotations (design 0036)
 XY_CELLS_NOTE = (f"Each cell: accuracy over its questions, {MISSING} where none, 95% interval "
-                 "(bootstrap; Wilson's below n = 30, marked small n) and n. A question with several labels (MemEye's multi-label "
+                 "(bootstrap; Wilson's below n = 30, marked small n) and n. A question with "
+                 "several labels (MemEye's multi-label "
                  "point) counts in each of its cells, so the cells' n can add up to more than "
                  "the questions. An MCQ question asked over rotations is one question, valued "
                  "at its debiased EM. † marks a cell under n = 15: too few questions for a "

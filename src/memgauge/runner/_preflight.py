@@ -156,7 +156,7 @@ async def _check_all(todo: dict[tuple[str, str], tuple[str, dict[str, str], Any,
         check_endpoint(todo[k][0], todo[k][1], todo[k][3], timeout[k],
                        key_env=getattr(todo[k][2].settings, "api_key_env", "OPENAI_API_KEY"))
         for k in keys))
-    return dict(zip(keys, results))
+    return dict(zip(keys, results, strict=True))
 
 
 async def check_endpoint(base: str, headers: dict[str, str], role: Role = MODEL,

@@ -18,5 +18,6 @@ from .state_memory import StateMemory  # noqa: F401  (registers state-memory)
 from .summary_memory import SummaryMemory  # noqa: F401  (registers summary-memory)
 
 __all__ = ["CONTEXT_MODES", "INSTRUCTIONS", "QUESTION_TEMPLATE", "SYSTEM_PROMPT", "FullContext",
-           "MemorySystem", "Prompt", "PromptSizer", "SystemContext", "SystemFactory", "build_prompt",
+           "MemorySystem", "Prompt", "PromptSizer", "SystemContext", "SystemFactory",
+           "build_prompt",
            "clean_prediction"]

@@ -254,7 +254,8 @@ class Generator:
         from ...systems._context import session_messages  # (systems import models: no cycle)
 
         [msgs] = session_messages([session], mode="image")
-        return self.counter.messages(msgs, lambda p: (p.image.width, p.image.height)) - self.counter.reply_priming
+        return self.counter.messages(msgs, lambda p: (p.image.width,
+                                                      p.image.height)) - self.counter.reply_priming
 
     # -- planning ---------------------------------------------------------------------------
     def _top_up(self, sid: str, rng: random.Random, room: float,
@@ -553,7 +554,8 @@ def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = 
         mdir.mkdir(parents=True, exist_ok=True)
         ep_path, ml_path = tdir / "episodes.jsonl", mdir / f"dataset_{tier}.json"
         counts: list[int] = []
-        with open(ep_path, "w", encoding="utf-8") as ep_f, open(ml_path, "w", encoding="utf-8") as ml_f:
+        with open(ep_path, "w", encoding="utf-8") as ep_f, open(ml_path, "w",
+                                                                encoding="utf-8") as ml_f:
             ml_f.write("[")
             for n, (qid, plan, qdate, _) in enumerate(plans):
                 # A fresh rng per question and tier: every tier sees identical evidence.

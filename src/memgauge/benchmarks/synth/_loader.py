@@ -26,7 +26,8 @@ class SynthBenchmark:
             if not manifest.exists():
                 raise InputError("not a generated benchmark folder (no manifest.json)",
                                  file=str(data))
-            tiers = manifest_tiers(load_document(manifest, what="a benchmark manifest"), str(manifest))
+            tiers = manifest_tiers(load_document(manifest, what="a benchmark manifest"),
+                                   str(manifest))
             tier = opts.tier or (tiers[0] if len(tiers) == 1 else None)
             if tier is None:
                 raise InputError(f"this benchmark has tiers {', '.join(tiers)}: pick one with "
@@ -135,7 +136,7 @@ def manifest_tiers(manifest: Any, file: str) -> list[str]:
     if not isinstance(tiers, dict | list) or not tiers or \
             not all(isinstance(t, str) for t in tiers):
         raise InputError("expected a non-empty object (or list) of tier names, got "
-                         f"{type(tiers).__name__ if not tiers else tiers!r}"[:200], file=file,
+                         f"{tiers if tiers else type(tiers).__name__!r}"[:200], file=file,
                          field="tiers")
     return list(tiers)
 

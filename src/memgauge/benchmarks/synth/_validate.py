@@ -32,7 +32,8 @@ def tier_episodes(root: Path, tier: str) -> list[Any]:
     from ...benchmarks import BenchmarkOptions
     from ...registry import lookup
 
-    return list(lookup("benchmark", "synth")(BenchmarkOptions(data=str(root), tier=tier)).episodes())
+    return list(lookup("benchmark",
+                       "synth")(BenchmarkOptions(data=str(root), tier=tier)).episodes())
 
 
 def gate_episodes(episodes: list[Any]) -> list[Any]:

@@ -266,7 +266,7 @@ def _draw_chat(f, size, pres):
     size_, lh, gap, blocks = _chat_layout(fr, f["messages"], sy1 - sy0 - bar - 12)
     y = sy0 + bar + 6
     mine = mix(theme, (255, 255, 255), 0.74)
-    for m, (lines, bh, w, inline) in zip(f["messages"], blocks):
+    for m, (lines, bh, w, _inline) in zip(f["messages"], blocks, strict=True):
         if m["from"] == "me":
             bx0, bx1, col = sx1 - 10 - w, sx1 - 10, mine
         else:
@@ -334,8 +334,10 @@ register(KindSpec(
         "X4": "one message's small timestamp changes its minutes (1-2 characters)",
     },
     example={"app": "Parley", "contact": "Maya",
-             "messages": [{"from": "them", "text": "Are we still on for Saturday?", "time": "18:02"},
-                          {"from": "me", "text": "Yes! Meet at the north gate at 10", "time": "18:05"},
+             "messages": [{"from": "them", "text": "Are we still on for Saturday?",
+                           "time": "18:02"},
+                          {"from": "me", "text": "Yes! Meet at the north gate at 10",
+                           "time": "18:05"},
                           {"from": "them", "text": "Perfect, see you there", "time": "18:06"}]},
 ))
 
