@@ -46,9 +46,10 @@ def main() -> None:
         v = V.LabelledValidation(bench="memeye", data=data, out=Path(tmp) / "validation",
                                  model=args.model, base_url=args.base_url)
         options = V._check(v)
-        print(f"model {args.model}; data "
-              f"{'synth --questions ' + str(args.synth_questions) if args.synth_questions else data}")
-        print("| audit | accuracy (95 % CI) | all rotations | n | chance limit | verdict | wall s |")
+        shown = f"synth --questions {args.synth_questions}" if args.synth_questions else data
+        print(f"model {args.model}; data {shown}")
+        print("| audit | accuracy (95 % CI) | all rotations | n | chance limit | verdict "
+              "| wall s |")
         print("|---|---:|---:|---:|---:|---|---:|")
         for name, variant in V.AUDITS.items():
             t0 = time.perf_counter()

@@ -31,7 +31,8 @@ Ray tasks) can show scaling.
     python3 bench/ray_overhead.py --repeats 5 --wait-quiet 10
     python3 bench/ray_overhead.py --cpu-bound --repeats 3 --wait-quiet 10
     python3 bench/ray_overhead.py --modes local,ray-t1 --repeats 1   # a quick look
-    python3 bench/ray_overhead.py --transport-only bench/out/runs/ray_overhead_ray-t1_r0/records.jsonl
+    python3 bench/ray_overhead.py --transport-only \
+        bench/out/runs/ray_overhead_ray-t1_r0/records.jsonl
 """
 
 from __future__ import annotations

@@ -38,7 +38,8 @@ def play_command(
         help="LLM player: the action taken (and flagged) when no reply parses")] = None,
     model_base_url: Annotated[str | None, typer.Option(
         help="LLM player: OpenAI-compatible endpoint URL")] = None,
-    api_key_env: Annotated[str, typer.Option(help="Env var holding the API key")] = "OPENAI_API_KEY",
+    api_key_env: Annotated[str, typer.Option(
+        help="Env var holding the API key")] = "OPENAI_API_KEY",
     model_option: Annotated[list[str] | None, typer.Option(
         help="key=value for a local: model (repeatable)")] = None,
     game_option: Annotated[list[str] | None, typer.Option(

@@ -222,7 +222,8 @@ def _report(manifest: dict[str, Any], gates: dict[str, Any], rows: list[dict[str
              "## Benchmark", "",
              (f"- digest `{manifest['digest'][:16]}`, generator v{manifest['generator_version']}, "
               f"{manifest['images']} rendered images"),
-             "- question families: " + ", ".join(f"{k} ({v})" for k, v in manifest["families"].items()),
+             "- question families: "
+             + ", ".join(f"{k} ({v})" for k, v in manifest["families"].items()),
              "", "| Tier | Questions | Target tokens | Min | Mean | Max | Within ±3 % |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for tier, t in manifest["tiers"].items():

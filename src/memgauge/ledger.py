@@ -44,7 +44,8 @@ class Price:
 
 def load_prices(path: str | Path) -> dict[str, Price]:
     """``{"<model spec or name>": {"input": $/1M, "output": $/1M}}`` (optionally
-    ``"cached_input": $/1M``) from a JSON or TOML file (TOML by the ``.toml`` suffix). Anything else is an :class:`InputError` naming the file,
+    ``"cached_input": $/1M``) from a JSON or TOML file (TOML by the ``.toml`` suffix). Anything else
+    is an :class:`InputError` naming the file,
     the model and the field."""
     path = Path(path)
     try:

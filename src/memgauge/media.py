@@ -93,7 +93,8 @@ def _is_data_url(value: str) -> bool:
 def _shown(value: str) -> str:
     """A source for a message: a data: URL by its media type and length, not its bytes."""
     if _is_data_url(value):
-        return f"inline {value[5:value.find(';')] if ';' in value else 'data'} ({len(value):,} chars)"
+        kind = value[5:value.find(";")] if ";" in value else "data"
+        return f"inline {kind} ({len(value):,} chars)"
     return value if len(value) <= 200 else value[:200] + "…"
 
 

@@ -22,7 +22,8 @@ from memgauge.runner import RunConfig, Runner
 from memgauge.runner._store import read_records
 
 NODE = shutil.which("node")
-SERVER = Path(__file__).resolve().parents[2] / "examples" / "memory-protocol" / "node" / "server.mjs"
+SERVER = (Path(__file__).resolve().parents[2] / "examples" / "memory-protocol" / "node"
+          / "server.mjs")
 
 pytestmark = pytest.mark.skipif(NODE is None, reason="Node.js is not installed")
 

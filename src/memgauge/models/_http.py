@@ -222,7 +222,8 @@ def redirect_advice(resp: HttpResponse, asked: str, suffix: str = "") -> str:
         return f"HTTP {resp.status} redirect from {where} without a Location header"
     target = urljoin(where, location)
     if len(resp.redirects) >= MAX_REDIRECTS and resp.status in REDIRECTS:
-        head = f"more than {MAX_REDIRECTS} redirects from {asked} (the last: HTTP {resp.status} to {target})"
+        head = (f"more than {MAX_REDIRECTS} redirects from {asked} (the last: HTTP {resp.status} "
+                f"to {target})")
     else:
         head = f"HTTP {resp.status} redirect from {where} to {target}"
         if resp.status not in _SAME_METHOD:

@@ -147,7 +147,8 @@ class OpenAICompatModel:
         try:
             proxies = [proxy_for(url) for url in self._urls]
         except ValueError as exc:
-            raise ConfigError(f"{exc} (for {redact_urls(settings.base_url or self.base)})") from None
+            shown = redact_urls(settings.base_url or self.base)
+            raise ConfigError(f"{exc} (for {shown})") from None
         self.proxy = proxies[0]
         # What the server says it serves (its /models entry for this name), set by the
         # run's pre-flight; part of the cache key once known (docs/design/0016).

@@ -1,7 +1,8 @@
 """The cross-run report as one self-contained, offline HTML page.
 
 No external URL: plots are matplotlib PNGs embedded as ``data:`` URIs, the question browser
-is a plain table that a few lines of inline JavaScript filter, search and show in pages. Everything that comes from
+is a plain table that a few lines of inline JavaScript filter, search and show in pages. Everything
+that comes from
 records (questions, answers, predictions, labels, run names) is untrusted and escaped.
 matplotlib is an optional dependency (``pip install 'memgauge[report]'``), imported only here.
 """

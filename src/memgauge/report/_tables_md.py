@@ -554,7 +554,7 @@ def render_tables_markdown(tables: ReportTables) -> str:
     n_runs = len(t.runs)
     out = ["## Across runs", "",
            f"- **Runs:** {n_runs} ({', '.join(cell(r.run) for r in t.runs)})",
-           f"- **Primary scorer:** {code(t.primary)}" if t.primary else "- **Primary scorer:** none",
+           f"- **Primary scorer:** {code(t.primary) if t.primary else 'none'}",
            (f"- **CI:** {t.confidence * 100:g}%, {t.ci_method}, {t.n_resamples} resamples, "
             f"seed {t.seed}; SE clustered by episode"),
            ("- Accuracy counts status=ok records carrying the primary score; errors are counted "

@@ -492,8 +492,8 @@ def plan_ku_update(rng: random.Random, when: When) -> QuestionPlan:
         if when.variant:
             line_text = chain_line(rng, "parking_of", i, vehicle=vehicle)
         else:
-            line_text = line("parking_first", variant=start) if i == 0 else line("parking_move",
-                                                                                 variant=start + i - 1)
+            line_text = (line("parking_first", variant=start) if i == 0
+                         else line("parking_move", variant=start + i - 1))
         sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
             rng, "app_ui", facts, line=line_text))]), d))
     return QuestionPlan(

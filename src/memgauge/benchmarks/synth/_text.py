@@ -53,7 +53,8 @@ TOPICS: dict[str, dict[str, list[str]]] = {
         ],
         "assistant": [
             "The first time you make {dish}, start simple and taste as you go.",
-            "Dry {dish} usually means a little too much heat or time; try lowering the temperature.",
+            "Dry {dish} usually means a little too much heat or time; "
+            "try lowering the temperature.",
             "You can: {dish} is often better the next day.",
             "A crisp salad with a sharp dressing goes well with {dish}.",
             "For {n} people, plan a generous handful of {ingredient} each and a little extra for "
@@ -507,7 +508,8 @@ def line(template_name: str, /, variant: int = 0, **slots: str) -> Phrase:
 
 
 def chain_line(rng: random.Random, chain: str, step: int, /, **slots: str) -> Phrase:
-    """The line of a ``chain`` (a key of ``CHAINS``) sharing its ``step``-th image (0: the first)."""
+    """The line of a ``chain`` (a key of ``CHAINS``) sharing its ``step``-th image
+    (0: the first)."""
     first, updates = CHAINS[chain]
     return line(first if step == 0 else rng.choice(updates), variant=0, **slots)
 

@@ -102,7 +102,8 @@ def validate(root: str | Path, *, ocr: bool | None = None,
     from ._loader import manifest_tiers
 
     manifest = load_document(mpath, what="a benchmark manifest")
-    manifest_tiers(manifest, str(mpath))  # an object with tier names, else an error naming the field
+    # an object with tier names, else an error naming the field
+    manifest_tiers(manifest, str(mpath))
     for key in ("digest", "generator_version"):
         if not isinstance(manifest.get(key), str | int):
             raise InputError("missing required field" if manifest.get(key) is None else

@@ -574,7 +574,8 @@ def _describe_calendar(f):
     first = _dt.date(year, month, 1).weekday()
     idx = first + day - 1
     wd = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")[idx % 7]
-    note = f" Under the grid a handwritten-style note reads 'Note: {f['note']}'." if f.get("note") else ""
+    note = (f" Under the grid a handwritten-style note reads 'Note: {f['note']}'."
+            if f.get("note") else "")
     return (f"A paper wall calendar page with ring binding for {MONTHS[month - 1]} {year} "
             f"({year}-{month:02d}), a month grid with weekday header Mo to Su (weeks start on "
             f"Monday). Day {day} ({wd} {year}-{month:02d}-{day:02d}, row {idx // 7 + 1} of the "

@@ -435,7 +435,8 @@ def _near_app_x4(f, rng):
         if TIME_RE.match(val):  # stay a valid time: change both minute digits
             mm = val[3:]
             fields[i][1] = val[:3] + rng.choice(
-                [f"{t:02d}" for t in range(60) if f"{t:02d}"[0] != mm[0] and f"{t:02d}"[1] != mm[1]])
+                [f"{t:02d}" for t in range(60)
+                 if f"{t:02d}"[0] != mm[0] and f"{t:02d}"[1] != mm[1]])
         else:
             pos = [k for k, c in enumerate(val) if c.isdigit()]
             chars = list(val)
