@@ -177,16 +177,9 @@ def label_error(
         return ErrorLabel(label=label, category=_category(label, dep), detail=detail)
 
     # 1. non_answer
-    if not pred.strip():
-        return make(NON_ANSWER, "empty prediction")
-    n_words = len(pred.split())
-    if n_words > max_words:
-        return make(NON_ANSWER, f"{n_words} words > {max_words}")
-    ratio = _degenerate(pred)
-    if ratio is not None:
-        return make(NON_ANSWER, f"degenerate repetition (unique 5-gram ratio {ratio:.2f})")
-    if details.get("label") == "hedged":  # design 0038
-        return make(NON_ANSWER, "hedged: several candidate answers, none stated as the answer")
+    why_none = _non_answer(pred, details, max_words)
+    if why_none is not None:
+        return make(NON_ANSWER, why_none)
 
     # 2. answerability_failure
     if record.answer_type == AnswerType.REFUSAL:
@@ -196,15 +189,7 @@ def label_error(
         return make(ANSWERABILITY_FAILURE, "refused an answerable question")
 
     # 3. stale_answer
-    olds: list[str] = []
-    if old_answers is not None:
-        olds.extend(old_answers.get(record.question_id) or [])
-    meta_olds = record.meta.get("old_answers")
-    if isinstance(meta_olds, str):
-        olds.append(meta_olds)
-    elif isinstance(meta_olds, list):
-        olds.extend(str(o) for o in meta_olds)
-    for old in olds:
+    for old in _old_answers(record, old_answers):
         how = _matches(old, pred)
         if how is not None:
             return make(STALE_ANSWER, f"matches old answer {old!r} ({how})")
@@ -226,6 +211,34 @@ def label_error(
         return make(judged["label"], str(judged.get("reason") or "")[:200])
 
     return make(UNLABELLED)
+
+
+def _non_answer(pred: str, details: Mapping[str, Any], max_words: int) -> str | None:
+    """Why a prediction is no answer at all (empty, too long, degenerate, hedged), or None."""
+    if not pred.strip():
+        return "empty prediction"
+    n_words = len(pred.split())
+    if n_words > max_words:
+        return f"{n_words} words > {max_words}"
+    ratio = _degenerate(pred)
+    if ratio is not None:
+        return f"degenerate repetition (unique 5-gram ratio {ratio:.2f})"
+    if details.get("label") == "hedged":  # design 0038
+        return "hedged: several candidate answers, none stated as the answer"
+    return None
+
+
+def _old_answers(record: Record, old_answers: Mapping[str, list[str]] | None) -> list[str]:
+    """The superseded answers of the record's question: given ones, then its meta's."""
+    olds: list[str] = []
+    if old_answers is not None:
+        olds.extend(old_answers.get(record.question_id) or [])
+    meta_olds = record.meta.get("old_answers")
+    if isinstance(meta_olds, str):
+        olds.append(meta_olds)
+    elif isinstance(meta_olds, list):
+        olds.extend(str(o) for o in meta_olds)
+    return olds
 
 
 def error_breakdown(records: Iterable[Record], **kw: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import platform
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
@@ -139,6 +140,13 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
         raise benchmark_not_run(Path(path).parent)
     if not isinstance(identity, dict):
         raise bad("config.identity", "an object", identity)
+    _check_identity(identity, file, bad)
+    _check_sections(obj, bad)
+    return obj
+
+
+def _check_identity(identity: dict[str, Any], file: str,
+                    bad: Callable[[str | None, str, Any], InputError]) -> None:
     for key in _IDENTITY_STRINGS:
         if identity.get(key) is not None and not isinstance(identity[key], str):
             raise bad(f"config.identity.{key}", "a string", identity[key])
@@ -151,6 +159,10 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     if identity.get("system_options") is not None and \
             not isinstance(identity["system_options"], dict):
         raise bad("config.identity.system_options", "an object", identity["system_options"])
+
+
+def _check_sections(obj: dict[str, Any],
+                    bad: Callable[[str | None, str, Any], InputError]) -> None:
     for key in _OBJECTS:
         if obj.get(key) is not None and not isinstance(obj[key], dict):
             raise bad(key, "an object", obj[key])
@@ -170,4 +182,3 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     for name, judge in (obj.get("judges") or {}).items():
         if not isinstance(judge, dict):
             raise bad(f"judges.{name}", "an object", judge)
-    return obj

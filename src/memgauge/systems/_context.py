@@ -71,7 +71,8 @@ def _image_or_caption(ref: ImageRef) -> Part:
     return _image_part(ref)
 
 
-def turn_parts(text: str, images: Sequence[ImageRef], mode: str, label_images: bool,
+# complexity above 15 kept: prompt assembly's hot path (a call per turn), kept inline
+def turn_parts(text: str, images: Sequence[ImageRef], mode: str, label_images: bool,  # noqa: C901
                image_offset: int) -> tuple[list[Part], int]:
     """Content parts of one turn, and the next global image number."""
     parts: list[Part] = []

@@ -177,7 +177,9 @@ def stable_llm_string(llm_string: str) -> str:
 
 
 @functools.cache
-def _langmem() -> SimpleNamespace:
+# complexity above 15 kept: imports and adapter classes of an optional extra, defined together on
+# first use
+def _langmem() -> SimpleNamespace:  # noqa: C901
     """LangMem and langchain, imported on first use (the core never imports them)."""
     try:
         from langchain_core._api import LangChainBetaWarning
