@@ -376,9 +376,9 @@ class LoCoMoBenchmark:
                             "captions": {"generic": caption} if caption else {},
                             "missing": False, "meta": meta})
 
-    @staticmethod
     # complexity above 15 kept: a question's fields checked one after another, each error naming
     # its field
+    @staticmethod
     def _question(q: Any, k: int, episode_id: str, dia_session: dict[str, str],  # noqa: C901
                   err: Any) -> Question:
         qid = f"{episode_id}:q{k}"
