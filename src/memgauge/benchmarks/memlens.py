@@ -224,7 +224,8 @@ def parse_turns(turns: Any, sess_no: int, field: str, ctx: ItemContext,
     fast = _TURN_PARTS is not None
     new, set_dict, set_fields, set_extra, set_private = _TURN_PARTS or _NO_TURN_PARTS
     fieldset = _TURN_FIELD_SET
-    for turn_id, turn in zip(_turn_ids(sess_no, len(turns)), turns, strict=True):
+    # _turn_ids gives at least len(turns) ids (a shared, growing list): zip stops at the turns
+    for turn_id, turn in zip(_turn_ids(sess_no, len(turns)), turns, strict=False):
         if type(turn) is not dict:
             raise ctx.error(f"expected a turn object, got {type_name(turn)}",
                             f"{field}[{len(out)}]")
