@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
-from .jericho import split_status  # the same padded status line ends TextWorld's replies
+from .jericho_env import split_status  # the same padded status line ends TextWorld's replies
 
 DEFAULTS: dict[str, int] = {"rooms": 5, "objects": 10, "quest_length": 5}
 _PATH_OPTIONS = ("game_dir",)
