@@ -133,7 +133,7 @@ class StateMemory:
             if not all(isinstance(v, str | int | float) and str(v).strip()
                        for v in (entity, attribute, value)):
                 continue
-            labels = images if isinstance(images := item.get("images"), list) else []
+            labels = given if isinstance(given := item.get("images"), list) else []
             image_labels = [str(x).strip().strip("[]").upper() for x in labels]
             refs = [r for r in (pointer_of(shown.labels, x) for x in image_labels) if r]
             turn = pointer_of(shown.labels, item.get("turn"))
