@@ -18,7 +18,7 @@ import pytest
 from memgauge.errors import ConfigError
 from memgauge.games._play import new_meta, play
 from memgauge.games._trajectory import read_trajectory
-from memgauge.games.envs import jericho as jericho_env
+from memgauge.games.envs import jericho_env
 from memgauge.games.envs.jericho_env import (
     inventory_from_reply,
     load_spacy_model,
