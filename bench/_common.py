@@ -291,7 +291,7 @@ def host_cpu_delta(before: list[int] | None, after: list[int] | None) -> dict[st
     irq+softirq), iowait, idle and steal (time the hypervisor gave to someone else)."""
     if not before or not after:
         return None
-    d = [a - b for a, b in zip(after, before)]
+    d = [a - b for a, b in zip(after, before, strict=True)]
     total = sum(d[:8]) or 1
     busy = d[0] + d[1] + d[2] + d[5] + d[6]
     return {"busy_pct": round(100 * busy / total, 1), "iowait_pct": round(100 * d[4] / total, 1),

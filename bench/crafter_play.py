@@ -4,7 +4,8 @@
 Plays the scripted player through ``games._play.play`` (the loop ``memgauge play`` runs:
 env step, state read, HUD text, PNG frame, trajectory line), 1,000 steps in all; an
 episode that ends early (death) is followed by one with the next seed, so the steps are
-always the asked number. Reports the median and min wall and CPU time over ``--repeats`` runs, the episodes,
+always the asked number. Reports the median and min wall and CPU time over ``--repeats`` runs, the
+episodes,
 and where the time goes (one extra profiled run: env step, state read, frame PNG, player,
 writing; Crafter's world generation at each reset is pure-Python simplex noise, ~1 s a
 world). Needs the games extra (crafter).

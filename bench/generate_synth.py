@@ -23,7 +23,8 @@ import _common as C
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", type=Path, default=C.DEFAULT_WORK)
     p.add_argument("--questions", type=int, default=789)
     p.add_argument("--tiers", default="32k,64k,128k,256k")

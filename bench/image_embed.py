@@ -54,7 +54,8 @@ def make_images(folder: Path, n: int, side: int, seed: int) -> list[ImageRef]:
         im = Image.new("RGB", (side, side * 3 // 4), tuple(rng.randrange(256) for _ in range(3)))
         for _ in range(6):
             x, y = rng.randrange(side), rng.randrange(side * 3 // 4)
-            im.paste(tuple(rng.randrange(256) for _ in range(3)), (x, y, x + side // 5, y + side // 6))
+            im.paste(tuple(rng.randrange(256) for _ in range(3)),
+                     (x, y, x + side // 5, y + side // 6))
         path = folder / f"p{i:04d}.png"
         im.save(path)
         refs.append(ImageRef(source=path.name, path=str(path), width=side, height=side * 3 // 4))

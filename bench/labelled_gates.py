@@ -35,7 +35,8 @@ def main() -> None:
         data = args.data
         if args.synth_questions:
             out = Path(tmp) / "synth"
-            subprocess.run([sys.executable, "-c", "from memgauge.cli import app; app()", "generate", "synth", "--out",
+            subprocess.run([sys.executable, "-c", "from memgauge.cli import app; app()", "generate",
+                            "synth", "--out",
                             str(out), "--questions", str(args.synth_questions), "--tiers",
                             args.tier, "--seed", str(args.seed), "--format", "memeye"],
                            check=True, capture_output=True)
@@ -45,8 +46,10 @@ def main() -> None:
         v = V.LabelledValidation(bench="memeye", data=data, out=Path(tmp) / "validation",
                                  model=args.model, base_url=args.base_url)
         options = V._check(v)
-        print(f"model {args.model}; data {'synth --questions ' + str(args.synth_questions) if args.synth_questions else data}")
-        print("| audit | accuracy (95 % CI) | all rotations | n | chance limit | verdict | wall s |")
+        shown = f"synth --questions {args.synth_questions}" if args.synth_questions else data
+        print(f"model {args.model}; data {shown}")
+        print("| audit | accuracy (95 % CI) | all rotations | n | chance limit | verdict "
+              "| wall s |")
         print("|---|---:|---:|---:|---:|---|---:|")
         for name, variant in V.AUDITS.items():
             t0 = time.perf_counter()

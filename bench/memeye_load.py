@@ -106,7 +106,8 @@ def main() -> None:
     print(f"make the benchmark: median {statistics.median(walls):.3f} s "
           f"(min {min(walls):.3f}, max {max(walls):.3f}, n={len(walls)}); the first "
           "includes building the pydantic schemas")
-    print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}"
+    print(f"peak RSS of this process: "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}"
           " MiB (interpreter and imports included)")
 
 

@@ -145,7 +145,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         data = work / "synth"
-        subprocess.run([sys.executable, "-m", "memgauge.cli", "generate", "synth", "--out", str(data),
+        subprocess.run([sys.executable, "-m", "memgauge.cli", "generate", "synth", "--out",
+                        str(data),
                         "--questions", str(a.questions), "--tiers", a.tier, "--seed",
                         str(a.seed)], check=True, capture_output=True)
         rows = []

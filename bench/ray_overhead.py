@@ -31,7 +31,8 @@ Ray tasks) can show scaling.
     python3 bench/ray_overhead.py --repeats 5 --wait-quiet 10
     python3 bench/ray_overhead.py --cpu-bound --repeats 3 --wait-quiet 10
     python3 bench/ray_overhead.py --modes local,ray-t1 --repeats 1   # a quick look
-    python3 bench/ray_overhead.py --transport-only bench/out/runs/ray_overhead_ray-t1_r0/records.jsonl
+    python3 bench/ray_overhead.py --transport-only \
+        bench/out/runs/ray_overhead_ray-t1_r0/records.jsonl
 """
 
 from __future__ import annotations
@@ -275,7 +276,8 @@ def main() -> None:
               "concurrency": a.concurrency, "latency_ms": a.latency_ms,
               "offered_items_per_s": (a.concurrency / (a.latency_ms / 1000)
                                       if a.latency_ms > 0 else None),
-              "cpu_bound": a.cpu_bound, "ray_cpus": int(cpus), "summary": summary, "overhead_pct": overhead,
+              "cpu_bound": a.cpu_bound, "ray_cpus": int(cpus), "summary": summary,
+              "overhead_pct": overhead,
               "speedup_1_to_2": speedup, "phases_s": phases,
               "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
               "target_overhead_pct": TARGET_OVERHEAD_PCT, "record_transport": transport,

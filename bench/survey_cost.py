@@ -53,7 +53,9 @@ def main() -> None:
         ctx = SystemContext(model=create_model("none:"), counter=TokenCounter(),
                             context_mode="caption", max_context_tokens=10**9)
         probe = lookup("system", "full-context")(ctx)()
-        cut = lambda ep, q: _history_cut("later", ep, q)
+        def cut(ep, q):
+            return _history_cut("later", ep, q)
+
         count = sizer(probe, "error", 10**9)
 
         def read() -> None:

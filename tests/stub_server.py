@@ -10,6 +10,7 @@ with that list; left None, a GET is refused with 501 as before. GETs never consu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -90,10 +91,8 @@ class StubServer:
                 for k, v in (headers or {}).items():
                     self.send_header(k, v)
                 self.end_headers()
-                try:
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True

@@ -85,7 +85,8 @@ def test_varying_first_keys_and_non_objects(tmp_path):
 def test_numbers_orjson_reads_as_floats_are_ijsons_business(tmp_path):
     # orjson reads integers past 64 bits as floats; ijson (as before) refuses them.
     p = tmp_path / "d.json"
-    p.write_text('[{"question_id": "a"},\n{"question_id": "b", "huge": 123456789012345678901234567890},\n'
+    p.write_text('[{"question_id": "a"},\n{"question_id": "b", "huge": '
+                 '123456789012345678901234567890},\n'
                  '{"question_id": "c"}]')
     with pytest.raises(InputError) as exc:
         _items(p)

@@ -34,7 +34,11 @@ def test_exactly_two_one_line_commands_each_in_a_virtual_environment():
                               check=False).returncode == 0
     main, tests = commands
     assert main.endswith("memgauge models pull smollm2 && memgauge demo")
-    assert tests.endswith("memgauge models pull smollm2 && lint-imports && python -m pytest")
+    assert "memgauge models pull smollm2 && " in tests and tests.endswith(" && python -m pytest")
+    # the lint and the type check run in the same chain, before the tests (design 0048)
+    assert " && ruff check src tests bench && " in tests
+    assert " && basedpyright --warnings && " in tests
+    assert " && lint-imports && " in tests
 
 
 def test_ci_runs_exactly_the_readme_test_command():

@@ -81,10 +81,12 @@ def test_no_secret_of_any_url_option_in_any_artefact_of_a_run(tmp_path):
             "full-context", model="openai:stub", base_url=stub.base_url,
             context_mode="text") as url:
         cmd = [sys.executable, "-m", "memgauge.cli", "run", "--bench", "synth", "--data",
-               str(data), "--tier", "4k", "--system", _with_secrets(url, query=False), "--model", "none:",
+               str(data), "--tier", "4k", "--system", _with_secrets(url, query=False), "--model",
+               "none:",
                "--out", str(out), "--no-cache",
                "--judge-base-url", _with_secrets(stub.base_url)]
-        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, check=False)
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300,
+                              check=False)
         terminal += done.stdout + done.stderr
         assert done.returncode == 0, terminal
         # a mistake naming a URL option: the error line on the terminal shows it redacted

@@ -214,7 +214,7 @@ class _Lease:
             self.fd = -1
 
     def try_take(self) -> bool:
-        if self.fd < 0:
+        if self.fd < 0 or fcntl is None:  # no lease taken (fcntl is there whenever one is)
             return True
         try:
             fcntl.lockf(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, self.offset)
@@ -223,7 +223,7 @@ class _Lease:
         return True
 
     def release(self) -> None:
-        if self.fd >= 0:
+        if self.fd >= 0 and fcntl is not None:
             with contextlib.suppress(OSError):
                 fcntl.lockf(self.fd, fcntl.LOCK_UN, 1, self.offset)
 

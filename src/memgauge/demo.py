@@ -137,7 +137,8 @@ def _model_runs(config: DemoConfig, root: Path, bench_dir: Path,
                      "recall": sum(recalls) / len(recalls) if recalls else None,
                      "input_tokens": sum(u.input_tokens or 0 for u in tokens),
                      "output_tokens": sum(u.output_tokens or 0 for u in tokens),
-                     "wall_s": result.wall_s, "run": str(out.relative_to(root)), "summary": summary})
+                     "wall_s": result.wall_s, "run": str(out.relative_to(root)),
+                     "summary": summary})
     return rows, None
 
 
@@ -221,7 +222,8 @@ def _report(manifest: dict[str, Any], gates: dict[str, Any], rows: list[dict[str
              "## Benchmark", "",
              (f"- digest `{manifest['digest'][:16]}`, generator v{manifest['generator_version']}, "
               f"{manifest['images']} rendered images"),
-             "- question families: " + ", ".join(f"{k} ({v})" for k, v in manifest["families"].items()),
+             "- question families: "
+             + ", ".join(f"{k} ({v})" for k, v in manifest["families"].items()),
              "", "| Tier | Questions | Target tokens | Min | Mean | Max | Within ±3 % |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for tier, t in manifest["tiers"].items():

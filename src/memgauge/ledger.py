@@ -44,7 +44,8 @@ class Price:
 
 def load_prices(path: str | Path) -> dict[str, Price]:
     """``{"<model spec or name>": {"input": $/1M, "output": $/1M}}`` (optionally
-    ``"cached_input": $/1M``) from a JSON or TOML file (TOML by the ``.toml`` suffix). Anything else is an :class:`InputError` naming the file,
+    ``"cached_input": $/1M``) from a JSON or TOML file (TOML by the ``.toml`` suffix). Anything else
+    is an :class:`InputError` naming the file,
     the model and the field."""
     path = Path(path)
     try:
@@ -253,7 +254,8 @@ class Ledger:
         if self.judges:
             judges: dict[str, Any] = {}
             for model, spend in sorted(self.judges.items()):
-                judges[model] = entry = spend.to_dict()
+                entry: dict[str, Any] = spend.to_dict()  # counts, and dollars when priced
+                judges[model] = entry
                 judge_price = price_for(model, prices) if prices is not None else None
                 if judge_price is not None:
                     entry["usd"] = round(spend.dollars(judge_price), 6)

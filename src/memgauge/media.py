@@ -93,7 +93,8 @@ def _is_data_url(value: str) -> bool:
 def _shown(value: str) -> str:
     """A source for a message: a data: URL by its media type and length, not its bytes."""
     if _is_data_url(value):
-        return f"inline {value[5:value.find(';')] if ';' in value else 'data'} ({len(value):,} chars)"
+        kind = value[5:value.find(";")] if ";" in value else "data"
+        return f"inline {kind} ({len(value):,} chars)"
     return value if len(value) <= 200 else value[:200] + "…"
 
 
@@ -107,7 +108,7 @@ class ImageResolver:
     def __init__(self, root: str | os.PathLike[str], *, allow_missing: bool = False) -> None:
         self.root = Path(root).resolve()
         self.allow_missing = allow_missing
-        self._checked: dict[str, tuple[int, int] | str | ImageTooLarge] = {}
+        self._checked: dict[str, tuple[int, int] | str | ImageTooLarge | _LinksOut] = {}
         self._refs: dict[tuple[str, str | None, str | None], ImageRef] = {}
         # Entries seen before, by their exact content (a string, or an object's items in
         # order): a shared pool repeats the same entries thousands of times.
@@ -150,7 +151,8 @@ class ImageResolver:
             if path_value and (_is_url(path_value) or _is_data_url(path_value)):
                 path_value, url = None, url or path_value
         else:
-            raise InputError(f"image entry must be a string or an object, got {type(entry).__name__}",
+            raise InputError(f"image entry must be a string or an object, got "
+                             f"{type(entry).__name__}",
                              file=file, item=item, field=field)
         src = source if isinstance(source, str) else (path_value or url or "")
         memo_key = (src, path_value, url)
@@ -199,7 +201,7 @@ class ImageResolver:
             self._checked[full] = checked
         if isinstance(checked, ImageTooLarge):  # refused even with allow_missing: not a gap
             raise InputError(f"{checked} ({path_value!r})", file=file, item=item, field=field)
-        if checked is _LINKS_OUT:
+        if isinstance(checked, _LinksOut):
             raise InputError(f"image path {path_value!r} is a link to a file outside the image "
                              f"dir ({os.path.realpath(full)}); it is not read",
                              file=file, item=item, field=field)
@@ -228,7 +230,11 @@ class ImageResolver:
         return w, h
 
 
-_LINKS_OUT = ("links outside the image dir",)  # a marker in ImageResolver._checked
+class _LinksOut:
+    """The mark in ImageResolver._checked of a path whose links lead out of the image dir."""
+
+
+_LINKS_OUT = _LinksOut()
 
 
 @dataclass(frozen=True)
@@ -337,7 +343,8 @@ class ImageEncoder:
             if target == size and out_fmt == fmt:
                 data = raw  # already fine: send the original bytes untouched
             else:
-                img = im.convert("RGB") if out_fmt == "JPEG" or im.mode not in ("RGB", "RGBA", "L") else im
+                img = im.convert("RGB") if out_fmt == "JPEG" or im.mode not in ("RGB", "RGBA",
+                                                                                "L") else im
                 if target != size:
                     img = img.resize(target, Image.Resampling.LANCZOS)
                 buf = io.BytesIO()

@@ -183,7 +183,7 @@ def _load_plugins(kind: str) -> None:
         ep.load()
 
 
-def lookup(kind: str, name: str) -> Callable[[...], Any]:
+def lookup(kind: str, name: str) -> Callable[..., Any]:
     if kind == "system" and name.startswith(("http://", "https://")):
         import importlib  # a service (docs/memory-protocol.md); by string, as above
 

@@ -138,7 +138,8 @@ class TokenCounter:
             width, height = UNKNOWN_IMAGE_SIZE
         return self._image_cost(width, height)
 
-    def messages(self, messages: Iterable[Any], image_size: Callable[[Any], tuple[int, int]]) -> int:
+    def messages(self, messages: Iterable[Any],
+                 image_size: Callable[[Any], tuple[int, int]]) -> int:
         """Count a list of :class:`memgauge.models.Message`; ``image_size`` maps an image part
         to the (width, height) that will be sent (after the resize policy)."""
         # lazy: counting tokens does not load the model clients

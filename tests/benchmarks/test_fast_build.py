@@ -161,7 +161,8 @@ def test_prompt_images_are_the_image_parts_in_order(mode: str, label: bool) -> N
 
     sessions = [
         Session(session_id="1", date="d", turns=[turn("user", "<image> a", im("1")),
-                                                turn("assistant", "b <image> c", im("2"), im("3"))]),
+                                                turn("assistant", "b <image> c", im("2"),
+                                                     im("3"))]),
         Session(session_id="2", turns=[turn("user", "plain"), turn("user", "x", im("4", True)),
                                        turn("assistant", "y <image>", im("5"))]),
     ]
@@ -184,4 +185,4 @@ def test_prompt_images_are_the_image_parts_in_order(mode: str, label: bool) -> N
 def _check_images(p) -> None:
     scanned = [part.image for m in p.messages for part in m.parts if isinstance(part, ImagePart)]
     assert p.images == scanned
-    assert all(a is b for a, b in zip(p.images, scanned))
+    assert all(a is b for a, b in zip(p.images, scanned, strict=True))

@@ -27,7 +27,8 @@ from memgauge.schema import (
 
 def _episode(refs: list[ImageRef]) -> Episode:
     turn = Turn(turn_id="t0", role="user", text="see", images=refs)
-    return Episode(episode_id="e", benchmark=BenchmarkInfo(name="test"), sessions=[Session(session_id="s0",
+    return Episode(episode_id="e", benchmark=BenchmarkInfo(name="test"),
+                   sessions=[Session(session_id="s0",
                    turns=[turn])], questions=[Question(question_id="q", text="?", answer="x",
                                         answer_type=AnswerType.FREE_TEXT,
                                         ability=Ability.SINGLE_HOP)])

@@ -15,7 +15,7 @@ from memgauge.errors import ConfigError
 from memgauge.games import read_trajectory
 from memgauge.games._play import new_meta, play
 from memgauge.games.envs import open_env
-from memgauge.games.envs.crafter import CrafterEnv, hud_text, open_crafter
+from memgauge.games.envs.crafter_env import CrafterEnv, hud_text, open_crafter
 from memgauge.games.players import make_player
 
 

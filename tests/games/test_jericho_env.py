@@ -18,8 +18,8 @@ import pytest
 from memgauge.errors import ConfigError
 from memgauge.games._play import new_meta, play
 from memgauge.games._trajectory import read_trajectory
-from memgauge.games.envs import jericho as jericho_env
-from memgauge.games.envs.jericho import (
+from memgauge.games.envs import jericho_env
+from memgauge.games.envs.jericho_env import (
     inventory_from_reply,
     load_spacy_model,
     open_jericho,
@@ -150,7 +150,8 @@ def test_the_inventory_probe_leaves_the_game_as_it_was(game, jericho):
 def test_an_unsupported_game_says_what_is_unknown(jericho):
     state = jericho.reset()
     assert state["admissible"] is None and jericho.legal_actions() is None
-    assert state["status_line"].startswith("-= ") and state["status_line"] not in state["observation"]
+    assert state["status_line"].startswith("-= ")
+    assert state["status_line"] not in state["observation"]
     info = jericho.info()
     assert "bindings" in info["admissible_note"] and "game.z8" in info["admissible_note"]
     assert "status line" in info["game"]["state_note"]

@@ -328,7 +328,7 @@ def test_scripted_crafter_walls_itself_in_before_it_sleeps():
     """Two stone cells ahead with stone around them: mine in, step back, wall the entrance
     with the mined stone, sleep; then nothing a zombie can walk on touches the player."""
     pytest.importorskip("crafter")
-    from memgauge.games.envs.crafter import open_crafter
+    from memgauge.games.envs.crafter_env import open_crafter
 
     env = open_crafter(0, {})
     env.reset()

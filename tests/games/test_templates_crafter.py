@@ -290,7 +290,7 @@ def test_navigation_never_through_lava_or_unseen_cells():
                         ("noop", state((0, 0), (1, 0), inventory())))
     q = sp.ask_navigate(CrafterTimeline(meta, steps), "sand", 1)
     assert q.answer == ["move_down", "move_right", "move_right", "move_right", "move_up"]
-    assert all("move_right" != p[0] for p in [q.answer, *q.alternatives])
+    assert all(p[0] != "move_right" for p in [q.answer, *q.alternatives])
     # the same sand behind cells never seen: no known route, so not answerable
     meta, steps = short(state((0, 0), (1, 0), inventory(), seen=grid(["gLgs", "g???"])),
                         ("noop", state((0, 0), (1, 0), inventory())))
@@ -523,7 +523,7 @@ def test_not_answerable_exactly_when_the_precondition_fails(seed, n):
     seen_by = {}
     for t in range(n + 1):
         cells = meta.initial["seen"] if t == 0 else steps[t - 1].seen
-        for x, y, m in cells:
+        for _x, _y, m in cells:
             seen_by.setdefault(m, t)
     for item in ITEMS:
         q = rec.ask_first_increase_step(timeline, item)

@@ -170,7 +170,7 @@ def test_noise_changes_the_trajectory_deterministically(games, tmp_path):
 
 def test_a_temporary_game_folder_goes_away_on_close():
     pytest.importorskip("textworld", reason="the games extra (textworld) is not installed")
-    from memgauge.games.envs.textworld import TextWorldEnv
+    from memgauge.games.envs.textworld_env import TextWorldEnv
 
     env = TextWorldEnv.__new__(TextWorldEnv)  # no game needed to check the clean-up
     env._temp = folder = Path(tempfile.mkdtemp())
@@ -188,7 +188,7 @@ def test_a_temporary_game_folder_goes_away_on_close():
 ])
 def test_bad_options_are_config_errors_before_generation(options, message, tmp_path):
     pytest.importorskip("textworld", reason="the games extra (textworld) is not installed")
-    from memgauge.games.envs.textworld import open_textworld
+    from memgauge.games.envs.textworld_env import open_textworld
 
     with pytest.raises(ConfigError, match=message):
         open_textworld(0, {**options, "game_dir": str(tmp_path / "g")})

@@ -67,7 +67,8 @@ def test_the_model_reads_the_variable_only_without_a_url(monkeypatch):
 @pytest.mark.parametrize(("spec", "base_url", "env", "said"), [
     ("openai:m", None, None,
      "https://api.openai.com/v1 (the hosted OpenAI API: no --base-url, no $OPENAI_BASE_URL)"),
-    ("openai:m", None, "http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1 (from $OPENAI_BASE_URL)"),
+    ("openai:m", None, "http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1 (from "
+                                                   "$OPENAI_BASE_URL)"),
     ("openai:m", "http://u:secret@h:1/v1", None, "http://u:***@h:1/v1 (from --base-url)"),
     ("local:smollm2", None, "http://127.0.0.1:8000/v1",
      "a llama.cpp server this run starts on 127.0.0.1 (this machine)"),

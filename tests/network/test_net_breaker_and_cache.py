@@ -119,4 +119,5 @@ def test_no_list_or_an_empty_one_is_said_once_and_keys_as_before(tmp_path):
         assert _run(data, stub.base_url, tmp_path / "r2").exit_code == 0
     assert len(stub.requests) == 2
     manifest = json.loads((tmp_path / "r1" / "manifest.json").read_text())
-    assert "served" not in manifest["model"] and "lists no model" in manifest["model"]["served_note"]
+    assert "served" not in manifest["model"]
+    assert "lists no model" in manifest["model"]["served_note"]

@@ -42,7 +42,9 @@ def test_two_runs_at_once_on_one_service_do_not_touch_each_other(tmp_path) -> No
     # with a digest of the whole prompt, so any session of the other run (or one wiped by its
     # /reset) changes the answer from the one the run gets alone.
     a, b = _bench(tmp_path / "a", 5), _bench(tmp_path / "b", 6)
-    ids = lambda out: sorted(read_records(out))
+    def ids(out):
+        return sorted(read_records(out))
+
     with StubServer(answer=prompt_digest, latency_s=0.02) as model, \
             served("full-context", model="openai:stub", base_url=model.base_url,
                    context_mode="text") as url:
@@ -106,7 +108,9 @@ def test_a_reset_in_one_namespace_leaves_the_others_memory(tmp_path) -> None:
         await first.aclose()
         return out
 
-    echo = lambda body: json.dumps(body["messages"])  # the prompt it read
+    def echo(body):
+        return json.dumps(body["messages"])  # the prompt it read
+
     with StubServer(answer=echo) as model, \
             served("full-context", model="openai:stub", base_url=model.base_url,
                    context_mode="text") as url:

@@ -22,7 +22,8 @@ from memgauge.runfolder import read_records
 from memgauge.runner import RunConfig, Runner
 
 NODE = shutil.which("node")
-SERVER = Path(__file__).resolve().parents[2] / "examples" / "memory-protocol" / "node" / "server.mjs"
+SERVER = (Path(__file__).resolve().parents[2] / "examples" / "memory-protocol" / "node"
+          / "server.mjs")
 
 pytestmark = pytest.mark.skipif(NODE is None, reason="Node.js is not installed")
 
@@ -83,7 +84,9 @@ def test_the_node_service_is_evaluated_through_the_protocol(bench, tmp_path) -> 
 
 
 def test_the_node_service_reads_with_a_model_and_a_rerun_resumes(bench, tmp_path) -> None:
-    answer = lambda body: "model says " + str(len(body["messages"]))
+    def answer(body):
+        return "model says " + str(len(body["messages"]))
+
     with StubServer(answer=answer) as model, \
             node_service(MODEL_BASE_URL=model.base_url, MODEL_NAME="stub") as url:
         records = _run(bench, tmp_path / "run", url)

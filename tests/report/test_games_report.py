@@ -76,7 +76,8 @@ def test_answerability_against_hand_computed_values() -> None:
     report = game_report(game_run(), scorer="rule")
     assert report is not None
     crafter, text, every = (report.answerability[g] for g in ("crafter", "textworld", "all"))
-    assert (crafter.true_pos, crafter.false_neg, crafter.false_pos, crafter.true_neg) == (1, 1, 1, 3)
+    assert (crafter.true_pos, crafter.false_neg, crafter.false_pos, crafter.true_neg) == (1, 1, 1,
+                                                                                          3)
     assert crafter.precision == crafter.recall == crafter.f1 == 0.5
     assert crafter.refusal_rate_answerable == 0.25
     assert text.precision == text.recall == text.f1 == 1.0

@@ -89,7 +89,8 @@ def test_run_report_and_tables_carry_no_raw_html():
 def test_compare_markdown_carries_no_raw_html():
     base = {r.question_id: r for r in baseline_records()}
     run = {r.question_id: r for r in hostile_records()}
-    md = render_compare_markdown(["base", f"run{SCRIPT}"], [paired_compare(base, run, scorer="rule")],
+    md = render_compare_markdown(["base", f"run{SCRIPT}"],
+                                 [paired_compare(base, run, scorer="rule")],
                                  [base, run])
     assert_safe_markdown(md)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md  # the regression is shown, as text

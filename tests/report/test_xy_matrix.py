@@ -65,10 +65,10 @@ def run_a() -> list[Record]:
     both = ["X1_Y1", "X1_Y2"]
     return [
         *(rotation("P", k, g, s, both, unparseable=(k == 3))
-          for k, (g, s) in enumerate(zip("ABCD", (1.0, 1.0, 0.0, 1.0)), start=1)),
+          for k, (g, s) in enumerate(zip("ABCD", (1.0, 1.0, 0.0, 1.0), strict=True), start=1)),
         *(rotation("Q", k, g, 1.0, ["X1_Y1"]) for k, g in enumerate("ABCD", start=1)),
         *(rotation("R", k, g, s, ["X4_Y3"])
-          for k, (g, s) in enumerate(zip("ABCD", (1.0, None, 1.0, 1.0)), start=1)),
+          for k, (g, s) in enumerate(zip("ABCD", (1.0, None, 1.0, 1.0), strict=True), start=1)),
         rotation("S", 1, "C", 0.0, ["X1_Y1"]),
         opened("O1", 1.0, "X1_Y1"), opened("O2", 0.0, "X2_Y2"),
     ]

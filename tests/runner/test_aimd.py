@@ -1,6 +1,7 @@
 """Adaptive concurrency per endpoint (issue 16 item 3, design 0034): AIMD between a floor and
 ``--concurrency``; cut to 0.8 on a 429 and slow-started back to the level refused, halved on
-timeouts and latency well above its baseline, one added after a window of successes; shown in the manifest and the progress line; off with
+timeouts and latency well above its baseline, one added after a window of successes; shown in the
+manifest and the progress line; off with
 ``--no-adaptive-concurrency``. The rules are tested on the limit itself with injected
 latencies (no sleeping); the client against loopback servers."""
 

@@ -2,7 +2,8 @@
 
 Covered, with one local in-process Ray for the module: the same records (field by field,
 timings aside), status and benchmark counts as the local runner, and what the manifest says
-about the execution (also through the CLI's flags); a task whose worker process is killed midway (retried by Ray: every
+about the execution (also through the CLI's flags); a task whose worker process is killed midway
+(retried by Ray: every
 question once, nothing lost); a task that dies for good (the run raises, what it wrote is
 kept, a rerun asks only the rest); a task that raises (its own error, the other part kept);
 ``--limit`` in one task; the response cache from the tasks (a rerun is all hits);

@@ -51,7 +51,9 @@ def test_exact_request_body_and_record(tmp_path):
     with StubServer(answer=lambda body: "It was red.") as stub:
         result = run(_config(tmp_path, data, stub.base_url, count_tokens=True))
     assert result.ok == 1 and result.errors == 0
-    url = lambda raw: "data:image/png;base64," + base64.b64encode(raw).decode()
+    def url(raw):
+        return "data:image/png;base64," + base64.b64encode(raw).decode()
+
     assert stub.requests == [{
         "model": "stub-vlm", "max_tokens": 512, "temperature": 0.0,
         "messages": [

@@ -353,5 +353,6 @@ def test_every_judge_keeps_its_own_failure(tmp_path):
         _judge(stub, tmp_path / "c", run_dir, label_errors=False)
     rec = read_records(run_dir)["q1"]
     assert rec.scores["judge"] == 1.0 and set(rec.judge_errors()) == {"judge-b"}
-    assert rec.meta["judge_error"]["scorer"] == "judge-b"  # the legacy field names one still failing
+    # the legacy field names one still failing
+    assert rec.meta["judge_error"]["scorer"] == "judge-b"
     assert load_manifest(run_dir)["judges"]["judge"]["failures"] == 0

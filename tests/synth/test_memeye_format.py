@@ -145,7 +145,8 @@ def test_stale_states_of_y3_chains_are_the_distractors(bench):
     captions = {r["round"]: " ".join(r.get("image_caption", []))
                 for s in doc["multi_session_dialogues"] for r in s["dialogues"]}
     for qa in chains:
-        wrong = [v for k, v in qa["options"][0].items() if k not in ("answer", qa["options"][0]["answer"])]
+        wrong = [v for k, v in qa["options"][0].items() if k not in ("answer",
+                                                                     qa["options"][0]["answer"])]
         # the earlier clue rounds hold the stale states: they are the options offered first
         stale = [w for w in wrong if any(w.casefold() in captions[c].casefold()
                                          for c in qa["clue"][:-1])]
@@ -160,7 +161,8 @@ def _question(qid: str, answer: str, answer_type: str):
                     ability=Ability.INFORMATION_EXTRACTION)
 
 
-@pytest.mark.parametrize("answer, answer_type", [("BK-92667", "free_text"), ("202.10 DKK", "currency"),
+@pytest.mark.parametrize("answer, answer_type",
+                         [("BK-92667", "free_text"), ("202.10 DKK", "currency"),
                                                  ("€106.20", "currency"), ("494720", "free_text")])
 def test_respelled_options_are_pairwise_equally_far_so_the_gold_is_no_centroid(answer, answer_type):
     from memgauge.benchmarks.synth._memeye_export import distractors
@@ -303,7 +305,8 @@ def test_fewer_questions_than_cells_or_a_full_cell_is_refused_before_anything_is
     assert not out.exists()
     code, output, out = gen("--questions", "36")  # a third X1 round needs 18 arrangements
     assert code == 2 and "Traceback" not in output and not out.exists()
-    assert re.search(r"cell X1Y\d cannot take a question 3", output) and "fewer --questions" in output
+    assert re.search(r"cell X1Y\d cannot take a question 3",
+                     output) and "fewer --questions" in output
     # --questions' default for the export is 24 (2 per cell); 8k cannot hold their evidence,
     # which is found before a tier is written
     code, output, out = gen()

@@ -44,7 +44,8 @@ def test_rewrites_are_checked_and_facts_survive(tmp_path):
     Runner(RunConfig(bench="synth", data=str(root), system="oracle", model="none:",
                      out=str(out), cache=False, progress=False)).run_sync()
     assert all(r.scores["rule"] == 1.0 for r in read_records(out).values())
-    assert json.loads((root / "manifest.json").read_text())["naturalizer"]["turns"] == stats["turns"]
+    written = json.loads((root / "manifest.json").read_text())
+    assert written["naturalizer"]["turns"] == stats["turns"]
 
 
 def test_naturaliser_over_http_with_cached_replies(tmp_path):

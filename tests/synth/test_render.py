@@ -61,7 +61,7 @@ def test_kinds_and_palette():
     cols = list(PALETTE.values())
     for i, a in enumerate(cols):
         for b in cols[i + 1:]:
-            assert sum((x - y) ** 2 for x, y in zip(a, b)) ** 0.5 > 40
+            assert sum((x - y) ** 2 for x, y in zip(a, b, strict=True)) ** 0.5 > 40
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -215,7 +215,7 @@ def test_near_duplicate_levels_are_what_they_claim():
     assert x4["marker_colour"] in CLOSE_COLOURS[cal["marker_colour"]]
     t = near_duplicate("ticket", EXAMPLES["ticket"], "X4", random.Random(0))
     a, b = EXAMPLES["ticket"]["code"], t["code"]
-    assert len(a) == len(b) and 1 <= sum(x != y for x, y in zip(a, b)) <= 2
+    assert len(a) == len(b) and 1 <= sum(x != y for x, y in zip(a, b, strict=True)) <= 2
     full = dict(EXAMPLES["scene"], objects=[
         {"shape": "circle", "colour": "red", "col": c, "row": r, "size": "small"}
         for c in range(4) for r in range(3)])

@@ -94,10 +94,8 @@ class EmbeddingsServer:
     @staticmethod
     def vectors(body: dict[str, Any]) -> list[dict[str, Any]]:
         urls = image_urls(body)
-        if urls:
-            rows = [image_vector(u) for u in urls]
-        else:
-            rows = [text_vector(t) for t in body["input"]]
+        rows = ([image_vector(u) for u in urls] if urls
+                else [text_vector(t) for t in body["input"]])
         return [{"object": "embedding", "index": i, "embedding": r} for i, r in enumerate(rows)]
 
     def image_requests(self) -> list[dict[str, Any]]:

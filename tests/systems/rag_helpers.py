@@ -37,7 +37,8 @@ def episode(sessions: list[Session], questions: list[Question]) -> Episode:
                    benchmark=BenchmarkInfo(name="t"))
 
 
-def make(system: str = "rag", context_mode: str = "image", **options: Any) -> tuple[Any, ScriptedModel]:
+def make(system: str = "rag", context_mode: str = "image",
+         **options: Any) -> tuple[Any, ScriptedModel]:
     model = ScriptedModel(fn=lambda m, q: "answer")
     ctx = SystemContext(model=model, context_mode=context_mode,
                         options={k: str(v) for k, v in options.items()})

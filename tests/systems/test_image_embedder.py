@@ -73,7 +73,8 @@ def test_visual_ranks_by_the_endpoints_image_vectors(server: EmbeddingsServer,
     assert chosen(r_image)[0] == ("s2", "t2")  # the green query image: nearest the green photo
     described = made.describe()
     assert described["image_embedder"] == "openai:clip-test"
-    assert "clip-test" in described["image_similarity"] and described["image_similarity"] != STAND_IN
+    assert "clip-test" in described["image_similarity"]
+    assert described["image_similarity"] != STAND_IN
     assert "embedder" not in described  # visual with an image embedder embeds no text itself
 
 

@@ -35,7 +35,8 @@ def _episode() -> Episode:
 
 def _tokens(system: str, max_side: int | None, **options: str) -> int:
     ctx = SystemContext(model=ScriptedModel(fn=lambda m, q: "x"), count_tokens=True,
-                        counter=TokenCounter(image_formula="qwen-patches"), image_policy=ImagePolicy(max_side=max_side),
+                        counter=TokenCounter(image_formula="qwen-patches"),
+                        image_policy=ImagePolicy(max_side=max_side),
                         options=dict(options))
     made = lookup("system", system)(ctx)()
     ep = _episode()

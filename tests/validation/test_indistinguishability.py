@@ -134,7 +134,8 @@ def test_nothing_to_check_is_not_applicable(eps):
 
 
 def test_features_file_holds_the_separating_word(tmp_path):
-    gate = indistinguishability_gate(mixed(filler_tell="weather chat " * 3), tmp_path / "validation")
+    gate = indistinguishability_gate(mixed(filler_tell="weather chat " * 3),
+                                     tmp_path / "validation")
     assert gate["verdict"] == "FAIL" and gate["features_file"] == FEATURES_FILE
     saved = json.loads((tmp_path / "validation" / FEATURES_FILE).read_text(encoding="utf-8"))
     assert saved["auc"] == gate["auc"] and saved["n_fillers"] == 120

@@ -127,9 +127,9 @@ def cost_row(system: str, tier: str, kind: str, model: str, records: Sequence[Re
     def per(total: float, count: int) -> float:
         return total / count if count else math.nan
 
-    with_cost = [r for r in ok if r.cost is not None]
-    answer_s = [r.cost.answer_s for r in with_cost
-                if r.cost.answer_s is not None and not r.response.cached]
+    with_cost = [(r, r.cost) for r in ok if r.cost is not None]
+    answer_s = [c.answer_s for r, c in with_cost
+                if c.answer_s is not None and not r.response.cached]
     dollars_q = dollars_c = None
     note = ""
     price = price_for(model, prices) if prices is not None else None
@@ -152,14 +152,14 @@ def cost_row(system: str, tier: str, kind: str, model: str, records: Sequence[Re
         n_ingest_reported=sum(1 for r, _ in known if r.cost is not None
                               and r.cost.ingest_prompt_tokens is not None),
         answer_latency_s=Spread.of(answer_s),
-        ingest_s_per_question=Spread.of([r.cost.ingest_s for r in with_cost]),
-        total_s_per_question=Spread.of([r.cost.ingest_s + r.cost.answer_s for r in with_cost
-                                        if r.cost.answer_s is not None
+        ingest_s_per_question=Spread.of([c.ingest_s for _, c in with_cost]),
+        total_s_per_question=Spread.of([c.ingest_s + c.answer_s for r, c in with_cost
+                                        if c.answer_s is not None
                                         and not r.response.cached]),
-        memory_items=Spread.of([r.cost.memory_items for r in with_cost
-                                if r.cost.memory_items is not None]),
-        memory_bytes=Spread.of([r.cost.memory_bytes for r in with_cost
-                                if r.cost.memory_bytes is not None]),
+        memory_items=Spread.of([c.memory_items for _, c in with_cost
+                                if c.memory_items is not None]),
+        memory_bytes=Spread.of([c.memory_bytes for _, c in with_cost
+                                if c.memory_bytes is not None]),
         dollars_per_question=dollars_q, dollars_per_correct=dollars_c, price_note=note,
         spent_tokens=spent.total_tokens, spent_usd=spent.dollars(price),
         judge_spent_tokens=spent.judge_tokens,

@@ -711,7 +711,8 @@ def _question_rows(run: RunData, tier: str, primary: str | None,
                        for it in r.response.retrieved if it.chosen],
             evidence=[_pointer(p.session_id, p.turn_id) for p in r.evidence],
             evidence_recall=r.evidence_recall(),
-            evidence_depth=float(depth) if _depth_bin(depth) is not None else None,
+            evidence_depth=(float(depth) if depth is not None and _depth_bin(depth) is not None
+                            else None),
         ))
     return rows
 

@@ -173,9 +173,11 @@ def parse_turns(turns: Any, sess_no: int, field: str, ctx: ItemContext,
     fast = _TURN_PARTS is not None
     new, set_dict, set_fields, set_extra, set_private = _TURN_PARTS or (None,) * 5
     fieldset = _TURN_FIELD_SET
-    for turn_id, turn in zip(_turn_ids(sess_no, len(turns)), turns):
+    # the shared turn-id list is at least as long as the turns
+    for turn_id, turn in zip(_turn_ids(sess_no, len(turns)), turns, strict=False):
         if type(turn) is not dict:
-            raise ctx.error(f"expected a turn object, got {type_name(turn)}", f"{field}[{len(out)}]")
+            raise ctx.error(f"expected a turn object, got {type_name(turn)}",
+                            f"{field}[{len(out)}]")
         role = turn.get("role")
         if role != "user" and role != "assistant":
             if "role" not in turn:

@@ -285,6 +285,7 @@ class GamesBenchmark:
         if row.evidence:
             raise InputError("only a cross-episode question carries evidence as [trajectory, "
                              "step] pairs", file=file, item=item, field="evidence")
+        assert entry is not None  # a row with neither was refused above
         first, last = row.horizon
         if last > entry.steps:
             raise InputError(f"horizon {row.horizon} ends after the trajectory's last step "

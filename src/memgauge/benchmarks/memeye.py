@@ -525,7 +525,8 @@ class MemEyeBenchmark:
                 raise where.error(f"{sid!r} names no session of this task", f"session_id[{n}]")
         meta = {"base_question_id": base, "xy_cells": cells, "task": task,
                 "evidence_sessions": given_sessions}
-        return {"base": base, "text": text, "labels": Labels(x=xs[0], y=ys[0]),
+        return {"base": base, "text": text,
+                "labels": Labels.model_validate({"x": xs[0], "y": ys[0]}),
                 "ability": Y_ABILITY[ys[0]], "subtype": cells[0], "evidence": evidence,
                 "images": images, "meta": meta}
 

@@ -212,10 +212,11 @@ class CaptionStage:
         if c.needs_pixels and sha is None:
             self.counts.missing += 1  # nothing to read: no local file, no content hash
             return None
+        cache = self.cache
         key = cache_key({"captioner": c.name, "version": c.version, "image": sha}) \
-            if self.cache is not None else None
-        if key is not None:
-            hit = await asyncio.to_thread(self.cache.get, key)
+            if cache is not None else None
+        if cache is not None and key is not None:
+            hit = await asyncio.to_thread(cache.get, key)
             if hit is not None:
                 self.counts.from_cache += 1
                 if hit.get("text") is None:
@@ -233,8 +234,8 @@ class CaptionStage:
             self.counts.missing += 1
         else:
             self.counts.captioned += 1
-        if key is not None:  # a failure is never stored: a rerun asks again
+        if cache is not None and key is not None:  # a failure is never stored: a rerun asks again
             value = {"kind": caption.kind if caption else c.kind,
                      "text": caption.text if caption else None}
-            await asyncio.to_thread(self.cache.put, key, value)
+            await asyncio.to_thread(cache.put, key, value)
         return caption

@@ -88,14 +88,16 @@ def run(
         help=_IMAGE_EMBEDDER_HELP)] = None,
     image_embedder_base_url: Annotated[str | None, typer.Option(
         help="The image embedder's endpoint")] = None,
-    image_dir: Annotated[str | None, typer.Option(help="Folder image paths are relative to")] = None,
+    image_dir: Annotated[str | None, typer.Option(
+        help="Folder image paths are relative to")] = None,
     model_option: Annotated[list[str] | None, typer.Option(
         help="key=value for a local: model (repeatable): n_ctx, n_parallel, threads, mmproj, "
              "flash_attn, chat_template")] = None,
     base_url: Annotated[list[str] | None, typer.Option(
         help="OpenAI-compatible endpoint URL; repeat it (or give a comma list) for replicas "
              "of one model: each episode's questions go to one replica")] = None,
-    api_key_env: Annotated[str, typer.Option(help="Env var holding the API key")] = "OPENAI_API_KEY",
+    api_key_env: Annotated[str, typer.Option(
+        help="Env var holding the API key")] = "OPENAI_API_KEY",
     concurrency: Annotated[int, typer.Option(
         help="Requests in flight (in all); the ceiling of each endpoint's adaptive level")] = 8,
     adaptive_concurrency: Annotated[bool, typer.Option(
@@ -139,7 +141,8 @@ def run(
              "asked_after=evidence (ask each question after its latest evidence session); "
              "combined's of=memeye group=release joins MemEye's concat_* groupings, "
              "overlapping ones one run each (group=release:<stem>)")] = None,
-    context_mode: Annotated[str, typer.Option(help="image | text | caption | no-context")] = "image",
+    context_mode: Annotated[str, typer.Option(
+        help="image | text | caption | no-context")] = "image",
     captioner: Annotated[str | None, typer.Option(
         help="Text for images, shown in caption mode and to text systems: gold | ocr | "
              "openai:<model> | local:<gguf> | file:<jsonl>")] = None,
@@ -159,7 +162,8 @@ def run(
         help="online: answer each question once its asked_after session is in, never "
              "showing a later one | offline: every session first")] = "online",
     count_tokens: Annotated[bool, typer.Option(
-        help="Count every prompt's cross-modal tokens (always on with --max-context-tokens)")] = False,
+        help="Count every prompt's cross-modal tokens (always on with "
+             "--max-context-tokens)")] = False,
     max_tokens: Annotated[int, typer.Option(help="Generation limit")] = 512,
     temperature: Annotated[float, typer.Option()] = 0.0,
     top_p: Annotated[float | None, typer.Option(help="Nucleus sampling (sent when given)")] = None,
@@ -167,16 +171,19 @@ def run(
         help="JSON object merged into every request body, e.g. "
              "'{\"chat_template_kwargs\": {\"enable_thinking\": false}}' on vLLM")] = None,
     seed: Annotated[int | None, typer.Option(help="Sampling seed sent to the model")] = None,
-    image_max_side: Annotated[int, typer.Option(help="Resize images above this side; 0 = never")] = 800,
+    image_max_side: Annotated[int, typer.Option(
+        help="Resize images above this side; 0 = never")] = 800,
     image_format: Annotated[str, typer.Option(help="keep | png | jpeg")] = "keep",
     image_mode: Annotated[str, typer.Option(help="inline (data URLs) | url")] = "inline",
     tokenizer: Annotated[str | None, typer.Option(
         help="Text tokenizer for counting: a BPE name, or 'model' (a local model's own; the "
              "default for local:, else o200k_base)")] = None,
-    image_formula: Annotated[str, typer.Option(help="openai-tiles | qwen-patches")] = "openai-tiles",
+    image_formula: Annotated[str, typer.Option(
+        help="openai-tiles | qwen-patches")] = "openai-tiles",
     timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds")] = 120.0,
     max_attempts: Annotated[int, typer.Option(help="Attempts per request")] = 6,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the response cache")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache",
+                                           help="Do not use the response cache")] = False,
     cache_path: Annotated[str | None, typer.Option(help="Response cache SQLite file")] = None,
     judge: Annotated[str | None, typer.Option(
         help="Judge each answer while running with this model (openai:<name> or "
@@ -361,7 +368,8 @@ def _report_meta(run_dir: str, manifest: dict) -> dict:
             "tier": ident.get("tier") or bench.get("tier"),  # given, else read off the file name
             "inputs": {Path(k).name: v[:16] for k, v in (bench.get("inputs") or {}).items()},
             "token_counter": manifest.get("token_counter"),
-            "config_hash": manifest.get("config_hash"), "memgauge": manifest.get("memgauge_version"),
+            "config_hash": manifest.get("config_hash"),
+            "memgauge": manifest.get("memgauge_version"),
             "git_sha": manifest.get("git_sha"),
             **({"judges": _judges_fact(manifest["judges"])} if manifest.get("judges") else {}),
             **({"prefix_cache": reuse} if (reuse := prefix_cache_fact(manifest)) else {})}
@@ -374,7 +382,8 @@ def _judges_fact(judges: dict) -> str:
         model = j.get("model") or {}
         who = f"{model.get('provider', '?')}:{model.get('model', '?')}" \
             if isinstance(model, dict) else str(model)
-        versions = ", ".join(f"{k} {v}" for k, v in sorted((j.get("prompt_versions") or {}).items()))
+        versions = ", ".join(f"{k} {v}"
+                             for k, v in sorted((j.get("prompt_versions") or {}).items()))
         where = model.get("base_url") if isinstance(model, dict) else None
         if isinstance(model, dict) and model.get("provider") == "local":
             where = f"llama.cpp, sha256 {str(model.get('sha256'))[:16]}"
@@ -404,7 +413,8 @@ def merge(
 
 @app.command()
 def demo(
-    out_dir: Annotated[str, typer.Option("--out", help="Where to write everything")] = "memgauge-demo",
+    out_dir: Annotated[str, typer.Option("--out",
+                                         help="Where to write everything")] = "memgauge-demo",
     seed: Annotated[int, typer.Option(help="Seed for the generated benchmark")] = 0,
     questions: Annotated[int, typer.Option(help="Questions per tier")] = 30,
     tiers: Annotated[str, typer.Option(
@@ -443,7 +453,8 @@ def validate(
     bench_dir: Annotated[str | None, typer.Argument(
         help="A folder written by `memgauge generate synth` (or --data)")] = None,
     ocr: Annotated[bool | None, typer.Option(
-        "--ocr/--no-ocr", help="Caption-proof gate with offline OCR (default: if installed)")] = None,
+        "--ocr/--no-ocr",
+        help="Caption-proof gate with offline OCR (default: if installed)")] = None,
     bench: Annotated[str, typer.Option(
         help="Benchmark loader; games: the constant-answer and blind gates of a "
              "`generate games` folder; others: the labelled-benchmark gates")] = "synth",
@@ -546,7 +557,8 @@ def models_list() -> None:
 
     print(f"models dir: {models_dir()}  (set MEMGAUGE_MODELS_DIR to keep them elsewhere)")
     engine = engine_version()
-    print(f"engine: {'xllamacpp ' + engine if engine else 'not installed (pip install memgauge[local])'}")
+    shown = f"xllamacpp {engine}" if engine else "not installed (pip install memgauge[local])"
+    print(f"engine: {shown}")
     for m in CATALOGUE.values():
         where = catalogue_path(m.name)
         state = "pulled" if where.is_file() else f"not pulled: memgauge models pull {m.name}"
@@ -594,7 +606,8 @@ app.command("play")(play_command)
 def generate_synth(
     out_dir: Annotated[str, typer.Option("--out", help="Folder to write the benchmark to")],
     seed: Annotated[int, typer.Option(help="Random seed (same seed => same bytes)")] = 0,
-    tiers: Annotated[str, typer.Option(help="Comma-separated token tiers, e.g. 8k,32k,128k")] = "8k,32k",
+    tiers: Annotated[str, typer.Option(
+        help="Comma-separated token tiers, e.g. 8k,32k,128k")] = "8k,32k",
     questions: Annotated[int | None, typer.Option(
         help="Questions per tier (default 40; with --format memeye 24, 2 per X x Y cell, the "
              "most one timeline holds with every family)")] = None,
@@ -646,7 +659,8 @@ def generate_synth(
                             disable=not err.is_terminal)
         tasks = {t: progress.add_task(f"tier {t}", total=questions) for t in tier_list}
         with progress:
-            manifest = generate(config, progress=lambda t, n: progress.update(tasks[t], completed=n))
+            manifest = generate(
+                config, progress=lambda t, n: progress.update(tasks[t], completed=n))
     except MemgaugeError as exc:
         fail(exc)
     for tier, info in manifest["tiers"].items():
@@ -833,7 +847,9 @@ def audit(
 
 
 @app.command()
-def score(
+# complexity above 15 kept: a command's option checks, each naming its flag; they move with cli/
+# (issue 26 §3)
+def score(  # noqa: C901
     run_dir: Annotated[str, typer.Argument(help="Run folder to judge in place")],
     judge: Annotated[str, typer.Option(help="Judge model: openai:<name> or local:<name-or-path>")],
     judge_base_url: Annotated[str | None, typer.Option(

@@ -116,7 +116,8 @@ def cache_info(
     print(f"oldest: {_when(info.oldest, now)}")
     print(f"newest: {_when(info.newest, now)}")
     if info.in_use is not None:
-        print("in use: " + ("yes, by a running memgauge process (clear and prune refuse until it ends)"
+        print("in use: " + ("yes, by a running memgauge process (clear and prune refuse until it "
+                            "ends)"
                             if info.in_use else "no"))
     print("A cleared cache costs only time: the next run asks the model again. "
           "`memgauge cache prune --older-than 30d` or `--max-size 1GB` keeps the newest.")

@@ -248,7 +248,8 @@ def _clip(text: str, limit: int) -> str:
     if limit <= 0 or len(text) <= limit:
         return text
     half = limit // 2
-    return f"{text[:half]}\n… ({len(text) - 2 * half} characters left out; --full shows all) …\n{text[-half:]}"
+    return (f"{text[:half]}\n… ({len(text) - 2 * half} characters left out; --full shows all) …"
+            f"\n{text[-half:]}")
 
 
 def question_view(record: Any, prompt: dict[str, Any] | None, *, full: bool) -> str:

@@ -38,7 +38,8 @@ def play_command(
         help="LLM player: the action taken (and flagged) when no reply parses")] = None,
     model_base_url: Annotated[str | None, typer.Option(
         help="LLM player: OpenAI-compatible endpoint URL")] = None,
-    api_key_env: Annotated[str, typer.Option(help="Env var holding the API key")] = "OPENAI_API_KEY",
+    api_key_env: Annotated[str, typer.Option(
+        help="Env var holding the API key")] = "OPENAI_API_KEY",
     model_option: Annotated[list[str] | None, typer.Option(
         help="key=value for a local: model (repeatable)")] = None,
     game_option: Annotated[list[str] | None, typer.Option(
@@ -46,7 +47,8 @@ def play_command(
              "game_dir; jericho walkthrough")] = None,
     timeout: Annotated[float, typer.Option(help="Per-request timeout, seconds")] = 120.0,
     max_attempts: Annotated[int, typer.Option(help="Attempts per model request")] = 6,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the response cache")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache",
+                                           help="Do not use the response cache")] = False,
     cache_path: Annotated[str | None, typer.Option(help="Response cache SQLite file")] = None,
     system: Annotated[str | None, typer.Option(
         help="Self-experience: the memory system that remembers this play and answers the "
@@ -226,7 +228,8 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
         if seed is None:
             seed = source.seed if source is not None and source.seed is not None else 0
         if steps is None:
-            steps = source.steps if source is not None and source.steps else DEFAULT_STEPS
+            replay_steps: int | None = source.steps if source is not None else None
+            steps = replay_steps or DEFAULT_STEPS
         env = open_env(game, seed=seed, options=options)
         try:
             player_options = {"noise": noise} if player == "scripted" else dict(llm_options)

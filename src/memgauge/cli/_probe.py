@@ -5,7 +5,8 @@ Each record's stored ranking (the pool) is re-ranked by s′ = (1−α)·z(score
 min-max over the pool, t̂ the session's place in the episode (1 = the newest); the top k
 (the items the system chose, or ``--k``) is then diagnosed as ``memgauge report`` does, by
 ability, or by X × Y cell where the records carry cells (``--by``; a multi-label question
-counts in each of its cells). No model is called. A clue outside the stored pool stays out at every α: re-ranking cannot
+counts in each of its cells). No model is called. A clue outside the stored pool stays out at every
+α: re-ranking cannot
 recover what the system never ranked, and the output says how many clues that is.
 """
 
@@ -70,7 +71,8 @@ class RunProbe:
         from ..analysis._json import json_safe
 
         return json_safe({
-            "run": self.run, "by": self.by, "n_records": self.n_records, "n_reranked": self.n_reranked,
+            "run": self.run, "by": self.by, "n_records": self.n_records,
+            "n_reranked": self.n_reranked,
             "n_skipped": self.n_skipped,
             "clues_outside_pool": {"n": self.unranked_clues, "of": self.n_clues},
             "rows": [{"alpha": r.alpha if r.alpha is not None else AS_RUN, "groups": r.groups}

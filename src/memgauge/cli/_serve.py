@@ -47,11 +47,13 @@ def serve_memory(
         "--allow-image-urls", help="Accept https image URLs from clients (the served "
         "system's model fetches them); without it only data: images are taken")] = False,
     base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint URL")] = None,
-    api_key_env: Annotated[str, typer.Option(help="Env var holding the API key")] = "OPENAI_API_KEY",
+    api_key_env: Annotated[str, typer.Option(
+        help="Env var holding the API key")] = "OPENAI_API_KEY",
     model_option: Annotated[list[str] | None, typer.Option(
         help="key=value for a local: model (repeatable)")] = None,
     concurrency: Annotated[int, typer.Option(help="Model requests in flight (in all)")] = 8,
-    context_mode: Annotated[str, typer.Option(help="image | text | caption | no-context")] = "image",
+    context_mode: Annotated[str, typer.Option(
+        help="image | text | caption | no-context")] = "image",
     instruction: Annotated[str, typer.Option(help="direct | cot | reasoning")] = "direct",
     label_images: Annotated[bool, typer.Option(help="Insert [Image N] labels")] = False,
     max_context_tokens: Annotated[int | None, typer.Option(
@@ -61,12 +63,15 @@ def serve_memory(
     max_tokens: Annotated[int, typer.Option(help="Generation limit")] = 512,
     temperature: Annotated[float, typer.Option()] = 0.0,
     seed: Annotated[int | None, typer.Option(help="Sampling seed sent to the model")] = None,
-    image_max_side: Annotated[int, typer.Option(help="Resize images above this side; 0 = never")] = 800,
+    image_max_side: Annotated[int, typer.Option(
+        help="Resize images above this side; 0 = never")] = 800,
     image_format: Annotated[str, typer.Option(help="keep | png | jpeg")] = "keep",
     image_mode: Annotated[str, typer.Option(help="inline (data URLs) | url")] = "inline",
-    timeout: Annotated[float, typer.Option(help="Per-request timeout of the model, seconds")] = 120.0,
+    timeout: Annotated[float, typer.Option(
+        help="Per-request timeout of the model, seconds")] = 120.0,
     max_attempts: Annotated[int, typer.Option(help="Attempts per model request")] = 6,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the response cache")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache",
+                                           help="Do not use the response cache")] = False,
     cache_path: Annotated[str | None, typer.Option(help="Response cache SQLite file")] = None,
 ) -> None:
     """Serve a memory system over the memory protocol v1.1 (HTTP + JSON), so that

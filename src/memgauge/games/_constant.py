@@ -49,10 +49,7 @@ def chance(answers: Iterable[Answer], values: Sequence[str] = ()) -> float:
     has another possible answer, and with k = 1 a template whose every answer is the same
     would be allowed 100 %."""
     seen = {a.value for a in answers}
-    if values:
-        k = len(set(values) | ({NOT_ANSWERABLE} & seen))
-    else:
-        k = max(len(seen), 2)
+    k = len(set(values) | ({NOT_ANSWERABLE} & seen)) if values else max(len(seen), 2)
     return 1.0 / k
 
 

@@ -158,7 +158,8 @@ def read_trajectory(folder: str | Path) -> tuple[TrajectoryMeta, list[Step]]:
         raw_meta = json.loads(meta_path.read_text(encoding="utf-8"))
         meta = TrajectoryMeta.model_validate(raw_meta)
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start}: {exc.object[exc.start:exc.start + 1]!r})",
+        raise InputError(f"not UTF-8 text (byte {exc.start}: "
+                         f"{exc.object[exc.start:exc.start + 1]!r})",
                          file=str(meta_path)) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON: {exc}", file=str(meta_path)) from None

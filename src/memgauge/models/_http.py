@@ -49,7 +49,7 @@ import ipaddress
 import ssl as _ssl_mod
 import urllib.request
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 from urllib.parse import unquote, urljoin, urlsplit
 
 import httptools
@@ -138,7 +138,9 @@ def proxy_for(url: str) -> Proxy | None:
     netloc = parts.hostname or ""
     if parts.port:
         netloc = f"{netloc}:{parts.port}"
-    if urllib.request.proxy_bypass_environment(netloc, proxies):
+    # undocumented in urllib and so absent from typeshed, though public since Python 3.4
+    if urllib.request.proxy_bypass_environment(  # pyright: ignore[reportAttributeAccessIssue]
+            netloc, proxies):
         return None
     return parse_proxy(raw, f"{parts.scheme.upper()}_PROXY")
 
@@ -220,7 +222,8 @@ def redirect_advice(resp: HttpResponse, asked: str, suffix: str = "") -> str:
         return f"HTTP {resp.status} redirect from {where} without a Location header"
     target = urljoin(where, location)
     if len(resp.redirects) >= MAX_REDIRECTS and resp.status in REDIRECTS:
-        head = f"more than {MAX_REDIRECTS} redirects from {asked} (the last: HTTP {resp.status} to {target})"
+        head = (f"more than {MAX_REDIRECTS} redirects from {asked} (the last: HTTP {resp.status} "
+                f"to {target})")
     else:
         head = f"HTTP {resp.status} redirect from {where} to {target}"
         if resp.status not in _SAME_METHOD:
@@ -287,8 +290,9 @@ class _Connection(asyncio.Protocol):
 
     # -- asyncio.Protocol --------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        self.transport.set_write_buffer_limits(high=_HIGH_WATER)
+        stream = cast(asyncio.Transport, transport)  # a TCP connection's: a stream transport
+        self.transport = stream
+        stream.set_write_buffer_limits(high=_HIGH_WATER)
 
     def data_received(self, data: bytes) -> None:
         self._got_bytes = True

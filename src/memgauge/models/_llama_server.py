@@ -119,7 +119,7 @@ class LlamaServer:
                json.dumps(options.to_child())]
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=log, close_fds=True)
-        server = None
+        server: LlamaServer | None = None
         try:
             line = _read_line(proc, START_TIMEOUT_S)
             if not line:
@@ -134,14 +134,14 @@ class LlamaServer:
             server = cls(options=options, address=address, props=_get_json(address, "/props"),
                          models=_get_json(address, "/v1/models"), engine_version=version,
                          _proc=proc, _log=log)
+            _RUNNING.add(server)
+            return server
         finally:
             if server is None:
                 _terminate(proc)
                 log.close()
                 with contextlib.suppress(OSError):
                     os.unlink(log.name)
-        _RUNNING.add(server)
-        return server
 
     def stop(self) -> None:
         """Stop the server (only the process that started it does; forked children don't)."""
@@ -282,7 +282,8 @@ class Tokenizer:
         """(tokens per message, tokens priming the reply) of the model's chat template,
         measured by rendering it (``/apply-template``): e.g. 5 and 4 for ChatML."""
         def rendered(n_users: int) -> int:
-            msgs = [{"role": "system", "content": "x"}] + [{"role": "user", "content": "x"}] * n_users
+            msgs = [{"role": "system", "content": "x"}] + [{"role": "user",
+                                                            "content": "x"}] * n_users
             prompt = self._post("/apply-template", {"messages": msgs})["prompt"]
             return len(self._post("/tokenize", {"content": prompt, "add_special": True,
                                                 "parse_special": True})["tokens"])
@@ -323,8 +324,9 @@ def _child(spec: dict[str, Any]) -> int:
 
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PDEATHSIG
     try:
-        import xllamacpp as xl
+        import xllamacpp
 
+        xl: Any = xllamacpp  # a compiled extension without type stubs
         p = xl.CommonParams()
         p.model.path = spec["model"]
         p.n_parallel = int(spec["slots"])
@@ -337,7 +339,7 @@ def _child(spec: dict[str, Any]) -> int:
         p.offline = True  # never fetch anything
         p.flash_attn_type = {"on": xl.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_ENABLED,
                              "off": xl.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_DISABLED,
-                             }.get(spec.get("flash_attn"),
+                             }.get(spec.get("flash_attn") or "",
                                    xl.llama_flash_attn_type.LLAMA_FLASH_ATTN_TYPE_AUTO)
         if spec.get("mmproj"):
             p.mmproj.path = spec["mmproj"]

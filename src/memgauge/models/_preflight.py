@@ -114,8 +114,9 @@ def check(models: list[tuple[Any, Role]], known: dict[tuple[str, str], Listing],
         base, headers = target
         key = (base, headers.get("Authorization", ""))
         entry, note = served_entry(known[key], model.name, base)
-        if entry is None and known[key].entries:  # a list that leaves this name out
-            raise ConfigError(unlisted_message(known[key].entries, model.name, base, role))
+        listed = known[key].entries
+        if entry is None and listed:  # a list that leaves this name out
+            raise ConfigError(unlisted_message(listed, model.name, base, role))
         # said once: by the call that asked (not again in each worker process), and a
         # listing's own note (already among its warnings) not twice
         if note and key in todo and note != known[key].note and (base, model.name) not in told:
@@ -156,7 +157,7 @@ async def _check_all(todo: dict[tuple[str, str], tuple[str, dict[str, str], Pref
         check_endpoint(todo[k][0], todo[k][1], todo[k][3], timeout[k],
                        key_env=todo[k][2].settings.api_key_env)
         for k in keys))
-    return dict(zip(keys, results))
+    return dict(zip(keys, results, strict=True))
 
 
 async def check_endpoint(base: str, headers: dict[str, str], role: Role = MODEL,

@@ -147,7 +147,8 @@ class OpenAICompatModel:
         try:
             proxies = [proxy_for(url) for url in self._urls]
         except ValueError as exc:
-            raise ConfigError(f"{exc} (for {redact_urls(settings.base_url or self.base)})") from None
+            shown = redact_urls(settings.base_url or self.base)
+            raise ConfigError(f"{exc} (for {shown})") from None
         self.proxy = proxies[0]
         # What the server says it serves (its /models entry for this name), set by the
         # run's pre-flight; part of the cache key once known (docs/design/0016).
@@ -285,7 +286,7 @@ class OpenAICompatModel:
         if todo:
             done = await asyncio.gather(*(asyncio.to_thread(self.encoder.encode, refs[i])
                                           for i in todo))
-            for i, e in zip(todo, done):
+            for i, e in zip(todo, done, strict=True):
                 encoded[i] = e
         by_ref = iter(encoded)
         blobs: list[bytes] = []
@@ -510,7 +511,8 @@ class OpenAICompatModel:
         raise AssertionError("unreachable")
 
     async def aclose(self) -> None:
-        clients, self._clients = self._clients, [None] * len(self._urls)
+        closed: list[HttpClient | None] = [None] * len(self._urls)
+        clients, self._clients = self._clients, closed
         for client in clients:
             if client is not None:
                 await client.aclose()
@@ -530,7 +532,8 @@ def _to_output(raw: bytes, attempt: int, observe: Any = None) -> ModelOutput:
     try:
         resp = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        raise ModelError("bad_response", f"not JSON: {bounded(raw[:200].decode('utf-8', 'replace'))}",
+        raise ModelError("bad_response", f"not JSON: "
+                                         f"{bounded(raw[:200].decode('utf-8', 'replace'))}",
                          attempts=attempt) from None
     choices = resp.get("choices") if isinstance(resp, dict) else None
     if not isinstance(choices, list) or not choices:
@@ -580,7 +583,8 @@ def _usage(u: Any) -> Usage:
         v = obj.get(key) if isinstance(obj, dict) else None
         return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
-    return Usage(input_tokens=count(u, "prompt_tokens"), output_tokens=count(u, "completion_tokens"),
+    return Usage(input_tokens=count(u, "prompt_tokens"),
+                 output_tokens=count(u, "completion_tokens"),
                  total_tokens=count(u, "total_tokens"),
                  cached_tokens=count(u.get("prompt_tokens_details"), "cached_tokens"))
 

@@ -1,7 +1,8 @@
 """The cross-run report as one self-contained, offline HTML page.
 
 No external URL: plots are matplotlib PNGs embedded as ``data:`` URIs, the question browser
-is a plain table that a few lines of inline JavaScript filter, search and show in pages. Everything that comes from
+is a plain table that a few lines of inline JavaScript filter, search and show in pages. Everything
+that comes from
 records (questions, answers, predictions, labels, run names) is untrusted and escaped.
 matplotlib is an optional dependency (``pip install 'memgauge[report]'``), imported only here.
 """
@@ -28,6 +29,7 @@ from memgauge.analysis import (
     scorer_label,
 )
 from memgauge.analysis._games import ALL_GAMES, GameCell, GameReport
+from memgauge.analysis._xy import XYCell
 from memgauge.errors import ConfigError
 from memgauge.report._tables_md import (
     CLUES_HEADER,
@@ -79,7 +81,7 @@ HEATMAP_NOTE = ("Colour: accuracy from 0% to 100% (scale beside each map); grey 
 ONE_TIER_NOTE = ("A system run at one tier is drawn as bars (accuracy per ability at that "
                  "tier): a curve needs two tiers or more.")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-_MPL_RC = {
+_MPL_RC: dict[Any, Any] = {  # matplotlib's stubs key it by a Literal of every rc name
     "text.parse_math": False,  # run names and abilities are text, never mathtext
     "font.size": 9,
     "axes.titlesize": 10,
@@ -149,7 +151,7 @@ def _short(text: str, limit: int = 28) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _heatmap(plots: _Plots, ax: Any, grid: Mapping[str, Mapping[str, Cell]],
+def _heatmap(plots: _Plots, ax: Any, grid: Mapping[str, Mapping[str, Cell | XYCell]],
              rows: Sequence[str], cols: Sequence[str], title: str) -> None:
     """Accuracy cells coloured 0–1 and annotated with the percentage and n."""
     import numpy as np

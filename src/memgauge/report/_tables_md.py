@@ -442,7 +442,8 @@ def _xy_section(t: ReportTables) -> list[str]:
 
 # The X × Y matrix and MCQ rotations (design 0036)
 XY_CELLS_NOTE = (f"Each cell: accuracy over its questions, {MISSING} where none, 95% interval "
-                 "(bootstrap; Wilson's below n = 30, marked small n) and n. A question with several labels (MemEye's multi-label "
+                 "(bootstrap; Wilson's below n = 30, marked small n) and n. A question with "
+                 "several labels (MemEye's multi-label "
                  "point) counts in each of its cells, so the cells' n can add up to more than "
                  "the questions. An MCQ question asked over rotations is one question, valued "
                  "at its debiased EM. † marks a cell under n = 15: too few questions for a "
@@ -551,7 +552,7 @@ def render_tables_markdown(tables: ReportTables) -> str:
     n_runs = len(t.runs)
     out = ["## Across runs", "",
            f"- **Runs:** {n_runs} ({', '.join(cell(r.run) for r in t.runs)})",
-           f"- **Primary scorer:** {code(t.primary)}" if t.primary else "- **Primary scorer:** none",
+           f"- **Primary scorer:** {code(t.primary) if t.primary else 'none'}",
            (f"- **CI:** {t.confidence * 100:g}%, {t.ci_method}, {t.n_resamples} resamples, "
             f"seed {t.seed}; SE clustered by episode"),
            ("- Accuracy counts status=ok records carrying the primary score; errors are counted "

@@ -13,5 +13,6 @@ from ._execute import (
 )
 from ._merge import merge_runs
 
-__all__ = ["RunConfig", "RunResult", "RunStopped", "Runner", "in_shard", "load_manifest", "make_record",
+__all__ = ["RunConfig", "RunResult", "RunStopped", "Runner", "in_shard", "load_manifest",
+           "make_record",
            "merge_runs", "parse_shard", "read_records", "run"]

@@ -280,7 +280,9 @@ class RunConfig(BaseModel):
         return tuple(SECTION_OF)
 
     # Fields that define what a run measures; a run folder refuses a different identity.
-    IDENTITY: ClassVar[tuple[str, ...]] = ("bench", "system", "system_options", "model", "base_url", "question_ids", "tier", "shard",
+    IDENTITY: ClassVar[tuple[str, ...]] = (
+                "bench", "system", "system_options", "model", "base_url", "question_ids",
+                "tier", "shard",
                 "context_mode", "instruction", "label_images", "max_context_tokens",
                 "overflow", "max_tokens", "temperature", "seed", "image_max_side",
                 "image_format", "image_mode", "tokenizer", "image_formula")

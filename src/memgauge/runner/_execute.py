@@ -52,7 +52,7 @@ class RunResult:
 
 class Runner(Answering):
     def __init__(self, config: RunConfig,
-                 on_progress: Callable[[RunResult, Record], None] | None = None) -> None:
+                 on_progress: Callable[[RunResult, Record | None], None] | None = None) -> None:
         self.config = config.resolved()
         self.on_progress = on_progress
         self._endpoints: dict[tuple[str, str], Any] = {}  # pre-flight findings, per endpoint

@@ -78,12 +78,12 @@ def _merged_progress(manifests: list[dict], missing: list[str]) -> dict[str, Any
     """The merged run's planned questions and state (design 0040): the parts' sum, when
     every part knows its own and no shard is missing; finished only when every part is."""
     planned = [m.get("questions_planned") for m in manifests]
-    known = not missing and all(isinstance(p, int) and not isinstance(p, bool)
-                                for p in planned)
+    counts = [p for p in planned if isinstance(p, int) and not isinstance(p, bool)]
+    known = not missing and len(counts) == len(planned)
     states = {m.get("run_state") for m in manifests}
     state = (RUN_FINISHED if states == {RUN_FINISHED} and not missing
              else None if states == {None} and not missing else RUN_STOPPED)
-    return {"questions_planned": sum(planned) if known else None, "run_state": state}
+    return {"questions_planned": sum(counts) if known else None, "run_state": state}
 
 
 def _missing_shards(sources: list[str], manifests: list[dict]) -> list[str]:

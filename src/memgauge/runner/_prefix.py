@@ -19,9 +19,9 @@ import asyncio
 import contextlib
 import heapq
 import itertools
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 from ..models._capabilities import Configured
 from ..systems._base import PrefixSharing
@@ -146,7 +146,7 @@ def describe_reuse(d: Any) -> str | None:
     return line
 
 
-def _count(v: Any) -> bool:
+def _count(v: Any) -> TypeGuard[int]:
     """A whole number of tokens (0 included)."""
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
@@ -162,7 +162,7 @@ def gate_slots(concurrency: int, model: Any, prefix: bool) -> int:
     return slots
 
 
-async def warm_first(calls: list[Callable[[Then | None], Awaitable[T]]]) -> list[T]:
+async def warm_first(calls: list[Callable[[Then | None], Coroutine[Any, Any, T]]]) -> list[T]:
     """Run ``calls[0]`` alone; it calls the ``then`` it is given once its answer is back
     (still holding its gate slot), which starts the others and lets them queue at the gate
     before that slot is freed. The results, in order."""

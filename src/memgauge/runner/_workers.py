@@ -76,7 +76,9 @@ def _report_path(run_dir: Path, k: int) -> Path:
     return run_dir / f".worker-{k}.json"
 
 
-def run_with_workers(runner: Runner, n: int) -> RunResult:
+# complexity above 15 kept: start, watch and collect the worker processes; each branch is one way a
+# worker ends
+def run_with_workers(runner: Runner, n: int) -> RunResult:  # noqa: C901
     from ._execute import RunResult
 
     prep = runner.prepare()

@@ -201,6 +201,7 @@ class BatchApi:
             self.timeout_s)
 
     async def _call(self, what: str, send: Callable[[], Any]) -> bytes:
+        problem = ""  # set by every attempt; API_ATTEMPTS is at least 1
         for attempt in range(1, API_ATTEMPTS + 1):
             try:
                 resp = await send()

@@ -12,7 +12,8 @@ prompt version, mode or rubric:
 A judge's failure goes to ``meta["judge_errors"][name]``, one entry per judge, all kept
 (design 0040; ``meta["judge_error"]`` still holds the latest, for older readers), or to
 ``meta["extract_error"]``, ``meta["judge_label_error"]``, and leaves the record without
-that score: it is reported apart, never as a wrong answer. Every call goes through the model's response cache, so a
+that score: it is reported apart, never as a wrong answer. Every call goes through the model's
+response cache, so a
 rerun makes no new calls for work already done; an unreadable reply is not cached, so a rerun
 asks again (design 0043).
 """

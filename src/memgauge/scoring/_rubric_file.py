@@ -124,8 +124,8 @@ class PromptFileRubric:
     def build(self, case: JudgeCase, prediction: str) -> str:
         key = self.key(case)
         old = ""
-        if key == "KU_KnowledgeUpdate" and case.old_answer:
-            old = PLACEHOLDER.sub(lambda m: case.old_answer if m.group(1) == "old_answer"
+        if key == "KU_KnowledgeUpdate" and (old_answer := case.old_answer):
+            old = PLACEHOLDER.sub(lambda m: old_answer if m.group(1) == "old_answer"
                                   else m.group(0), self.old_block)
         values = {"question": case.question, "standard_answer": standard_answer(case.gold, key),
                   "student_answer": prediction, "old_answer_block": old,

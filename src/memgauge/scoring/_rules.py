@@ -165,7 +165,7 @@ def _option_mentions(text: str, question: Question, letters: str) -> list[str]:
     inside a longer quoted option ("red" inside "dark red") does not count."""
     p = normalize_text(text).split()
     spans = []
-    for letter, opt in zip(letters, question.options):
+    for letter, opt in zip(letters, question.options, strict=False):  # letters may be fewer
         o = normalize_text(_strip_label(opt)).split()
         if not o:
             continue
@@ -191,7 +191,7 @@ def _choice_typed(question: Question) -> tuple[_Typed, Callable[[str], list[Any]
         if found and len(normalize_text(text).split()) <= 3:  # "B", "(B)", "B) red"
             return found[:1]
         mentions = [
-            letter for letter, opt in zip(letters, question.options)
+            letter for letter, opt in zip(letters, question.options, strict=False)
             if normalize_text(_strip_label(opt)) == normalize_text(text)
         ]
         return mentions or found

@@ -138,7 +138,8 @@ def string(tokens: int, *, nullable: bool = False) -> dict[str, Any]:
     return out
 
 
-def object_schema(properties: dict[str, dict[str, Any]], title: str | None = None) -> dict[str, Any]:
+def object_schema(properties: dict[str, dict[str, Any]],
+                  title: str | None = None) -> dict[str, Any]:
     """An object with exactly these fields, all present (null where a field allows it)."""
     out: dict[str, Any] = {"type": "object", "properties": properties,
                            "required": list(properties), "additionalProperties": False}
@@ -445,7 +446,8 @@ class Caller:
                     f"{info.kind}: {info.message}"), meta=meta)
 
 
-def first(objects: Sequence[dict[str, Any]], pick: Callable[[dict[str, Any]], T | None]) -> T | None:
+def first(objects: Sequence[dict[str, Any]],
+          pick: Callable[[dict[str, Any]], T | None]) -> T | None:
     for obj in objects:
         value = pick(obj)
         if value is not None:

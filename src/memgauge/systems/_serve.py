@@ -36,7 +36,7 @@ from ..models import GenerateConfig, OwnTokenizer, create_model, release_if_rele
 from ..models._capabilities import Closable
 from ..models._preflight import MODEL, Role, check
 from ..registry import lookup
-from ..schema import BenchmarkInfo, Episode, ImageRef, Question, Session, Turn
+from ..schema import Ability, AnswerType, BenchmarkInfo, Episode, ImageRef, Question, Session, Turn
 from ..tokens import TokenCounter
 from ._base import SendsToEndpoints, SystemContext
 
@@ -187,8 +187,9 @@ class MemoryService:
         if not all(isinstance(o, str) for o in options):
             raise BadRequest(f"{w}options: expected a list of str")
         return Question(question_id=_field(obj, "question_id", w, str),
-                        text=_field(obj, "text", w, str), answer="", answer_type="free_text",
-                        ability="information_extraction",
+                        text=_field(obj, "text", w, str), answer="",
+                        answer_type=AnswerType.FREE_TEXT,
+                        ability=Ability.INFORMATION_EXTRACTION,
                         question_date=_field(obj, "date", w, str, null=True),
                         images=self._images(_field(obj, "images", w, list, null=True) or [],
                                             w),

@@ -157,6 +157,7 @@ class RunModelLLM:
                                                  "response_format": response_format})
         messages = [Message("system", [TextPart(JSON_SYSTEM)]),
                     Message("user", [TextPart(prompt)])]
+        assert s.loop is not None  # set by ingest before A-MEM runs in its thread
         try:
             out = asyncio.run_coroutine_threadsafe(
                 s.ctx.model.generate(messages, config), s.loop).result()

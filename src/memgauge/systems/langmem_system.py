@@ -14,7 +14,8 @@ first.
 LangMem's manager needs a chat model that calls tools: ``langchain_openai.ChatOpenAI`` at the
 run's model's OpenAI-compatible endpoint (a ``local:`` model's llama.cpp server included),
 its replies kept in memgauge's response cache. LangSmith tracing is off whatever the
-environment says; tiktoken is never called (the store embeds with our embedder, and LangMem counts no tokens). See
+environment says; tiktoken is never called (the store embeds with our embedder, and LangMem counts
+no tokens). See
 docs/design/0028-mem0.md.
 """
 
@@ -174,7 +175,9 @@ def stable_llm_string(llm_string: str) -> str:
 
 
 @functools.cache
-def _langmem() -> SimpleNamespace:
+# complexity above 15 kept: imports and adapter classes of an optional extra, defined together on
+# first use
+def _langmem() -> SimpleNamespace:  # noqa: C901
     """LangMem and langchain, imported on first use (the core never imports them)."""
     try:
         from langchain_core._api import LangChainBetaWarning

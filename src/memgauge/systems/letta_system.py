@@ -165,9 +165,11 @@ def _said(exc: Exception) -> tuple[str, bool]:
     retried it (5xx, 408, 409, 429, timeouts and lost connections)."""
     lc = _letta().client
     if isinstance(exc, lc.APIStatusError):
-        said = exc.body.get("detail", exc.body) if isinstance(exc.body, dict) else exc.body
-        status = exc.status_code
-        return (f"HTTP {status}: {str(said or exc.message)[:500]}",
+        failed: Any = exc  # an APIStatusError: _letta() hands letta-client's classes untyped
+        said = failed.body.get("detail", failed.body) if isinstance(failed.body, dict) \
+            else failed.body
+        status = failed.status_code
+        return (f"HTTP {status}: {str(said or failed.message)[:500]}",
                 status in (408, 409, 429) or status >= 500)
     if isinstance(exc, lc.APITimeoutError):
         return "no reply in time", True

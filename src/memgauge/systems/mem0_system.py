@@ -155,9 +155,11 @@ def _mem0() -> SimpleNamespace:
             super().__init__(BaseLlmConfig(model=system.ctx.model.name))
             self.system = system
 
-        def generate_response(self, messages: list[dict[str, Any]], response_format: Any = None,
-                              tools: Any = None, tool_choice: str = "auto",
-                              **kwargs: Any) -> str:
+        # Mem0's bases are unannotated: their `pass` bodies infer None as the return type
+        def generate_response(  # pyright: ignore[reportIncompatibleMethodOverride]
+                self, messages: list[dict[str, Any]], tools: Any = None,
+                              tool_choice: str = "auto", response_format: Any = None,
+                              **kwargs: Any) -> str:  # Mem0 passes all but messages by name
             if tools:
                 raise ModelError("unsupported", "Mem0 asked for tool calls, which memgauge's "
                                  "adapter does not forward")
@@ -168,6 +170,7 @@ def _mem0() -> SimpleNamespace:
                                                      "response_format": response_format})
             msgs = [Message(m["role"], [TextPart(_content_text(m.get("content")))])
                     for m in messages]
+            assert s.loop is not None  # set by ingest before Mem0 runs in its thread
             out = asyncio.run_coroutine_threadsafe(
                 s.ctx.model.generate(msgs, config), s.loop).result()
             s.tally.add(out, parsed=_parses(out.text))
@@ -180,10 +183,13 @@ def _mem0() -> SimpleNamespace:
             super().__init__(BaseEmbedderConfig(embedding_dims=dims))
             self.retriever = retriever
 
-        def embed(self, text: str, memory_action: Any = None) -> list[float]:
+        # the base's return type is inferred None, as generate_response's above
+        def embed(  # pyright: ignore[reportIncompatibleMethodOverride]
+                self, text: str, memory_action: Any = None) -> list[float]:
             return self.retriever.embed([text])[0].tolist()
 
-        def embed_batch(self, texts: list[str], memory_action: Any = "add") -> list[list[float]]:
+        def embed_batch(  # pyright: ignore[reportIncompatibleMethodOverride]
+                self, texts: list[str], memory_action: Any = "add") -> list[list[float]]:
             return self.retriever.embed(list(texts)).tolist() if texts else []
 
     def _parses(text: str) -> bool:

@@ -17,7 +17,8 @@ from ._base import MemorySystem, SystemContext, SystemFactory
 
 
 def evidence_facts(sessions: dict[str, Session], question: Question, *, images: bool,
-                   allowed: set[str] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                   allowed: set[str] | None = None,
+                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(image facts, text facts) visible at the question's evidence pointers, in order.
     ``allowed`` restricts to those session ids (e.g. what a retriever found)."""
     image_facts: list[dict[str, Any]] = []

@@ -134,11 +134,12 @@ class StateMemory:
             if not all(isinstance(v, str | int | float) and str(v).strip()
                        for v in (entity, attribute, value)):
                 continue
-            labels = item.get("images") if isinstance(item.get("images"), list) else []
+            labels = given if isinstance(given := item.get("images"), list) else []
             image_labels = [str(x).strip().strip("[]").upper() for x in labels]
             refs = [r for r in (pointer_of(shown.labels, x) for x in image_labels) if r]
             turn = pointer_of(shown.labels, item.get("turn"))
-            sources = ([turn] if turn else []) + refs or [EvidenceRef(session_id=session.session_id)]
+            sources = (([turn] if turn else []) + refs
+                       or [EvidenceRef(session_id=session.session_id)])
             images = [shown.images[x] for x in image_labels if x in shown.images]
             self._record(str(entity).strip(), str(attribute).strip(), str(value).strip(),
                          index, session.date, sources, images)

@@ -61,7 +61,8 @@ def constant_answer_gate(rows: Sequence[Any], values: dict[str, tuple[str, ...]]
     family = families or {}
     by_template: dict[str, list[Any]] = {}
     for r in rows:
-        by_template.setdefault(family.get(r.template, r.template), []).append(r)
+        template: str = r.template
+        by_template.setdefault(family.get(template, template), []).append(r)
     templates: dict[str, Any] = {}
     for tid, trs in sorted(by_template.items()):
         answer, acc = best_constant(trs)

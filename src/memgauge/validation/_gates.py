@@ -381,7 +381,7 @@ def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: i
     top = _top_features(docs, y, n_features) if 0 < n_ev < len(y) else {}
     return IndistinguishabilityResult(
         auc=_round(auc, 4), auc_without_fillers=_round(auc_wo, 4),
-        auc_interval=[_round(x, 4) for x in interval] if interval else None,
+        auc_interval=[round(x, 4) for x in interval] if interval else None,  # finite AUCs
         max_deviation=max_deviation,
         verdict=_verdict_of(auc is not None,
                             auc is not None and abs(auc - 0.5) <= max_deviation + 1e-12),
@@ -599,7 +599,7 @@ def caption_proof(episodes: Iterable[Episode], *, ocr: Callable[[str], str] | No
                 continue
             paths: list[str] = []
             for ev in q.evidence:
-                if ev.image_index is None:
+                if ev.image_index is None or ev.turn_id is None:  # no turn: no image either
                     continue
                 turn = turns.get((ev.session_id, ev.turn_id))
                 if turn is None or not 0 <= ev.image_index < len(turn.images):
@@ -665,7 +665,8 @@ def accuracy_gate(records: Iterable[Record] | Mapping[str, Record], *, expect: f
     return AccuracyGateResult(
         scorer=scorer, n=n, n_error=sum(r.status != "ok" for r in recs), n_correct=n - len(wrong),
         accuracy=_round(acc), expect=expect,
-        verdict=_verdict_of(n > 0, acc is not None and acc >= expect - 1e-12), failing=wrong[:MAX_LISTED])
+        verdict=_verdict_of(n > 0, acc is not None and acc >= expect - 1e-12),
+        failing=wrong[:MAX_LISTED])
 
 
 NEEDS_IMAGE = ("essential", "mixed", "supportive")  # "supportive": the old name of mixed

@@ -103,7 +103,8 @@ def chance_gate(name: str, records: Sequence[Record], primary: str | None = None
     return ChanceGateResult(
         name=name, verdict=PASS if acc <= upper else FAIL, accuracy=acc,
         all_rotations=sum(bool(q.all_right) for q in answered) / n, n=n, n_items=len(mcq),
-        n_error=n_error, n_incomplete=len(scores) - n, chance=chance, upper_limit=upper, ci=_wilson(acc, n),
+        n_error=n_error, n_incomplete=len(scores) - n, chance=chance, upper_limit=upper,
+        ci=_wilson(acc, n),
         leaking=[q.base_id for q in answered if q.all_right])
 
 

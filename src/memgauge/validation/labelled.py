@@ -125,6 +125,8 @@ def _run(v: LabelledValidation, name: str, variant: Variant, options: dict[str, 
          ) -> list[Any]:
     out = v.out / name
     captioner = v.captioner if variant.captioner_prompt else None
+    # RunConfig's own default stands unless the validation sets a cap
+    max_tokens: dict[str, Any] = {"max_tokens": v.max_tokens} if v.max_tokens is not None else {}
     Runner(RunConfig(
         bench=v.bench, data=v.data, image_dir=v.image_dir, out=str(out), system=variant.system,
         system_options=dict(variant.system_options), model=v.model, base_url=v.base_url,
@@ -133,7 +135,7 @@ def _run(v: LabelledValidation, name: str, variant: Variant, options: dict[str, 
         captioner_base_url=v.captioner_base_url if captioner else None,
         captioner_model_options=dict(v.captioner_model_options) if captioner else {},
         captioner_prompt=variant.captioner_prompt or "dense", concurrency=v.concurrency,
-        **({"max_tokens": v.max_tokens} if v.max_tokens is not None else {}),
+        **max_tokens,
         cache=not v.offline, progress=False)).run_sync()
     return list(read_records(out).values())
 

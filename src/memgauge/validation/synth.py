@@ -46,7 +46,8 @@ def _plain(obj: Any) -> Any:
 
 def tier_episodes(root: Path, tier: str) -> list[Any]:
     """The episodes of one tier of a synth export, as the loader yields them."""
-    return list(lookup("benchmark", "synth")(BenchmarkOptions(data=str(root), tier=tier)).episodes())
+    loader = lookup("benchmark", "synth")
+    return list(loader(BenchmarkOptions(data=str(root), tier=tier)).episodes())
 
 
 def gate_episodes(episodes: list[Any]) -> list[Any]:
@@ -96,7 +97,8 @@ def validate(root: str | Path, *, ocr: bool | None = None,
         raise InputError("not a generated benchmark folder (no manifest.json)", file=str(root))
 
     manifest = load_document(mpath, what="a benchmark manifest")
-    manifest_tiers(manifest, str(mpath))  # an object with tier names, else an error naming the field
+    # an object with tier names, else an error naming the field
+    manifest_tiers(manifest, str(mpath))
     for key in ("digest", "generator_version"):
         if not isinstance(manifest.get(key), str | int):
             raise InputError("missing required field" if manifest.get(key) is None else

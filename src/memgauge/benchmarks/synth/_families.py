@@ -121,9 +121,11 @@ def plan_ie_entity(rng: random.Random, when: When) -> QuestionPlan:
     product = rng.choice(W.PRODUCTS)
     brand, origin = brands[0], origins[0]
     t1, t2 = when.days(rng, 2)
-    label = {"product": product.title(), "brand": brand, "weight": f"{rng.choice([250, 400, 500])} g",
+    label = {"product": product.title(), "brand": brand, "weight": f"{rng.choice([250, 400, 500])} "
+                                                                   "g",
              "best_before": str(when.day(t1) + timedelta(days=200)),
-             "lot": f"L{rng.randint(1000, 9999)}-{rng.randint(10, 99)}", "colour": rng.choice(W.COLOURS)}
+             "lot": f"L{rng.randint(1000, 9999)}-{rng.randint(10, 99)}",
+             "colour": rng.choice(W.COLOURS)}
     s1 = chat_session(rng, inserts=[_needle(share_image(
         rng, "label", label, line=line("label_morning", product=product)))])
     pairs = list(zip(brands, origins, strict=True))
@@ -160,7 +162,8 @@ def plan_ie_previnfo(rng: random.Random, when: When) -> QuestionPlan:
     if kind == "booking":
         ref = W.code(rng, "BK")
         fields = [["Hotel", rng.choice(W.STORES).replace("Cafe", "Inn")],
-                  ["Check-in", str(when.day(rng.uniform(2, 30)))], ["Guests", str(rng.randint(1, 4))],
+                  ["Check-in", str(when.day(rng.uniform(2, 30)))],
+                  ["Guests", str(rng.randint(1, 4))],
                   ["Reference", ref]]
         q = ("What was the reference number of my own booking, in the "
              f"{app + ' ' if when.variant else ''}confirmation I shared?")
@@ -252,7 +255,8 @@ def plan_msr_arithmetic(rng: random.Random, when: When) -> QuestionPlan:
     return QuestionPlan(
         family="msr_arithmetic", ability=Ability.MULTI_SESSION_REASONING, subtype="arithmetic",
         answer_type=AnswerType.CURRENCY,
-        question=f"How much did I spend in total at {store}, adding up all the receipts I shared from there?",
+        question=f"How much did I spend in total at {store}, adding up all the receipts I shared "
+                 "from there?",
         answer=answer, labels=Labels(x="X2", y="Y2"),
         sessions=sessions, program={"op": "sum_totals", "store": store},
         exclusive={f"store:{store}"}, needed=totals)
@@ -396,7 +400,8 @@ def plan_tr_order(rng: random.Random, when: When) -> QuestionPlan:
     for i, (ev, d) in enumerate(zip(events, share_days, strict=True)):
         ev_date = when.question_date + timedelta(days=event_dates[i])
         facts = {"event": W.EVENTS[ev].removeprefix("the ").title(), "venue": W.VENUES[ev],
-                 "date": str(ev_date), "time": f"{rng.randint(10, 21):02d}:{rng.choice(['00', '30'])}",
+                 "date": str(ev_date),
+                 "time": f"{rng.randint(10, 21):02d}:{rng.choice(['00', '30'])}",
                  "seat": f"{rng.choice('ABCDEFGH')}{rng.randint(1, 30)}",
                  "price": W.money(rng.randint(12, 90)), "currency": rng.choice(W.CURRENCIES),
                  "code": W.code(rng, "TK")}
@@ -487,7 +492,8 @@ def plan_ku_update(rng: random.Random, when: When) -> QuestionPlan:
         if when.variant:
             line_text = chain_line(rng, "parking_of", i, vehicle=vehicle)
         else:
-            line_text = line("parking_first", variant=start) if i == 0 else line("parking_move", variant=start + i - 1)
+            line_text = (line("parking_first", variant=start) if i == 0
+                         else line("parking_move", variant=start + i - 1))
         sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
             rng, "app_ui", facts, line=line_text))]), d))
     return QuestionPlan(
@@ -608,7 +614,7 @@ def _chain_line(rng: random.Random, when: When, chain: str, step: int, **slots: 
     if when.variant:
         return chain_line(rng, chain, step, **slots)
     first, updates = CHAINS[chain]
-    return line(first if step == 0 else updates[(step - 1) % len(updates)], **slots)
+    return line(first if step == 0 else updates[(step - 1) % len(updates)], variant=0, **slots)
 
 
 def plan_ku_scene(rng: random.Random, when: When) -> QuestionPlan:

@@ -253,7 +253,8 @@ class Generator:
     # -- counting ---------------------------------------------------------------------------
     def _session_tokens(self, session: Session) -> int:
         [msgs] = session_messages([session], mode="image")
-        return self.counter.messages(msgs, lambda p: (p.image.width, p.image.height)) - self.counter.reply_priming
+        return self.counter.messages(msgs, lambda p: (p.image.width,
+                                                      p.image.height)) - self.counter.reply_priming
 
     # -- planning ---------------------------------------------------------------------------
     def _top_up(self, sid: str, rng: random.Random, room: float,
@@ -486,7 +487,9 @@ def _write_timeline(gen: Generator, placed: list[Any], tier: str, tdir: Path,
     return path
 
 
-def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = None,
+# complexity above 15 kept: the generation steps in order (layout, pools, tiers, files); each
+# branch is one step
+def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = None,  # noqa: C901
              ) -> dict[str, Any]:
     """Write a benchmark to ``config.out``; returns its manifest (also written as
     ``manifest.json``). Same config and generator version => byte-identical files."""
@@ -550,7 +553,8 @@ def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = 
         mdir.mkdir(parents=True, exist_ok=True)
         ep_path, ml_path = tdir / "episodes.jsonl", mdir / f"dataset_{tier}.json"
         counts: list[int] = []
-        with open(ep_path, "w", encoding="utf-8") as ep_f, open(ml_path, "w", encoding="utf-8") as ml_f:
+        with open(ep_path, "w", encoding="utf-8") as ep_f, open(ml_path, "w",
+                                                                encoding="utf-8") as ml_f:
             ml_f.write("[")
             for n, (qid, plan, qdate, _) in enumerate(plans):
                 # A fresh rng per question and tier: every tier sees identical evidence.

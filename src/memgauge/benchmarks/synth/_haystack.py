@@ -29,10 +29,13 @@ from ._text import (
     share_image,
 )
 
-HAYSTACK_APP_TITLES = [("FitLog", "Weekly steps", [["Mon", "8,214"], ["Tue", "6,530"], ["Wed", "9,870"]]),
+HAYSTACK_APP_TITLES = [("FitLog", "Weekly steps",
+                        [["Mon", "8,214"], ["Tue", "6,530"], ["Wed", "9,870"]]),
                        ("BankBee", "Balance", [["Current", "1,245.30"], ["Savings", "3,100.00"]]),
-                       ("MediBook", "Next visit", [["Clinic", "Elm Street"], ["Doctor", "Dr. Hale"]]),
-                       ("RailGo", "Timetable", [["From", "Central"], ["To", "Harbour"], ["Platform", "4"]])]
+                       ("MediBook", "Next visit",
+                        [["Clinic", "Elm Street"], ["Doctor", "Dr. Hale"]]),
+                       ("RailGo", "Timetable",
+                        [["From", "Central"], ["To", "Harbour"], ["Platform", "4"]])]
 _BASE = date(2025, 1, 1)
 
 
@@ -45,7 +48,8 @@ def decoy_image(rng: random.Random, kind: str, world: W.World = W.BASE_WORLD,
     """(facts, keys, place) for a haystack image of ``kind``."""
     if kind == "receipt":
         store = rng.choice(world.stores)
-        return W.receipt_facts(rng, store, str(_day(rng)), rng.choice(W.CURRENCIES)), {f"store:{store}"}, store
+        return W.receipt_facts(rng, store, str(_day(rng)),
+                               rng.choice(W.CURRENCIES)), {f"store:{store}"}, store
     if kind == "ticket":
         event, venue = world.events[rng.randrange(len(world.events))]
         facts = {"event": event.removeprefix("the ").title(), "venue": venue,
@@ -71,7 +75,8 @@ def decoy_image(rng: random.Random, kind: str, world: W.World = W.BASE_WORLD,
                  "what": rng.choice(["Stand-up", "Lunch", "Gym", "Call with Sam", "Groceries",
                                      "Dentist", "Library", "Pick up parcel"])}
                 for h in sorted(rng.sample(range(7, 21), rng.randint(2, 5)))]
-        return {"title": rng.choice(["Saturday", "Tomorrow", "Monday plan"]), "rows": rows}, set(), ""
+        return {"title": rng.choice(["Saturday", "Tomorrow", "Monday plan"]),
+                "rows": rows}, set(), ""
     if kind == "clock":
         return ({"hour": rng.randint(0, 23), "minute": rng.randint(0, 59),
                  "face_colour": rng.choice(W.COLOURS)}, set(), "")
@@ -85,7 +90,8 @@ def decoy_image(rng: random.Random, kind: str, world: W.World = W.BASE_WORLD,
         return {"app": "Chatter", "contact": who, "messages": msgs}, set(), ""
     if kind == "app_ui":
         app, title, fields = rng.choice(HAYSTACK_APP_TITLES)
-        return {"app": app, "title": title, "fields": fields, "accent": rng.choice(W.COLOURS)}, set(), ""
+        return {"app": app, "title": title, "fields": fields,
+                "accent": rng.choice(W.COLOURS)}, set(), ""
     if kind == "scene":
         return W.scene_facts(rng), set(), ""
     if kind == "entity":
@@ -239,7 +245,8 @@ def _styled(rng: random.Random, style: str, world: W.World = W.BASE_WORLD,
         return [share_image(rng, "receipt", facts, place=place)], keys
     if style == "arranged":
         thing = rng.choice(world.arranged)
-        return [share_image(rng, "scene", W.scene_facts(rng), line=line("arranged", thing=thing))], {
+        return [share_image(rng, "scene", W.scene_facts(rng),
+                            line=line("arranged", thing=thing))], {
             f"arranged:{thing}"}
     raise ValueError(f"unknown haystack style {style!r}")
 

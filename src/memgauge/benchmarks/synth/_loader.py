@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..._json_limits import load_document
 from ...errors import InputError
 from ...io import HashingReader, check_ids_found, iter_json_items, read_id_list
@@ -25,7 +27,8 @@ class SynthBenchmark:
             if not manifest.exists():
                 raise InputError("not a generated benchmark folder (no manifest.json)",
                                  file=str(data))
-            tiers = manifest_tiers(load_document(manifest, what="a benchmark manifest"), str(manifest))
+            tiers = manifest_tiers(load_document(manifest, what="a benchmark manifest"),
+                                   str(manifest))
             tier = opts.tier or (tiers[0] if len(tiers) == 1 else None)
             if tier is None:
                 raise InputError(f"this benchmark has tiers {', '.join(tiers)}: pick one with "
@@ -130,19 +133,18 @@ def manifest_tiers(manifest: Any, file: str) -> list[str]:
     if not isinstance(tiers, dict | list) or not tiers or \
             not all(isinstance(t, str) for t in tiers):
         raise InputError("expected a non-empty object (or list) of tier names, got "
-                         f"{type(tiers).__name__ if not tiers else tiers!r}"[:200], file=file,
+                         f"{tiers if tiers else type(tiers).__name__!r}"[:200], file=file,
                          field="tiers")
     return list(tiers)
 
 
 def _why(exc: Exception) -> str:
     """A validation failure: the first fields and what is wrong with them, on one line."""
-    errors = getattr(exc, "errors", None)
-    if not callable(errors):
+    if not isinstance(exc, ValidationError):
         return " ".join(str(exc).split())[:300]
     parts = [f"{'.'.join(str(x) for x in e.get('loc', ())) or 'episode'}: {e.get('msg', '?')}"
-             for e in errors()[:3]]
-    more = len(errors()) - len(parts)
+             for e in exc.errors()[:3]]
+    more = len(exc.errors()) - len(parts)
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 

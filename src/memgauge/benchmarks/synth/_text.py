@@ -30,9 +30,11 @@ TOPICS: dict[str, dict[str, list[str]]] = {
         "assistant": [
             "{city} in {month} is usually pleasant; mornings can be cool, so pack a light layer.",
             "In {city} I'd plan one slow day for the old town and one for a day trip nearby.",
-            "For {n} days, roll your clothes and stop at two pairs of shoes; that saves a lot of space.",
+            "For {n} days, roll your clothes and stop at two pairs of shoes; that saves a lot of "
+            "space.",
             "Public transport in {city} is reliable; a car mostly helps for the countryside.",
-            "For an early flight to {city}, lay everything out the night before and keep your documents in one pocket.",
+            "For an early flight to {city}, lay everything out the night before and keep your "
+            "documents in one pocket.",
             "In {city}, museums and covered markets are good bets when it rains.",
             "For dinners in {city} in {month}, booking a day or two ahead is usually enough.",
             "{n} days in {city} is comfortable: leave one of them unplanned.",
@@ -51,10 +53,12 @@ TOPICS: dict[str, dict[str, list[str]]] = {
         ],
         "assistant": [
             "The first time you make {dish}, start simple and taste as you go.",
-            "Dry {dish} usually means a little too much heat or time; try lowering the temperature.",
+            "Dry {dish} usually means a little too much heat or time; "
+            "try lowering the temperature.",
             "You can: {dish} is often better the next day.",
             "A crisp salad with a sharp dressing goes well with {dish}.",
-            "For {n} people, plan a generous handful of {ingredient} each and a little extra for seconds.",
+            "For {n} people, plan a generous handful of {ingredient} each and a little extra for "
+            "seconds.",
             "Some people make {dish} in a heavy pan on the hob; it takes a bit more stirring.",
             "Leftover {ingredient} is great in a quick soup or a bake.",
             "Covered, {dish} keeps two or three days in the fridge.",
@@ -72,8 +76,10 @@ TOPICS: dict[str, dict[str, list[str]]] = {
             "I returned a {item} I didn't need. Was that silly?",
         ],
         "assistant": [
-            "A 24-hour rule helps at {store}: if you still want it tomorrow, it's probably worth it.",
-            "For a {item}, a shop lets you check the quality; online is easier for comparing prices.",
+            "A 24-hour rule helps at {store}: if you still want it tomorrow, it's probably worth "
+            "it.",
+            "For a {item}, a shop lets you check the quality; online is easier for comparing "
+            "prices.",
             "Keeping the receipts from {store} makes it much easier to see where the money goes.",
             "{store} varies by item; staples are often cheaper at markets, brands at chains.",
             "For {month}, a simple note with date, place and amount is enough to spot patterns.",
@@ -138,13 +144,17 @@ TOPICS: dict[str, dict[str, list[str]]] = {
             "Is {activity} on a {weekday} evening a good habit?",
         ],
         "assistant": [
-            "Keep the first few {activity} sessions short and easy; build up by about ten percent a week.",
+            "Keep the first few {activity} sessions short and easy; build up by about ten percent "
+            "a week.",
             "Good shoes and a gentler pace help after {activity}; see someone if it persists.",
-            "Before {activity}, five minutes of easy movement and a few dynamic stretches is plenty.",
-            "For an hour of {activity} by {month}, add a little time each week and keep one day easy.",
+            "Before {activity}, five minutes of easy movement and a few dynamic stretches is "
+            "plenty.",
+            "For an hour of {activity} by {month}, add a little time each week and keep one day "
+            "easy.",
             "Light days of {activity} count; hard sessions need a rest day after them.",
             "After a week off {activity}, pick up a little below where you were.",
-            "Something small and easy, like a banana or toast, an hour before {activity} works for most people.",
+            "Something small and easy, like a banana or toast, an hour before {activity} works for "
+            "most people.",
             "A fixed {weekday} slot for {activity} makes it much easier to keep going.",
         ],
     },
@@ -164,7 +174,8 @@ TOPICS: dict[str, dict[str, list[str]]] = {
             "Sort by sender first, archive anything from before {weekday}, then reply in batches.",
             "Be direct about {weekday} and mention how your work will be covered.",
             "On {weekday}s, a short walk after lunch and one clear task per hour can help.",
-            "For the move in {month}, label the boxes by what you need first, not by where things were.",
+            "For the move in {month}, label the boxes by what you need first, not by where things "
+            "were.",
             "Split {task} into pieces and do the first one today; {weekday} will look less scary.",
             "Block {weekday} lunch in your calendar; most people respect a visible slot.",
             "Only take on {task} if something else can move; say what would slip.",
@@ -182,9 +193,11 @@ TOPICS: dict[str, dict[str, list[str]]] = {
             "We want to make the {room} feel bigger.",
         ],
         "assistant": [
-            "A dripping tap in the {wet_room} is usually a worn washer; turn the water off at the valve first.",
+            "A dripping tap in the {wet_room} is usually a worn washer; turn the water off at the "
+            "valve first.",
             "For the {room}, tape the edges well and do two thin coats rather than one thick one.",
-            "Air the {room} cupboard out, wipe it with diluted vinegar and leave a bowl of baking soda.",
+            "Air the {room} cupboard out, wipe it with diluted vinegar and leave a bowl of baking "
+            "soda.",
             "Great job. Keeping one shelf in the {room} empty makes it easier to stay tidy.",
             "Unpack by type on {weekday} and put what expires first at the front.",
             "Check the {room} windows for draughts first; a strip of seal is cheap.",
@@ -281,16 +294,20 @@ FOLLOW_UPS: list[tuple[str, str]] = [
     ("How did you know that?", "It comes up a lot; it's a common question."),
     ("Is that what most people do?", "Most people I hear about do something like it, yes."),
     ("I'll ask around and see what others think.", "Good idea; a second opinion never hurts."),
-    ("Can you remind me about it later?", "I can't send reminders, but a note on your phone will do it."),
+    ("Can you remind me about it later?", "I can't send reminders, but a note on your phone will "
+                                          "do it."),
     ("That's easier than I thought.", "Often the hardest part is starting."),
     ("What's the most common mistake?", "Trying to do everything at once."),
-    ("I'll have to check my budget first.", "Sensible; better to know the numbers before you decide."),
+    ("I'll have to check my budget first.", "Sensible; better to know the numbers before you "
+                                            "decide."),
     ("Would you recommend it to a friend?", "If they have the time for it, yes."),
     ("Okay, and after that?", "Then see how it feels and adjust the next step."),
     ("I might need a bit more time to decide.", "Take the time you need; nothing here is urgent."),
-    ("Would doing it in the evening work as well?", "Evenings are fine, as long as you're not too tired."),
+    ("Would doing it in the evening work as well?", "Evenings are fine, as long as you're not too "
+                                                    "tired."),
     ("Does it matter which order I do it in?", "Start with whatever the rest depends on."),
-    ("I've heard mixed things about that.", "Opinions differ; what matters is whether it suits you."),
+    ("I've heard mixed things about that.",
+     "Opinions differ; what matters is whether it suits you."),
     ("How much should I expect to spend?", "Set a limit first, then see what fits within it."),
     ("Is it okay to skip a week now and then?", "Yes; one missed week changes very little."),
     ("I keep putting it off.", "Pick a time in the diary and treat it like an appointment."),
@@ -304,19 +321,23 @@ FOLLOW_UPS: list[tuple[str, str]] = [
     ("Can I change my mind later?", "Almost always; very little of this is final."),
     ("I'm worried it will take over my weekend.", "Give it a fixed two hours and stop there."),
     ("Do you think I'm overthinking this?", "A little, maybe; it's a small decision."),
-    ("My neighbour does it differently.", "There are several good ways; pick the one you'll keep up."),
+    ("My neighbour does it differently.", "There are several good ways; pick the one you'll keep "
+                                          "up."),
     ("Could I ask a friend to join me?", "Yes, company makes it easier to stick with."),
     ("Would it help to plan it in advance?", "A rough plan helps; a detailed one rarely survives."),
-    ("I'm not very good at this kind of thing.", "Most people aren't at first; it gets easier quickly."),
+    ("I'm not very good at this kind of thing.", "Most people aren't at first; it gets easier "
+                                                 "quickly."),
     ("Is there a cheaper way?", "Often, if you're willing to spend a bit more time on it."),
     ("What's the first thing I should do?", "Decide what a good result would look like."),
     ("I'll give it a go on Saturday.", "Good plan; let me know how Saturday goes."),
     ("Does the weather make a difference?", "A little; a dry day makes it more pleasant."),
     ("I think I've been doing it wrong.", "Then this is a good moment to reset."),
     ("How often should I check on it?", "Once a week is usually enough."),
-    ("Would you do it all at once or in stages?", "In stages; it's easier to fix one step at a time."),
+    ("Would you do it all at once or in stages?", "In stages; it's easier to fix one step at a "
+                                                  "time."),
     ("That's a relief, honestly.", "Good; it's rarely as bad as it seems beforehand."),
-    ("Is it normal to feel a bit unsure?", "Completely; being unsure just means you're paying attention."),
+    ("Is it normal to feel a bit unsure?", "Completely; being unsure just means you're paying "
+                                           "attention."),
     ("I wish I'd asked sooner.", "Better now than not at all."),
     ("Let me think about how to fit it in.", "Sure; even a small slot in the week will do."),
     ("What do most people get wrong about it?", "They expect quick results and stop too early."),
@@ -385,7 +406,8 @@ SLOTS: dict[str, list[str]] = {
 
 # What a user says when sharing an image of each kind: indirect, never the content itself.
 SHARE_LINES: dict[str, list[str]] = {
-    "receipt": ["Here's the receipt from {place} today <image>", "Kept the receipt from {place} <image>",
+    "receipt": ["Here's the receipt from {place} today <image>", "Kept the receipt from {place} "
+                                                                 "<image>",
                 "Just got back from {place}, receipt attached <image>",
                 "Another receipt from {place} for my records <image>",
                 "Stopped by {place} on the way home, here's the receipt <image>"],
@@ -486,9 +508,10 @@ def line(template_name: str, /, variant: int = 0, **slots: str) -> Phrase:
 
 
 def chain_line(rng: random.Random, chain: str, step: int, /, **slots: str) -> Phrase:
-    """The line of a ``chain`` (a key of ``CHAINS``) sharing its ``step``-th image (0: the first)."""
+    """The line of a ``chain`` (a key of ``CHAINS``) sharing its ``step``-th image
+    (0: the first)."""
     first, updates = CHAINS[chain]
-    return line(first if step == 0 else rng.choice(updates), **slots)
+    return line(first if step == 0 else rng.choice(updates), variant=0, **slots)
 
 
 # What the assistant says to an article the user passes on (ie_entity's second session).
@@ -580,7 +603,8 @@ def _exchange(rng: random.Random, topic: str, pair: int | None, follow: int | No
     None)."""
     if pair is not None:
         bank = TOPICS[topic]
-        user, reply = (_sentence(bank[side][pair].format(**values)) for side in ("user", "assistant"))
+        user, reply = (_sentence(bank[side][pair].format(**values)) for side in ("user",
+                                                                                 "assistant"))
         source = "topic"
     else:
         user, reply = FOLLOW_UPS[follow or 0]

@@ -141,8 +141,10 @@ def _variant_subjects(world: World, claimed: set[str]) -> World:
     no plan is a variant (the default timeline)."""
     if not any("#" in k for k in claimed):
         return world
-    free = (lambda key, values: tuple(v for v in values
-                                      if not keys_clash({f"{key}#{v}"}, claimed)))
+
+    def free(key, values):
+        return tuple(v for v in values if not keys_clash({f"{key}#{v}"}, claimed))
+
     desk = tuple(k for k in ("mug", "plant", "lamp", "bottle", "vase", "teapot", "jar")
                  if k in world.entity_kinds)
     screens = tuple((s, a) for s in ("booking", "parcel") for a in W.APPS
@@ -259,7 +261,9 @@ def timeline_episode(gen: Generator, placed: list[Placed], tier: str) -> Episode
     end = max([w for w, _ in asks] + [w for w, _ in fixed])
     exclusive = {base_key(k) for p in placed for k in p.plan.exclusive}
     probe = max((q for _, q in asks), key=lambda q: len(q.text))
-    size_of = (lambda p: (p.image.width, p.image.height))
+    def size_of(p):
+        return p.image.width, p.image.height
+
     total = evidence_tokens(gen, placed, tier)
     stamps = list(fixed)
     stamps += _haystack(gen, tier, total, fixed, exclusive, start, end)

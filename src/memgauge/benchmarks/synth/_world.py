@@ -151,7 +151,8 @@ def receipt_facts(rng: random.Random, store: str, date: str, currency: str) -> d
     chosen = rng.sample(pool, rng.randint(2, 4))
     items = [{"name": n, "qty": rng.randint(1, 3), "price": p} for n, p in chosen]
     cents = sum(round(float(i["price"]) * 100) * i["qty"] for i in items)
-    return {"store": store, "date": date, "time": f"{rng.randint(8, 20):02d}:{rng.randint(0, 59):02d}",
+    return {"store": store, "date": date,
+            "time": f"{rng.randint(8, 20):02d}:{rng.randint(0, 59):02d}",
             "items": items, "currency": currency, "total": money(cents / 100),
             "payment": f"VISA ****{rng.randint(1000, 9999)}"}
 

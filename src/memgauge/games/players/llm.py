@@ -148,6 +148,7 @@ class LLMPlayer:
             if action is not None:
                 break
             actions = ", ".join(legal) if legal else "(any one command)"
+            assert why is not None  # parse_action says why whenever it finds no action
             messages = [*messages, Message("assistant", [TextPart(output.text)]),
                         Message("user", [TextPart(REASK.format(why=why.capitalize() + ".",
                                                                actions=actions))])]

@@ -10,7 +10,8 @@ see a later step), registered with its id, ability, answer type and the game kin
         for step in rng.sample(tl.steps_range(), k=3):
             item = rng.choice(tl.items_seen())
             yield tl.question(params={"item": item, "step": step}, answer=tl.count(item, step),
-                              text=f"How many {item} did you have after your action at step {step}?",
+                              text=f"How many {item} did you have after your action at step "
+                                   f"{step}?",
                               evidence_steps=[step])
 
 The generator states the window in the question text, de-duplicates, caps per template and

@@ -212,17 +212,17 @@ class TextTimeline:
         """(step, room): the action of that step took you into the room."""
         if not self.fully_known("room"):
             return []
-        return [(t, self.room_after(t)) for t in self.step_range()
-                if self.room_after(t) and self.room_after(t) != self.room_before(t)]
+        return [(t, room) for t in self.step_range()
+                if (room := self.room_after(t)) and room != self.room_before(t)]
 
     @_memo
     def exits(self) -> list[tuple[int, str]]:
         """(step, room): the action of that step took you out of the room."""
         if not self.fully_known("room"):
             return []
-        return [(t, self.room_before(t)) for t in self.step_range()
-                if self.room_before(t) and self.room_after(t)
-                and self.room_after(t) != self.room_before(t)]
+        return [(t, room) for t in self.step_range()
+                if (room := self.room_before(t)) and self.room_after(t)
+                and self.room_after(t) != room]
 
     @_memo
     def gains(self) -> list[tuple[int, str]]:

@@ -102,8 +102,9 @@ def game_of_room(life: Life, rng: random.Random) -> Q:
     visited = [{r.casefold() for r in tl.rooms_visited()} for tl in life.games]
     spelled = {r.casefold(): r for tl in reversed(life.games) for r in tl.rooms_visited()}
     rooms = sorted(spelled[r] for r in set().union(*visited))
-    text_of = (lambda room: f"In which of your games were you first in the {room}? "
-                            f"{_games_phrase(life)}")
+    def text_of(room: str) -> str:
+        return f"In which of your games were you first in the {room}? {_games_phrase(life)}"
+
     for room in rng.sample(rooms, k=min(3, len(rooms))):
         g = next(i for i, seen in enumerate(visited) if room.casefold() in seen)
         entered = [t for t, r in life.games[g].entries() if r.casefold() == room.casefold()]

@@ -230,7 +230,7 @@ def max_inventory_step(tl: TextTimeline, rng: random.Random) -> Questions:
 def room_most_pickups(tl: TextTimeline, rng: random.Random) -> Questions:
     """The room where most items joined the inventory (the room the action was taken in);
     ties all count."""
-    gains = [(t, tl.room_before(t)) for t, _ in tl.gains() if tl.room_before(t)]
+    gains = [(t, room) for t, _ in tl.gains() if (room := tl.room_before(t))]
     if gains and tl.fully_known("room"):
         rooms = _ties(Counter(r for _, r in gains))
         yield tl.question("text.room_most_pickups", params={}, answer=rooms,

@@ -22,7 +22,9 @@ def _situations(tl: TextTimeline, rng: random.Random) -> Iterator[tuple[int, str
     for _ in range(DRAWS if steps else 0):
         t = rng.choice(steps)
         known = sorted({e.src for e in tl.known_edges(t)} | {e.dst for e in tl.known_edges(t)})
-        yield t, tl.room_after(t), known
+        here = tl.room_after(t)
+        assert here is not None  # drawn from the steps that have one
+        yield t, here, known
 
 
 def _map_evidence(tl: TextTimeline, t: int) -> list[int]:
@@ -85,6 +87,7 @@ def known_exit_count(tl: TextTimeline, rng: random.Random) -> Questions:
     known = tl.fully_known("room")
     for t in shuffled(rng, [t for t in tl.step_range() if known and tl.room_after(t)]):
         here = tl.room_after(t)
+        assert here is not None  # drawn from the steps that have one
         exits = tl.exits_known(here, t)
         yield tl.question("text.known_exit_count", params={"step": t}, answer=len(exits),
                           evidence_steps=[e.first_step for e in tl.known_edges(t)

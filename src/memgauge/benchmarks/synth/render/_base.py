@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 from PIL import Image, ImageChops, ImageDraw, ImageFont
@@ -157,7 +157,8 @@ def heart_points(cx: float, cy: float, r: float, rot: float = 0.0,
     return rotate_points(pts, rot, cx, cy)
 
 
-def regular_polygon(cx: float, cy: float, r: float, n: int, rot: float = 0.0) -> list[tuple[float, float]]:
+def regular_polygon(cx: float, cy: float, r: float, n: int,
+                    rot: float = 0.0) -> list[tuple[float, float]]:
     return [(cx + r * math.cos(math.radians(rot) - math.pi / 2 + 2 * math.pi * i / n),
              cy + r * math.sin(math.radians(rot) - math.pi / 2 + 2 * math.pi * i / n))
             for i in range(n)]
@@ -317,7 +318,8 @@ class Frame:
                           outline=rgba(outline) if outline is not None else None,
                           width=self.lw(width) if outline is not None else 0)
 
-    def aa_ellipse(self, cx, cy, rx, ry, fill, outline=None, width: float = 1.0, k: int = 4) -> None:
+    def aa_ellipse(self, cx, cy, rx, ry, fill, outline=None, width: float = 1.0,
+                   k: int = 4) -> None:
         """An anti-aliased ellipse (drawn on a small supersampled patch, then composited)."""
         X, Y = self.p(cx, cy)
         RX, RY = (rx + width) * self.s, (ry + width) * self.s
@@ -420,7 +422,8 @@ def desk_colour(pres: Presentation) -> RGB:
     return DESK_SURFACES[pres.surface % len(DESK_SURFACES)]
 
 
-def _rotate_content(fg: Image.Image, angle: float, dx: float, dy: float) -> tuple[Image.Image, tuple[int, int]]:
+def _rotate_content(fg: Image.Image, angle: float, dx: float,
+                    dy: float) -> tuple[Image.Image, tuple[int, int]]:
     """Rotate only the non-transparent part of ``fg`` (cheaper than the whole layer)."""
     bbox = fg.getchannel("A").getbbox()
     if bbox is None:
@@ -482,7 +485,7 @@ class FactError(ValueError):
     """A facts dict that cannot be drawn (missing key, bad value); names kind and key."""
 
 
-def _fail(kind: str, key: str, why: str) -> None:
+def _fail(kind: str, key: str, why: str) -> NoReturn:
     raise FactError(f"{kind}: fact {key!r} {why}")
 
 

@@ -439,7 +439,8 @@ def _wrap2(fr: Frame, text: str, size: float, max_w: float) -> list[str]:
     if len(words) < 2:
         return [text]
     best = min(range(1, len(words)),
-               key=lambda i: max(fr.tw(" ".join(words[:i]), size), fr.tw(" ".join(words[i:]), size)))
+               key=lambda i: max(fr.tw(" ".join(words[:i]), size),
+                                 fr.tw(" ".join(words[i:]), size)))
     return [" ".join(words[:best]), " ".join(words[best:])]
 
 
@@ -493,7 +494,8 @@ register(KindSpec(
     describe=_describe_label,
     near={
         "X1": lambda f, rng: replaced(f, "colour", far_colour(rng, f["colour"])),
-        "X2": lambda f, rng: (replaced(f, "product", other_choice(rng, PRODUCT_POOL, [f["product"]]))
+        "X2": lambda f, rng: (replaced(f, "product",
+                                       other_choice(rng, PRODUCT_POOL, [f["product"]]))
                               if rng.random() < 0.5 else
                               replaced(f, "brand", other_choice(rng, BRAND_POOL, [f["brand"]]))),
         "X3": lambda f, rng: replaced(f, "weight", other_choice(rng, WEIGHT_POOL, [f["weight"]])),
@@ -572,7 +574,8 @@ def _describe_calendar(f):
     first = _dt.date(year, month, 1).weekday()
     idx = first + day - 1
     wd = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")[idx % 7]
-    note = f" Under the grid a handwritten-style note reads 'Note: {f['note']}'." if f.get("note") else ""
+    note = (f" Under the grid a handwritten-style note reads 'Note: {f['note']}'."
+            if f.get("note") else "")
     return (f"A paper wall calendar page with ring binding for {MONTHS[month - 1]} {year} "
             f"({year}-{month:02d}), a month grid with weekday header Mo to Su (weeks start on "
             f"Monday). Day {day} ({wd} {year}-{month:02d}-{day:02d}, row {idx // 7 + 1} of the "
@@ -582,7 +585,8 @@ def _describe_calendar(f):
 def _near_calendar_x1(f, rng):
     months = [m for m in range(1, 13)
               if m != f["month"] and _cal.monthrange(f["year"], m)[1] >= f["marked_day"]
-              and _dt.date(f["year"], m, 1).weekday() != _dt.date(f["year"], f["month"], 1).weekday()]
+              and _dt.date(f["year"], m, 1).weekday() != _dt.date(f["year"], f["month"],
+                                                                  1).weekday()]
     return replaced(f, "month", rng.choice(months))
 
 

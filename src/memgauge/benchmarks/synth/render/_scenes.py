@@ -74,7 +74,8 @@ def _validate_scene(f):
         seen.add(cell)
 
 
-def shape_polygon(shape: str, cx: float, cy: float, r: float, rot: float) -> list[tuple[float, float]]:
+def shape_polygon(shape: str, cx: float, cy: float, r: float,
+                  rot: float) -> list[tuple[float, float]]:
     if shape == "circle":
         return ellipse_points(cx, cy, r, r, steps=48)
     if shape == "square":
@@ -179,9 +180,11 @@ register(KindSpec(
              "objects": [{"shape": "circle", "colour": "red", "col": 0, "row": 0, "size": "large"},
                          {"shape": "star", "colour": "blue", "col": 2, "row": 0, "size": "small"},
                          {"shape": "circle", "colour": "red", "col": 3, "row": 1, "size": "small"},
-                         {"shape": "triangle", "colour": "green", "col": 1, "row": 2, "size": "large"},
+                         {"shape": "triangle", "colour": "green", "col": 1, "row": 2,
+                          "size": "large"},
                          {"shape": "heart", "colour": "pink", "col": 3, "row": 2, "size": "large"},
-                         {"shape": "square", "colour": "yellow", "col": 1, "row": 1, "size": "small"}]},
+                         {"shape": "square", "colour": "yellow", "col": 1, "row": 1,
+                          "size": "small"}]},
 ))
 
 
@@ -206,10 +209,12 @@ BACKDROPS = (((232, 229, 222), (196, 184, 166)), ((214, 224, 232), (170, 160, 15
 
 # how the body colour, mark and tag are worded per kind
 ENTITY_WORDS = {
-    "mug": ("a mug with a handle; its inside is a darker shade", "mug", "front of the mug", "handle"),
+    "mug": ("a mug with a handle; its inside is a darker shade", "mug", "front of the mug",
+            "handle"),
     "cat": ("a sitting cat with pointed ears, whiskers, a curled tail and a dark collar",
             "fur", "chest", "collar"),
-    "dog": (("a sitting dog with floppy ears (a darker shade of its fur), a snout with a black nose and pink tongue, a tail "
+    "dog": (("a sitting dog with floppy ears (a darker shade of its fur), a snout with a black "
+             "nose and pink tongue, a tail "
              "and a dark collar"), "fur", "chest", "collar"),
     "plant": ("a potted plant with green leaves", "pot", "pot", "pot rim"),
     "bottle": ("a bottle with a dark grey cap", "bottle", "middle of the bottle", "neck"),
@@ -277,12 +282,14 @@ def _entity_parts(kind: str, body):
             "behind": [],
             "body": [("stroke", tail, 12), ("ell", 100, 142, 46, 48), ("ell", 86, 186, 13, 6),
                      ("ell", 114, 186, 13, 6),
-                     ("poly", [(70, 70), (70, 28), (98, 52)]), ("poly", [(130, 70), (130, 28), (102, 52)]),
+                     ("poly", [(70, 70), (70, 28), (98, 52)]),
+                     ("poly", [(130, 70), (130, 28), (102, 52)]),
                      ("ell", 100, 80, 34, 30)],
             "front": [("poly", [(74, 60), (74, 38), (90, 52)], (236, 150, 170)),
                       ("poly", [(126, 60), (126, 38), (110, 52)], (236, 150, 170)),
                       ("ell", 87, 76, 6, 7, 0, eye), ("ell", 113, 76, 6, 7, 0, eye),
-                      ("ell", 87, 77, 2.2, 5, 0, (20, 20, 20)), ("ell", 113, 77, 2.2, 5, 0, (20, 20, 20)),
+                      ("ell", 87, 77, 2.2, 5, 0, (20, 20, 20)),
+                      ("ell", 113, 77, 2.2, 5, 0, (20, 20, 20)),
                       ("poly", [(95, 88), (105, 88), (100, 94)], (232, 112, 138)),
                       ("stroke", [(60, 90), (84, 93)], 1, (60, 60, 60)),
                       ("stroke", [(60, 98), (84, 96)], 1, (60, 60, 60)),
@@ -300,7 +307,8 @@ def _entity_parts(kind: str, body):
                       ("ell", 100, 96, 18, 13, 0, light),
                       ("ell", 100, 90, 7, 5, 0, (20, 20, 20)),
                       ("ell", 100, 106, 5, 6, 0, (232, 108, 128)),
-                      ("ell", 87, 72, 4.5, 4.5, 0, (20, 20, 20)), ("ell", 113, 72, 4.5, 4.5, 0, (20, 20, 20)),
+                      ("ell", 87, 72, 4.5, 4.5, 0, (20, 20, 20)),
+                      ("ell", 113, 72, 4.5, 4.5, 0, (20, 20, 20)),
                       ("ell", 88.5, 70.5, 1.3, 1.3, 0, (255, 255, 255)),
                       ("ell", 114.5, 70.5, 1.3, 1.3, 0, (255, 255, 255)),
                       ("rrect", 70, 108, 130, 116, 4, COLLAR)],
@@ -339,7 +347,8 @@ def _entity_parts(kind: str, body):
             "mark": (124, 150, 14), "tag": (30, 110, -1)}
     if kind == "backpack":
         return {
-            "behind": [("rrect", 38, 72, 54, 172, 6, FIXTURE), ("rrect", 146, 72, 162, 172, 6, FIXTURE)],
+            "behind": [("rrect", 38, 72, 54, 172, 6, FIXTURE),
+                       ("rrect", 146, 72, 162, 172, 6, FIXTURE)],
             "body": [("ring", 100, 48, 17, 14, 6), ("rrect", 52, 52, 148, 188, 26)],
             "front": [("rrect", 66, 116, 134, 178, 12, None, dark),
                       ("stroke", [(72, 128), (128, 128)], 2, dark)],

@@ -266,7 +266,7 @@ def _draw_chat(f, size, pres):
     size_, lh, gap, blocks = _chat_layout(fr, f["messages"], sy1 - sy0 - bar - 12)
     y = sy0 + bar + 6
     mine = mix(theme, (255, 255, 255), 0.74)
-    for m, (lines, bh, w, inline) in zip(f["messages"], blocks):
+    for m, (lines, bh, w, _inline) in zip(f["messages"], blocks, strict=True):
         if m["from"] == "me":
             bx0, bx1, col = sx1 - 10 - w, sx1 - 10, mine
         else:
@@ -334,8 +334,10 @@ register(KindSpec(
         "X4": "one message's small timestamp changes its minutes (1-2 characters)",
     },
     example={"app": "Parley", "contact": "Maya",
-             "messages": [{"from": "them", "text": "Are we still on for Saturday?", "time": "18:02"},
-                          {"from": "me", "text": "Yes! Meet at the north gate at 10", "time": "18:05"},
+             "messages": [{"from": "them", "text": "Are we still on for Saturday?",
+                           "time": "18:02"},
+                          {"from": "me", "text": "Yes! Meet at the north gate at 10",
+                           "time": "18:05"},
                           {"from": "them", "text": "Perfect, see you there", "time": "18:06"}]},
 ))
 
@@ -433,7 +435,8 @@ def _near_app_x4(f, rng):
         if TIME_RE.match(val):  # stay a valid time: change both minute digits
             mm = val[3:]
             fields[i][1] = val[:3] + rng.choice(
-                [f"{t:02d}" for t in range(60) if f"{t:02d}"[0] != mm[0] and f"{t:02d}"[1] != mm[1]])
+                [f"{t:02d}" for t in range(60)
+                 if f"{t:02d}"[0] != mm[0] and f"{t:02d}"[1] != mm[1]])
         else:
             pos = [k for k, c in enumerate(val) if c.isdigit()]
             chars = list(val)

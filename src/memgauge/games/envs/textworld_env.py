@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError
-from .jericho import split_status  # the same padded status line ends TextWorld's replies
+from .jericho_env import split_status  # the same padded status line ends TextWorld's replies
 
 DEFAULTS: dict[str, int] = {"rooms": 5, "objects": 10, "quest_length": 5}
 _PATH_OPTIONS = ("game_dir",)
@@ -57,6 +57,7 @@ def make_game(seed: int, settings: dict[str, int], folder: Path) -> Path:
     """Generate and compile the game for ``seed`` into ``folder``: ``game.z8`` (what the
     interpreter runs, Jericho included) and ``game.json`` (TextWorld's state tracking)."""
     import textworld
+    import textworld.generator
     from textworld.generator.inform7 import compile_inform7_game, generate_inform7_source
 
     opts = textworld.GameOptions()
