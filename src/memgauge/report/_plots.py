@@ -21,6 +21,7 @@ __all__ = ["DPI", "MARKERS", "Plots", "colors_for", "figure_legend", "heatmap",
            "leaderboard_plot", "panels", "short", "tier_bars"]
 
 DPI = 100
+LEGEND_SHARE = 0.96  # of the figure's width a legend may take: a margin on each side
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 _MPL_RC = {
     "text.parse_math": False,  # run names and abilities are text, never mathtext
@@ -131,14 +132,22 @@ def panels(plots: Plots, n: int, *, panel_w: float, panel_h: float, ncols: int,
 
 
 def figure_legend(fig: Any, axes: Sequence[Any]) -> None:
-    """One legend for all panels, below them, each label once."""
+    """One legend for all panels, below them, each label once, in as many columns as fit
+    the figure's width: a legend wider than the figure is cut off on both sides of the PNG,
+    and its lines can no longer be named."""
     handles: dict[str, Any] = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)
-    if handles:
-        fig.legend(list(handles.values()), list(handles), loc="outside lower center",
-                   ncols=min(len(handles), 4), frameon=False)
+    if not handles:
+        return
+    renderer = fig.canvas.get_renderer()
+    for ncols in range(min(len(handles), 4), 0, -1):
+        legend = fig.legend(list(handles.values()), list(handles), loc="outside lower center",
+                            ncols=ncols, frameon=False)
+        if ncols == 1 or legend.get_window_extent(renderer).width <= LEGEND_SHARE * fig.bbox.width:
+            return
+        legend.remove()
 
 
 def leaderboard_plot(runs: Sequence[RunRow], plots: Plots) -> str:
