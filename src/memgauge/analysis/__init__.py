@@ -22,6 +22,7 @@ from memgauge.analysis._clues import (
     recency_rerank,
 )
 from memgauge.analysis._cost import (
+    BASELINE,
     LONG_CONTEXT,
     MEMORY_AGENT,
     CostRow,
@@ -103,6 +104,7 @@ from memgauge.analysis._tables import (
 )
 
 __all__ = [
+    "BASELINE",
     "CLUE_METRICS",
     "LONG_CONTEXT",
     "MEMORY_AGENT",

@@ -737,7 +737,9 @@ def _cost_rows(runs: Sequence[RunData], systems: Sequence[SystemInfo],
     kinds: dict[str, str] = {}
     for system in systems:
         ident = by_label[system.runs[0]].identity
-        kind = kinds[system.label] = family_kind(str(ident.get("system") or ""))
+        options = ident.get("system_options")
+        kind = kinds[system.label] = family_kind(str(ident.get("system") or ""),
+                                                 options if isinstance(options, dict) else {})
         model = str(ident.get("model") or "")
         per_tier: dict[str, list[Record]] = {}
         for label in system.runs:

@@ -19,7 +19,9 @@ from importlib.resources import files
 from typing import Any
 
 from memgauge.analysis import (
+    BASELINE,
     LONG_CONTEXT,
+    MEMORY_AGENT,
     Cell,
     QuestionRow,
     ReportTables,
@@ -51,6 +53,7 @@ from memgauge.report._tables_md import (
     JUDGE_CHECK_NOTE,
     LEADERBOARD_NOTE,
     MISSING,
+    NO_LONG_CONTEXT_NOTE,
     ROTATION_HEADER,
     ROTATION_NOTE,
     SIDE_BY_SIDE_NOTE,
@@ -86,6 +89,7 @@ PAGE_SIZES = (25, 50, 100, 500)
 PAGE_SIZE = 50
 HEATMAP_NOTE = ("Colour: accuracy from 0% to 100% (scale beside each map); grey with —: no "
                 "scored question in that cell.")
+KIND_LINES = {LONG_CONTEXT: "-", MEMORY_AGENT: "--", BASELINE: ":"}
 ONE_TIER_NOTE = ("A system run at one tier is drawn as bars (accuracy per ability at that "
                  "tier): a curve needs two tiers or more.")
 
@@ -265,6 +269,8 @@ def _side_by_side(t: ReportTables, plots: Plots) -> str:
     notes = "".join(f"<li>{_e(n)}</li>" for n in cost_notes(t))
     parts = [_note(SIDE_BY_SIDE_NOTE), _note(COST_NOTE), f'<div class="scroll">{cost}</div>',
              f"<ul>{notes}</ul>" if notes else ""]
+    if t.systems and LONG_CONTEXT not in t.system_kinds.values():
+        parts.insert(1, f'<p class="warn">{_e(NO_LONG_CONTEXT_NOTE)}</p>')
     rows = side_by_side_rows(t)
     if rows:
         systems = [s.label for s in t.systems]
@@ -278,7 +284,7 @@ def _side_by_side(t: ReportTables, plots: Plots) -> str:
                 if not points:
                     continue
                 ax.plot([p[0] for p in points], [p[1] for p in points], marker="o",
-                        color=colors[system], linestyle="-" if kind == LONG_CONTEXT else "--",
+                        color=colors[system], linestyle=KIND_LINES.get(kind, "--"),
                         label=f"{short(system, 40)} ({kind})")
             ax.set_xticks(list(xs.values()), list(xs))
             ax.set_xlim(-0.3, max(len(xs) - 0.7, 0.3))
@@ -290,7 +296,8 @@ def _side_by_side(t: ReportTables, plots: Plots) -> str:
 
         img = panels(plots, len(t.abilities), panel_w=4.2, panel_h=3.2, ncols=3, draw=draw,
                       alt=("Accuracy per ability against tier, one line per system: "
-                           "long-context solid, memory agents dashed"), legend=True)
+                           "long-context solid, memory agents dashed, baselines dotted"),
+                      legend=True)
         data = _table([_e("Ability"), _e("System"), _e("Kind"), *(_e(x) for x in t.tiers)],
                       [[_e(a), _e(s), _e(k), *(_e(fmt_cell(c.get(x))) for x in t.tiers)]
                        for a, s, k, c in rows], left=3)

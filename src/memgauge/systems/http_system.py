@@ -34,7 +34,7 @@ from ..media import ImageEncoder
 from ..models import ModelSettings
 from ..models._http import ConnectError, HttpClient, HttpError, TlsVerifyError, redirect_advice
 from ..models.openai_compat import _retry_after, bounded, classify_error
-from ..registry import no_needs
+from ..registry import memory_agent, no_needs
 from ..schema import (
     Episode,
     ErrorInfo,
@@ -562,4 +562,5 @@ def for_url(url: str):  # type: ignore[no-untyped-def]
     build.registry_name = url  # type: ignore[attr-defined]
     build.registry_options = dict(OPTIONS)  # type: ignore[attr-defined]
     build.registry_needs = no_needs  # type: ignore[attr-defined]  # the service answers
+    build.registry_kind = memory_agent  # type: ignore[attr-defined]
     return build
