@@ -51,6 +51,7 @@ from memgauge.schema import (
     Record,
 )
 from memgauge.scoring import record_measure
+from memgauge.systems.http_system import TRANSPORT_OPTIONS, served_as
 
 __all__ = [
     "DEPTH_BINS",
@@ -437,6 +438,22 @@ def sent_modality(run: RunData) -> str:
     return mode
 
 
+def _system_identity(run: RunData) -> dict[str, Any]:
+    """What the report groups a run's system by: its identity, except that a memory service
+    (an http system) is the service its ``/info`` names at that version, without the URL
+    it was reached at or the transport options (timeout, retries) of the run."""
+    ident = dict(run.identity)
+    served = served_as(run.manifest.get("system") if isinstance(run.manifest, dict) else None)
+    if served is None:
+        return ident
+    ident["system"] = served
+    options = ident.get("system_options")
+    if isinstance(options, dict):
+        ident["system_options"] = {k: v for k, v in options.items()
+                                   if k not in TRANSPORT_OPTIONS}
+    return ident
+
+
 def _system_name(ident: Mapping[str, Any], modality: str) -> str:
     model = model_label(ident.get("model"))
     sent = "" if modality == NOTHING_SENT else modality  # "no model" says it already
@@ -450,7 +467,7 @@ def _systems(runs: Sequence[RunData]) -> tuple[dict[str, str], list[SystemInfo],
     keys: dict[str, str] = {}
     sent: dict[str, list[str]] = {}
     for run in runs:
-        ident = run.identity
+        ident = _system_identity(run)
         if ident:
             key = json.dumps({k: v for k, v in ident.items() if k != "tier"}, sort_keys=True,
                              default=str)
@@ -464,7 +481,7 @@ def _systems(runs: Sequence[RunData]) -> tuple[dict[str, str], list[SystemInfo],
         if key not in names:
             # a system that sent images at any tier is an image system
             modality = "image" if "image" in sent[key] else sent[key][0]
-            names[key] = (_system_name(run.identity, modality) if run.identity
+            names[key] = (_system_name(_system_identity(run), modality) if run.identity
                           else run.label) or run.label
     names = _distinct_names(names, runs, keys)
     order: dict[str, list[str]] = {}
@@ -483,7 +500,7 @@ def _distinct_names(names: dict[str, str], runs: Sequence[RunData],
     out = dict(names)
     for run in runs:
         key = keys[run.label]
-        opts = run.identity.get("system_options")
+        opts = _system_identity(run).get("system_options")
         if counts[names[key]] > 1 and opts:
             out[key] = f"{names[key]} ({json.dumps(opts, sort_keys=True, default=str)})"
     seen: Counter[str] = Counter()
