@@ -294,7 +294,10 @@ def report(
         if fmt not in ("md", "json", "html"):
             raise MemgaugeError(f"unknown format {fmt!r}; use md, json or html")
         price_table = load_prices(prices) if prices else None  # before reading any run
-        runs = load_runs(run_dirs)
+        left_out: list[str] = []
+        runs = load_runs(run_dirs, skipped=left_out)  # a folder without records: named
+        for reason in left_out:
+            err.print(f"skipped: {reason}", style="yellow", highlight=False)
         tables = build_tables(runs, primary=primary, prices=price_table, prices_file=prices,
                               k=k)
         hits = {run.label: count_records(run.records) for run in runs}  # design 0018

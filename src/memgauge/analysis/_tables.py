@@ -182,26 +182,39 @@ def run_labels(paths: Sequence[str | Path]) -> list[str]:
     return labels
 
 
-def load_runs(run_dirs: Sequence[str | Path]) -> list[RunData]:
+def load_runs(run_dirs: Sequence[str | Path],
+              skipped: list[str] | None = None) -> list[RunData]:
     """Read run folders (manifest and latest record per question); a folder without a
     manifest, or with no record (a run that never answered: a report of it would show 0
-    questions as if that were a result), is a :class:`~memgauge.errors.MemgaugeError`."""
+    questions as if that were a result), is a :class:`~memgauge.errors.MemgaugeError`.
+    With ``skipped``, such folders (that exist) are left out instead, each named there with
+    why (``report runs/*`` over a folder a failed run left); an error still when no folder
+    is left, or a path is not a folder at all."""
     from memgauge.runner import load_manifest, read_records  # runner pulls in systems
 
     if not run_dirs:
         raise ConfigError("no run folders given")
-    runs = []
+    runs, reasons = [], []
     for run_dir, label in zip(run_dirs, run_labels(run_dirs), strict=True):
         manifest = load_manifest(run_dir)
+        records = list(read_records(run_dir).values()) if manifest is not None else []
         if manifest is None:
-            raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
-        records = list(read_records(run_dir).values())
-        if not records:
-            raise MemgaugeError(f"{run_dir} has a manifest but no records (records.jsonl is "
-                                "missing or empty): nothing to report yet; run it, or rerun "
-                                "the same command to resume")
-        runs.append(RunData(label=label, manifest=manifest, records=records,
-                            path=str(run_dir)))
+            reason = f"{run_dir} is not a run folder (no manifest.json)"
+        elif not records:
+            reason = (f"{run_dir} has a manifest but no records (records.jsonl is missing or "
+                      "empty): nothing to report yet; run it, or rerun the same command to "
+                      "resume")
+        else:
+            runs.append(RunData(label=label, manifest=manifest, records=records,
+                                path=str(run_dir)))
+            continue
+        if skipped is None or not Path(run_dir).is_dir():
+            raise MemgaugeError(reason)
+        reasons.append(reason)
+    if not runs:
+        raise MemgaugeError("; ".join(reasons))
+    if skipped is not None:
+        skipped += reasons
     return runs
 
 

@@ -68,6 +68,8 @@ from ._prefix import (
     warm_first,
 )
 from ._store import (
+    MANIFEST,
+    RECORDS,
     RecordWriter,
     StorageError,
     holds_benchmark,
@@ -555,6 +557,42 @@ def _record_meta(episode: Episode, question: Question,
     return meta
 
 
+def _holds_records(run_dir: Path) -> bool:
+    try:
+        return (run_dir / RECORDS).stat().st_size > 0
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``timeout``, a closed session, a job scheduler) stops the run as Ctrl-C does:
+    what is in flight is recorded and a folder left without a manifest is removed. Python's
+    default would end the process at once, leaving an ``--out`` folder holding only
+    ``.lock`` that ``report runs/*`` then trips over. Only from the main thread, and only
+    when nobody set a SIGTERM handler (Ray sets its own)."""
+    import signal
+    import threading
+
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+
+    def as_interrupt(signum: int, frame: Any) -> None:
+        handler = signal.getsignal(signal.SIGINT)  # asyncio's while a loop runs
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, as_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 class Runner:
     def __init__(self, config: RunConfig,
                  on_progress: Callable[[RunResult, Record], None] | None = None) -> None:
@@ -601,14 +639,18 @@ class Runner:
             self._remove_unused_folder(lock.path)
 
     def _remove_unused_folder(self, lock_path: Path) -> None:
-        """A folder this invocation made and stopped before writing a manifest (a mistake
-        refused before the first request) is removed: the corrected command must find no
-        other configuration there (design 0043)."""
-        if not self._made_dir or (self.run_dir / "manifest.json").exists():
+        """A folder this invocation made and left without a record (a mistake refused before
+        the first request, a run stopped before its first answer) is removed: the corrected
+        command must find no other configuration there (design 0043), and ``report runs/*``
+        no folder that holds nothing to report (design 0051). Only the files a run writes
+        first go; whatever else is there stays, and the folder with it."""
+        if not self._made_dir or _holds_records(self.run_dir):
             return
         with contextlib.suppress(OSError):
+            for name in (MANIFEST, RECORDS):
+                (self.run_dir / name).unlink(missing_ok=True)
             lock_path.unlink()
-            self.run_dir.rmdir()  # only when empty: whatever else is there stays
+            self.run_dir.rmdir()  # only when empty
 
     def _check_inputs(self, prior: dict[str, Any] | None) -> None:
         """A folder's records belong to the data they were answered from: a rerun whose input
@@ -1103,6 +1145,10 @@ class Runner:
         return count - len(prep.done_ok)
 
     def run_sync(self) -> RunResult:
+        with _terminate_as_interrupt():
+            return self._run_sync()
+
+    def _run_sync(self) -> RunResult:
         if self.config.executor == "ray":
             from ._ray import run_with_ray
 
