@@ -19,6 +19,7 @@ from ._cli_common import (
     fail,
     json_object,
     parse_options,
+    reflow_help,
     say,
 )
 from ._cli_execute import execute_run, prefix_cache_fact, top_causes
@@ -64,8 +65,9 @@ _EMBEDDER_HELP = ("The text embedder of systems that embed (rag with retriever=e
 _IMAGE_EMBEDDER_HELP = ("Image embeddings for rag's visual/hybrid retriever from an endpoint "
                         "you serve (CLIP, SigLIP): openai:MODEL; default: the offline "
                         "perceptual-hash stand-in (as --system-option image_embedder=)")
+# "\\[": rich help would read [run] as a style tag and drop it
 _CONFIG_HELP = ("TOML file of settings, with the same keys as the flags (flags win); "
-                "a [run] or [score] table holds one command's keys")
+                "a \\[run] or \\[score] table holds one command's keys")
 
 
 @app.command()
@@ -74,7 +76,9 @@ def run(
     data: Annotated[str, typer.Option(help="Data file (or folder, for locomo and memeye)")],
     out_dir: Annotated[str, typer.Option("--out", help="Run folder (rerun to resume)")],
     model: Annotated[str, typer.Option(
-        help="openai:<model>, local:<smollm2|file.gguf> or replay:<predictions file>")],
+        help="openai:<model>, local:<smollm2|file.gguf>, replay:<predictions file>, or none: "
+             "(no model, for systems that call none: oracle, oracle-text, rag with "
+             "reader=oracle)")],
     system: Annotated[str, typer.Option(help="System under test")] = "full-context",
     system_option: Annotated[list[str] | None, typer.Option(
         help="key=value passed to the system (repeatable), e.g. top_k=5, reader=oracle")] = None,
@@ -269,7 +273,7 @@ def report(
     filterable question browser."""
     import json
 
-    from ._cache_hits import count_records, describe_hits
+    from ._cache_hits import answers_cacheable, count_records, describe_hits
     from .analysis import (
         build_tables,
         error_breakdown,
@@ -301,6 +305,7 @@ def report(
         tables = build_tables(runs, primary=primary, prices=price_table, prices_file=prices,
                               k=k)
         hits = {run.label: count_records(run.records) for run in runs}  # design 0018
+        cacheable = {run.label: answers_cacheable(run.identity) for run in runs}
         if fmt == "html":
             title = "memgauge report: " + (runs[0].label if len(runs) == 1
                                            else f"{len(runs)} runs")
@@ -308,7 +313,8 @@ def report(
             games = {run.label: g for run in runs if (g := game_report(
                 run.records, scorer=tables.primary or "rule")) is not None}  # design 0032
             page.write_text(render_html(tables, title=title, cache={
-                label: describe_hits(h) for label, h in hits.items()}, games=games),
+                label: describe_hits(h, answers=cacheable[label]) for label, h in hits.items()},
+                games=games),
                 encoding="utf-8")
             err.print(f"wrote {page}", highlight=False)
             return
@@ -321,8 +327,11 @@ def report(
                 meta = {("input" if k == "context_mode" else k): v for k, v in
                         {**meta, "model": row.model, "context_mode": row.modality}.items()}
             h = hits[run.label]
-            meta["response_cache"] = ("; ".join(describe_hits(h)) if fmt == "md"
-                                      else {**h.to_dict(), "text": describe_hits(h)})
+            said = describe_hits(h, answers=cacheable[run.label])
+            if fmt != "md":
+                meta["response_cache"] = {**h.to_dict(), "text": said}
+            elif said:  # nothing to say for answers no cache could serve
+                meta["response_cache"] = "; ".join(said)
             # a run with records missing says so first (design 0040)
             progress = run_progress(run.manifest, summary.n_records)
             title = f"memgauge report: {run.label}" + (
@@ -988,6 +997,9 @@ def _score_budget(run_dir: str, manifest: dict | None, judge: str, prices: str |
     identity = ((manifest or {}).get("config") or {}).get("identity") or {}
     return make_budget(run_dir, str(identity.get("model") or ""), usd, tokens, prices,
                        judges=[judge], answering=False)
+
+
+reflow_help(app)  # after every command is registered
 
 
 def main() -> None:

@@ -21,3 +21,22 @@ def test_the_same_service_at_two_ports_and_timeouts_is_one_system(synth, tmp_pat
     tables = build_tables(load_runs(outs))
     assert [s.label for s in tables.systems] == ["http:oracle test · no model"]
     assert len(tables.systems[0].runs) == 2
+
+
+def test_no_cache_line_for_a_service_whose_answers_no_cache_serves(synth, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from memgauge.cli import app
+
+    from stub_server import StubServer
+
+    with StubServer() as stub, served("full-context", model="openai:stub",
+                                      base_url=stub.base_url) as url:
+        res = CliRunner().invoke(app, ["run", "--bench", "synth", "--data", str(synth),
+                                       "--tier", "4k", "--system", url, "--model", "none:",
+                                       "--out", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    assert "answered now" in res.output
+    assert "response cache" not in res.output  # was "cache: 0 of 4 answers came from ..."
+    report = CliRunner().invoke(app, ["report", str(tmp_path / "r")])
+    assert report.exit_code == 0 and "response cache" not in report.output

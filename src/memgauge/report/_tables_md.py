@@ -81,8 +81,8 @@ COST_HEADER = ("System", "Kind", "Tier", "Questions (known/answered)", "Tokens /
                "Spent (tokens, $)")
 COST_NOTE = ("Tokens: the answer's server counts plus the question's share of its system's "
              "ingest tokens (what an answer point ingested, split among the questions asked "
-             "there). Answered questions only; a record without counts (written before "
-             "issue 13, or a server that sent no usage) is left out, not counted as 0. "
+             "there). Answered questions only; a record without counts (written by an "
+             "earlier memgauge, or a server that sent no usage) is left out, not counted as 0. "
              "Latency: the system's answer call, cache hits left out; ingest s: the "
              "question's share of the runner-timed reset and ingest. Spent: every record's "
              "tokens (errors included, response-cache replays left out: not paid here), in "
