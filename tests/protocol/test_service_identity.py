@@ -24,11 +24,10 @@ def test_the_same_service_at_two_ports_and_timeouts_is_one_system(synth, tmp_pat
 
 
 def test_no_cache_line_for_a_service_whose_answers_no_cache_serves(synth, tmp_path) -> None:
+    from stub_server import StubServer
     from typer.testing import CliRunner
 
     from memgauge.cli import app
-
-    from stub_server import StubServer
 
     with StubServer() as stub, served("full-context", model="openai:stub",
                                       base_url=stub.base_url) as url:
