@@ -570,7 +570,7 @@ def _terminate_as_interrupt() -> Iterator[None]:
     what is in flight is recorded and a folder left without a manifest is removed. Python's
     default would end the process at once, leaving an ``--out`` folder holding only
     ``.lock`` that ``report runs/*`` then trips over. Only from the main thread, and only
-    when nobody set a SIGTERM handler (Ray sets its own)."""
+    when nobody set a SIGTERM handler."""
     import signal
     import threading
 
@@ -1145,6 +1145,8 @@ class Runner:
         return count - len(prep.done_ok)
 
     def run_sync(self) -> RunResult:
+        if self.config.executor == "ray":  # Ray's driver sets its own SIGTERM handler
+            return self._run_sync()
         with _terminate_as_interrupt():
             return self._run_sync()
 
