@@ -114,12 +114,30 @@ def count_records(records: Iterable[Any]) -> CacheHits:
     return hits
 
 
-def describe_hits(hits: CacheHits) -> list[str]:
-    """Sentences for a summary or report: the model's answers first, then each judge."""
+def describe_hits(hits: CacheHits, *, answers: bool = True) -> list[str]:
+    """Sentences for a summary or report: the model's answers first (unless ``answers`` is
+    False: a run whose answers no cache could serve), then each judge."""
     lines = [f"{hits.from_cache} of {hits.answers} answers came from the response cache"
              + (f" ({hits.unknown} records do not say: written before memgauge recorded it)"
-                if hits.unknown else "")]
+                if hits.unknown else "")] if answers else []
     return lines + [describe_judge(name, j) for name, j in sorted(hits.judges.items())]
+
+
+def answers_cacheable(identity: Mapping[str, Any]) -> bool:
+    """Whether a run's answers could come from the response cache: its system asks the run's
+    model (as it declares, design 0043), and there is one. A memory service (http://) or an
+    oracle sends memgauge's cache nothing, so "0 of N from the cache" would say nothing."""
+    from .errors import ConfigError
+    from .registry import NEEDS_MODEL, lookup
+
+    model = str(identity.get("model") or "")
+    options = identity.get("system_options")
+    try:
+        factory = lookup("system", str(identity.get("system") or ""))
+    except ConfigError:  # a plugin not installed here: say what the records say
+        return True
+    needs = factory.registry_needs(options if isinstance(options, dict) else {})
+    return NEEDS_MODEL in needs and not model.startswith("none:")
 
 
 def describe_judge(name: str, j: JudgeHits) -> str:

@@ -40,9 +40,31 @@ def no_needs(options: dict[str, Any]) -> set[str]:
     return set()
 
 
+# What a system is in the reports' comparison (design 0051): ``long-context`` puts the
+# history in the prompt, a ``memory agent`` keeps and recalls a memory of its own, a
+# ``baseline`` answers from what it is handed (gold evidence, an oracle reader, no history).
+# Declared where the system is registered, for its options (rag with reader=oracle is one).
+LONG_CONTEXT, MEMORY_AGENT, BASELINE = "long-context", "memory agent", "baseline"
+SYSTEM_KINDS = (LONG_CONTEXT, MEMORY_AGENT, BASELINE)
+Kind = Callable[[dict[str, Any]], str]
+
+
+def memory_agent(options: dict[str, Any]) -> str:
+    return MEMORY_AGENT
+
+
+def long_context(options: dict[str, Any]) -> str:
+    return LONG_CONTEXT
+
+
+def baseline(options: dict[str, Any]) -> str:
+    return BASELINE
+
+
 def _register(kind: str, name: str, options: dict[str, tuple[type, str]] | None = None,
               requires: Requires | None = None, needs: Needs = no_needs,
-              judge_rubric: str | None = None) -> Callable[[F], F]:
+              judge_rubric: str | None = None,
+              system_kind: Kind = memory_agent) -> Callable[[F], F]:
     def deco(fn: F) -> F:
         if name in _REGISTRY[kind] and _REGISTRY[kind][name] is not fn:
             raise ValueError(f"{kind} {name!r} is registered twice")
@@ -52,6 +74,7 @@ def _register(kind: str, name: str, options: dict[str, tuple[type, str]] | None 
         fn.registry_requires = requires  # type: ignore[attr-defined]
         fn.registry_needs = needs  # type: ignore[attr-defined]
         fn.registry_judge_rubric = judge_rubric  # type: ignore[attr-defined]
+        fn.registry_kind = system_kind  # type: ignore[attr-defined]
         return fn
 
     return deco
@@ -102,13 +125,16 @@ def judge_rubric_of(benchmark_name: str, answer_type: str) -> str:
 
 
 def system(name: str, options: dict[str, tuple[type, str]] | None = None,
-           requires: Requires | None = None, needs: Needs = no_needs) -> Callable[[F], F]:
+           requires: Requires | None = None, needs: Needs = no_needs,
+           kind: Kind = memory_agent) -> Callable[[F], F]:
     """Register a system factory. ``options`` declares its ``--system-option`` keys, each
     ``key: (type, help)`` (``memgauge list`` shows them; the factory checks them with
     ``SystemContext.typed_options(name, options)``). ``requires(options)`` lists the
     optional packages those options need (checked before any model or server starts).
-    ``needs(options)`` names what it needs of the run: ``NEEDS_MODEL``, ``NEEDS_PROGRAM``."""
-    return _register("system", name, options, requires, needs)
+    ``needs(options)`` names what it needs of the run: ``NEEDS_MODEL``, ``NEEDS_PROGRAM``.
+    ``kind(options)`` says what it is in the reports' comparison: ``long_context``,
+    ``memory_agent`` (the default) or ``baseline``."""
+    return _register("system", name, options, requires, needs, kind)
 
 
 def uses_model(options: dict[str, Any]) -> set[str]:
@@ -197,6 +223,17 @@ def lookup(kind: str, name: str) -> Callable[..., Any]:
     except KeyError:
         known = ", ".join(sorted(_REGISTRY[kind])) or "none"
         raise ConfigError(f"unknown {kind} {name!r}; known: {known}") from None
+
+
+def system_kind(name: str, options: dict[str, Any]) -> str:
+    """What the system called ``name`` is with ``options`` (long-context, memory agent or
+    baseline), as declared where it is registered; a system not installed here (a plugin
+    of another machine's run) counts as a memory agent."""
+    try:
+        factory = lookup("system", name)
+    except ConfigError:
+        return MEMORY_AGENT
+    return factory.registry_kind(options)
 
 
 def names(kind: str) -> list[str]:

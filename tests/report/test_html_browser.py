@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from report_runs import rec, three_runs
+from report_runs import TR, rec, three_runs
 
 from memgauge.analysis import RunData, build_tables
 from memgauge.report import render_html
@@ -165,3 +165,48 @@ def test_leaderboard_fits_the_page(opened, width):
                           " return [d.scrollWidth, d.clientWidth]; })()")
     assert board[0] <= board[1]  # no horizontal scrolling needed
     assert page.evaluate("document.documentElement.scrollWidth") <= width
+
+
+def _demo_like_runs() -> list[RunData]:
+    """Six systems with long labels (system · model · what it sent), each at two tiers: the
+    side-by-side figure's legend has six long entries."""
+    runs = []
+    for system in ("full-context", "rag", "fact-memory", "summary-memory", "oracle",
+                   "oracle-text"):
+        for tier in ("4k", "8k"):
+            manifest = {"config": {"identity": {
+                "system": system, "model": "local:smollm2", "context_mode": "text",
+                "tier": tier, "bench": "synth", "system_options": {}}}}
+            runs.append(RunData(f"{system}-{tier}", manifest,
+                                [rec("q1", 1.0), rec("q2", 0.0, ability=TR)]))
+    return runs
+
+
+def _edges_blank(png: bytes) -> bool:
+    """Whether the outermost pixel columns of a screenshot are background: a figure whose
+    text runs into its edge has been cut off there."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(io.BytesIO(png)).convert("L"))
+    return bool(pixels[:, 0].min() > 240 and pixels[:, -1].min() > 240)
+
+
+@pytest.mark.parametrize("width", [900, 1280])
+def test_every_figure_is_whole_and_legible_at_the_page_width(browser, tmp_path, width):
+    path = tmp_path / "figures.html"
+    path.write_text(render_html(build_tables(_demo_like_runs()), title="figures"),
+                    encoding="utf-8")
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.goto(path.as_uri())
+    images = page.locator("figure img")
+    assert images.count() >= 5
+    for i in range(images.count()):
+        img = images.nth(i)
+        alt = img.get_attribute("alt")
+        shown, natural = img.evaluate("i => [i.getBoundingClientRect().width, i.naturalWidth]")
+        assert shown <= width and shown >= min(natural, width - 60) * 0.95, alt  # page width
+        assert _edges_blank(img.screenshot()), f"cut off at an edge: {alt}"
+    page.close()

@@ -21,6 +21,7 @@ from memgauge.analysis._clues import (
     recency_rerank,
 )
 from memgauge.analysis._cost import (
+    BASELINE,
     LONG_CONTEXT,
     MEMORY_AGENT,
     CostRow,
@@ -87,6 +88,7 @@ from memgauge.retrieval._sessions import (
 )
 
 __all__ = [
+    "BASELINE",
     "CLUE_METRICS",
     "LONG_CONTEXT",
     "MEMORY_AGENT",

@@ -14,14 +14,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from memgauge.ledger import Ledger, Price, ledger_of, load_prices, price_for
+from memgauge.registry import BASELINE, LONG_CONTEXT, MEMORY_AGENT, system_kind
 from memgauge.schema import Record
 
 __all__ = [
     "ALL_TIERS",
+    "BASELINE",
     "LONG_CONTEXT",
     "MEMORY_AGENT",
     "CostRow",
@@ -36,13 +39,12 @@ __all__ = [
 ]
 
 ALL_TIERS = "all tiers"
-LONG_CONTEXT = "long-context"
-MEMORY_AGENT = "memory agent"
-LONG_CONTEXT_SYSTEMS = frozenset({"full-context"})
-def family_kind(system: str) -> str:
-    """``long-context`` for a system that puts the history in the prompt, else ``memory
-    agent`` (the two sides of MemLens's comparison)."""
-    return LONG_CONTEXT if system in LONG_CONTEXT_SYSTEMS else MEMORY_AGENT
+
+
+def family_kind(system: str, options: Mapping[str, Any] | None = None) -> str:
+    """``long-context``, ``memory agent`` (the two sides of MemLens's comparison) or
+    ``baseline``: what the system declares where it is registered, for its options."""
+    return system_kind(system, dict(options or {}))
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ class CostRow:
 
     system: str
     tier: str
-    kind: str  # long-context | memory agent
+    kind: str  # long-context | memory agent | baseline
     model: str
     n_ok: int
     n_known: int

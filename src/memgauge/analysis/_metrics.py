@@ -241,7 +241,7 @@ def choose_primary(scorers: Sequence[str], primary: str | None = None, *,
     if primary in SECONDARY_ONLY:
         raise ValueError(
             f"{primary!r} cannot be the primary scorer: containment credits a reply that dumps "
-            "text or lists every candidate (design 0038); it is reported beside the primary")
+            "text or lists every candidate; it is reported beside the primary")
     if primary is not None:
         if names and primary not in names:
             raise ValueError(

@@ -52,6 +52,7 @@ from memgauge.schema import (
     Record,
 )
 from memgauge.scoring import record_measure
+from memgauge.systems.http_system import TRANSPORT_OPTIONS, served_as
 
 __all__ = [
     "DEPTH_BINS",
@@ -182,24 +183,38 @@ def run_labels(paths: Sequence[str | Path]) -> list[str]:
     return labels
 
 
-def load_runs(run_dirs: Sequence[str | Path]) -> list[RunData]:
+def load_runs(run_dirs: Sequence[str | Path],
+              skipped: list[str] | None = None) -> list[RunData]:
     """Read run folders (manifest and latest record per question); a folder without a
     manifest, or with no record (a run that never answered: a report of it would show 0
-    questions as if that were a result), is a :class:`~memgauge.errors.MemgaugeError`."""
+    questions as if that were a result), is a :class:`~memgauge.errors.MemgaugeError`.
+    With ``skipped``, such folders (that exist) are left out instead, each named there with
+    why (``report runs/*`` over a folder a failed run left); an error still when no folder
+    is left, or a path is not a folder at all."""
+
     if not run_dirs:
         raise ConfigError("no run folders given")
-    runs = []
+    runs, reasons = [], []
     for run_dir, label in zip(run_dirs, run_labels(run_dirs), strict=True):
         manifest = load_manifest(run_dir)
+        records = list(read_records(run_dir).values()) if manifest is not None else []
         if manifest is None:
-            raise MemgaugeError(f"{run_dir} is not a run folder (no manifest.json)")
-        records = list(read_records(run_dir).values())
-        if not records:
-            raise MemgaugeError(f"{run_dir} has a manifest but no records (records.jsonl is "
-                                "missing or empty): nothing to report yet; run it, or rerun "
-                                "the same command to resume")
-        runs.append(RunData(label=label, manifest=manifest, records=records,
-                            path=str(run_dir)))
+            reason = f"{run_dir} is not a run folder (no manifest.json)"
+        elif not records:
+            reason = (f"{run_dir} has a manifest but no records (records.jsonl is missing or "
+                      "empty): nothing to report yet; run it, or rerun the same command to "
+                      "resume")
+        else:
+            runs.append(RunData(label=label, manifest=manifest, records=records,
+                                path=str(run_dir)))
+            continue
+        if skipped is None or not Path(run_dir).is_dir():
+            raise MemgaugeError(reason)
+        reasons.append(reason)
+    if not runs:
+        raise MemgaugeError("; ".join(reasons))
+    if skipped is not None:
+        skipped += reasons
     return runs
 
 
@@ -436,6 +451,22 @@ def sent_modality(run: RunData) -> str:
     return mode
 
 
+def _system_identity(run: RunData) -> dict[str, Any]:
+    """What the report groups a run's system by: its identity, except that a memory service
+    (an http system) is the service its ``/info`` names at that version, without the URL
+    it was reached at or the transport options (timeout, retries) of the run."""
+    ident = dict(run.identity)
+    served = served_as(run.manifest.get("system") if isinstance(run.manifest, dict) else None)
+    if served is None:
+        return ident
+    ident["system"] = served
+    options = ident.get("system_options")
+    if isinstance(options, dict):
+        ident["system_options"] = {k: v for k, v in options.items()
+                                   if k not in TRANSPORT_OPTIONS}
+    return ident
+
+
 def _system_name(ident: Mapping[str, Any], modality: str) -> str:
     model = model_label(ident.get("model"))
     sent = "" if modality == NOTHING_SENT else modality  # "no model" says it already
@@ -449,7 +480,7 @@ def _systems(runs: Sequence[RunData]) -> tuple[dict[str, str], list[SystemInfo],
     keys: dict[str, str] = {}
     sent: dict[str, list[str]] = {}
     for run in runs:
-        ident = run.identity
+        ident = _system_identity(run)
         if ident:
             key = json.dumps({k: v for k, v in ident.items() if k != "tier"}, sort_keys=True,
                              default=str)
@@ -463,7 +494,7 @@ def _systems(runs: Sequence[RunData]) -> tuple[dict[str, str], list[SystemInfo],
         if key not in names:
             # a system that sent images at any tier is an image system
             modality = "image" if "image" in sent[key] else sent[key][0]
-            names[key] = (_system_name(run.identity, modality) if run.identity
+            names[key] = (_system_name(_system_identity(run), modality) if run.identity
                           else run.label) or run.label
     names = _distinct_names(names, runs, keys)
     order: dict[str, list[str]] = {}
@@ -482,7 +513,7 @@ def _distinct_names(names: dict[str, str], runs: Sequence[RunData],
     out = dict(names)
     for run in runs:
         key = keys[run.label]
-        opts = run.identity.get("system_options")
+        opts = _system_identity(run).get("system_options")
         if counts[names[key]] > 1 and opts:
             out[key] = f"{names[key]} ({json.dumps(opts, sort_keys=True, default=str)})"
     seen: Counter[str] = Counter()
@@ -737,7 +768,9 @@ def _cost_rows(runs: Sequence[RunData], systems: Sequence[SystemInfo],
     kinds: dict[str, str] = {}
     for system in systems:
         ident = by_label[system.runs[0]].identity
-        kind = kinds[system.label] = family_kind(str(ident.get("system") or ""))
+        options = ident.get("system_options")
+        kind = kinds[system.label] = family_kind(str(ident.get("system") or ""),
+                                                 options if isinstance(options, dict) else {})
         model = str(ident.get("model") or "")
         per_tier: dict[str, list[Record]] = {}
         for label in system.runs:

@@ -20,6 +20,7 @@ from ._common import (
     fail,
     json_object,
     parse_options,
+    reflow_help,
     registry_help,
     say,
 )
@@ -65,8 +66,9 @@ _EMBEDDER_HELP = ("The text embedder of systems that embed (rag with retriever=e
 _IMAGE_EMBEDDER_HELP = ("Image embeddings for rag's visual/hybrid retriever from an endpoint "
                         "you serve (CLIP, SigLIP): openai:MODEL; default: the offline "
                         "perceptual-hash stand-in (as --system-option image_embedder=)")
+# "\\[": rich help would read [run] as a style tag and drop it
 _CONFIG_HELP = ("TOML file of settings, with the same keys as the flags (flags win); "
-                "a [run] or [score] table holds one command's keys")
+                "a \\[run] or \\[score] table holds one command's keys")
 
 
 @app.command()
@@ -75,7 +77,9 @@ def run(
     data: Annotated[str, typer.Option(help="Data file (or folder, for locomo and memeye)")],
     out_dir: Annotated[str, typer.Option("--out", help="Run folder (rerun to resume)")],
     model: Annotated[str, typer.Option(
-        help="openai:<model>, local:<smollm2|file.gguf> or replay:<predictions file>")],
+        help="openai:<model>, local:<smollm2|file.gguf>, replay:<predictions file>, or none: "
+             "(no model, for systems that call none: oracle, oracle-text, rag with "
+             "reader=oracle)")],
     system: Annotated[str, typer.Option(help=registry_help(
         "system", "System under test (or http(s)://… a memory service)"))] = "full-context",
     system_option: Annotated[list[str] | None, typer.Option(
@@ -278,7 +282,7 @@ def report(
     filterable question browser."""
     import json
 
-    from .._cache_hits import count_records, describe_hits
+    from .._cache_hits import answers_cacheable, count_records, describe_hits
     from ..analysis import (
         build_tables,
         error_breakdown,
@@ -303,10 +307,14 @@ def report(
         if fmt not in ("md", "json", "html"):
             raise MemgaugeError(f"unknown format {fmt!r}; use md, json or html")
         price_table = load_prices(prices) if prices else None  # before reading any run
-        runs = load_runs(run_dirs)
+        left_out: list[str] = []
+        runs = load_runs(run_dirs, skipped=left_out)  # a folder without records: named
+        for reason in left_out:
+            err.print(f"skipped: {reason}", style="yellow", highlight=False)
         tables = build_tables(runs, primary=primary, prices=price_table, prices_file=prices,
                               k=k)
         hits = {run.label: count_records(run.records) for run in runs}  # design 0018
+        cacheable = {run.label: answers_cacheable(run.identity) for run in runs}
         if fmt == "html":
             title = "memgauge report: " + (runs[0].label if len(runs) == 1
                                            else f"{len(runs)} runs")
@@ -314,7 +322,8 @@ def report(
             games = {run.label: g for run in runs if (g := game_report(
                 run.records, scorer=tables.primary or "rule")) is not None}  # design 0032
             page.write_text(render_html(tables, title=title, cache={
-                label: describe_hits(h) for label, h in hits.items()}, games=games),
+                label: describe_hits(h, answers=cacheable[label]) for label, h in hits.items()},
+                games=games),
                 encoding="utf-8")
             err.print(f"wrote {page}", highlight=False)
             return
@@ -327,8 +336,11 @@ def report(
                 meta = {("input" if k == "context_mode" else k): v for k, v in
                         {**meta, "model": row.model, "context_mode": row.modality}.items()}
             h = hits[run.label]
-            meta["response_cache"] = ("; ".join(describe_hits(h)) if fmt == "md"
-                                      else {**h.to_dict(), "text": describe_hits(h)})
+            said = describe_hits(h, answers=cacheable[run.label])
+            if fmt != "md":
+                meta["response_cache"] = {**h.to_dict(), "text": said}
+            elif said:  # nothing to say for answers no cache could serve
+                meta["response_cache"] = "; ".join(said)
             # a run with records missing says so first (design 0040)
             progress = run_progress(run.manifest, summary.n_records)
             title = f"memgauge report: {run.label}" + (
@@ -932,6 +944,26 @@ def score(  # noqa: C901
         raise typer.Exit(EXIT_BUDGET)
     if counts.get("failures"):  # verdicts missing, as run's failed questions (design 0040)
         raise typer.Exit(EXIT_SOME_FAILED)
+
+
+def _score_budget(run_dir: str, manifest: dict | None, judge: str, prices: str | None,
+                  usd: float | None, tokens: int | None):  # type: ignore[no-untyped-def]
+    """score's budget over the run folder's spend (design 0034), checked before any
+    request: the judge needs a price for --budget-usd, and so does the run's model when
+    its answers spent tokens."""
+    from ..errors import ConfigError
+    from ..runner._budget import make_budget
+
+    if usd is not None and not usd > 0:
+        raise ConfigError(f"--budget-usd {usd:g}: must be more than 0")
+    if tokens is not None and tokens < 1:
+        raise ConfigError(f"--max-tokens-total {tokens}: must be at least 1")
+    identity = ((manifest or {}).get("config") or {}).get("identity") or {}
+    return make_budget(run_dir, str(identity.get("model") or ""), usd, tokens, prices,
+                       judges=[judge], answering=False)
+
+
+reflow_help(app)  # after every command is registered
 
 
 def main() -> None:

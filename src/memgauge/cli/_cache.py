@@ -187,14 +187,17 @@ def cache_prune(
 def run_cache_lines(run_dir: str | os.PathLike[str]) -> list[str]:
     """The run summary's lines on the cache, from the manifest's ``cache_hits`` (counted
     from the folder's records when the run finished)."""
-    from .._cache_hits import CacheHits, describe_hits
+    from .._cache_hits import CacheHits, answers_cacheable, describe_hits
     from ..runner import load_manifest
 
     try:
-        hits = CacheHits.from_dict((load_manifest(run_dir) or {}).get("cache_hits"))
+        manifest = load_manifest(run_dir) or {}
+        hits = CacheHits.from_dict(manifest.get("cache_hits"))
     except MemgaugeError:
         return []
-    return [] if hits is None else [f"cache: {line}" for line in describe_hits(hits)]
+    identity = (manifest.get("config") or {}).get("identity") or {}
+    return [] if hits is None else [
+        f"cache: {line}" for line in describe_hits(hits, answers=answers_cacheable(identity))]
 
 
 def score_cache_lines(run_dir: str | os.PathLike[str], judge: str, hits: int,

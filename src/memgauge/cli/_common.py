@@ -4,6 +4,7 @@ turning a user's mistake into one line and exit 2 (``fail``), a note into a line
 
 from __future__ import annotations
 
+import inspect
 import sys
 from typing import Any, NoReturn
 
@@ -121,3 +122,16 @@ def parse_options(pairs: list[str], flag: str = "--system-option") -> dict[str, 
             raise MemgaugeError(f"{flag} must look like key=value, got {pair!r}")
         out[key.strip()] = value.strip()
     return out
+
+
+def reflow_help(app: typer.Typer) -> None:
+    """Each command's help with one line per paragraph. Typer's rich help keeps a docstring's
+    line breaks in the list of commands, so a description broke mid-sentence where the
+    docstring did and again where the terminal did; joined, the terminal alone wraps it."""
+    for info in app.registered_commands:
+        text = info.help or (inspect.getdoc(info.callback) if info.callback else None)
+        if text:
+            info.help = "\n\n".join(" ".join(p.split()) for p in text.split("\n\n"))
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            reflow_help(group.typer_instance)

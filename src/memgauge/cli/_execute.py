@@ -84,14 +84,42 @@ def execute_run(config) -> None:  # type: ignore[no-untyped-def]
             "into memory (replies the memory could not use: see ingest_failures in "
             "their records); errors, not scored", style="yellow")
     if result.errors:
-        retry = ("" if ingest_failed >= result.errors else
-                 " Rerun the same command to retry them.")  # a rerun reads the same replies
-        say(f"{result.errors} questions failed; they are reported apart.{retry}",
-            style="yellow")
+        say(f"{result.errors} questions failed; they are reported apart."
+            f"{retry_advice(result.errors, permanent_count(result.run_dir))}", style="yellow")
         causes = top_causes(result.run_dir)
         if causes:
             say("top causes: " + "; ".join(causes), style="yellow")
         raise typer.Exit(EXIT_SOME_FAILED)
+
+
+# Failures a rerun repeats: the question cannot be asked of this system (an oracle without a
+# gold program), the input is bad or over the context, or ingest replies (cached) could not
+# be used. Anything else (a timeout, a 429, an unreadable reply) may pass on a rerun.
+PERMANENT_KINDS = frozenset({"not_applicable", "bad_input", "context_overflow"})
+
+
+def retry_advice(errors: int, permanent: int) -> str:
+    """Advise a rerun for the failures it can mend, and only for them."""
+    if permanent >= errors:
+        return " A rerun would fail them the same way until their cause (below) is fixed."
+    if permanent:
+        return (f" Rerun the same command to retry them ({permanent} of them fail the same "
+                "way until their cause is fixed).")
+    return " Rerun the same command to retry them."
+
+
+def permanent_count(run_dir: str | Path) -> int:
+    """The run's failed questions whose failure a rerun repeats (``PERMANENT_KINDS``, and
+    ingest failures: a rerun reads the same cached replies)."""
+    from .runner import read_records
+    from .schema import INGEST_FAILED
+
+    try:
+        records = read_records(run_dir).values()
+    except MemgaugeError:
+        return 0
+    return sum(1 for r in records if r.status == "error" and r.response.error is not None
+               and r.response.error.kind in {*PERMANENT_KINDS, INGEST_FAILED})
 
 
 def endpoint_line(config) -> str:  # type: ignore[no-untyped-def]

@@ -140,7 +140,7 @@ def _markdown(probes: Sequence[RunProbe], k: int | None) -> str:
         out += [f"### {cell(p.run)}", ""]
         out.append(f"- {p.n_reranked} of {p.n_records} records with clues and a ranking "
                    "re-ranked" + (f"; {p.n_skipped} skipped (an item without a score, or no "
-                                  "session positions: runs written before issue 14)"
+                                  "session positions: runs written by an earlier memgauge)"
                                   if p.n_skipped else ""))
         out.append(f"- {p.unranked_clues} of {p.n_clues} clues lie outside their stored pool: "
                    "re-ranking cannot recover a clue the system never ranked, so they stay "

@@ -1,25 +1,27 @@
-"""The cross-run report as one self-contained, offline HTML page.
+"""The cross-run report as one self-contained, offline HTML page: the sections, built here.
 
-No external URL: plots are matplotlib PNGs embedded as ``data:`` URIs, the question browser
-is a plain table that a few lines of inline JavaScript filter, search and show in pages. Everything
-that comes from
-records (questions, answers, predictions, labels, run names) is untrusted and escaped.
-matplotlib is an optional dependency (``pip install 'memgauge[report]'``), imported only here.
+No external URL: the figures (``_plots.py``) are PNGs embedded as ``data:`` URIs, the question
+browser is a plain table that a few lines of JavaScript filter, search and show in pages. The
+page's template, style and script are package data in ``assets/`` and inlined into the page.
+Everything that comes from records (questions, answers, predictions, labels, run names) is
+untrusted and escaped.
 """
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import json
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+import re
+from collections.abc import Mapping, Sequence
+from functools import cache
+from importlib.resources import files
 from typing import Any
 
 from memgauge.analysis import (
+    BASELINE,
     LONG_CONTEXT,
+    MEMORY_AGENT,
     Cell,
     QuestionRow,
     ReportTables,
@@ -29,8 +31,17 @@ from memgauge.analysis import (
     scorer_label,
 )
 from memgauge.analysis._games import ALL_GAMES, GameCell, GameReport
-from memgauge.analysis._xy import XYCell
-from memgauge.errors import ConfigError
+from memgauge.report._plots import (
+    MARKERS,
+    Plots,
+    colors_for,
+    figure_legend,
+    heatmap,
+    leaderboard_plot,
+    panels,
+    short,
+    tier_bars,
+)
 from memgauge.report._tables_md import (
     CLUES_HEADER,
     CLUES_NOTE,
@@ -42,6 +53,7 @@ from memgauge.report._tables_md import (
     JUDGE_CHECK_NOTE,
     LEADERBOARD_NOTE,
     MISSING,
+    NO_LONG_CONTEXT_NOTE,
     ROTATION_HEADER,
     ROTATION_NOTE,
     SIDE_BY_SIDE_NOTE,
@@ -71,25 +83,15 @@ from memgauge.report._tables_md import (
 
 __all__ = ["render_html", "script_json"]
 
-DPI = 100
 CORRECTNESS = ("right", "wrong", "error", "unscored")
 NO_LABEL = "none"
 PAGE_SIZES = (25, 50, 100, 500)
 PAGE_SIZE = 50
 HEATMAP_NOTE = ("Colour: accuracy from 0% to 100% (scale beside each map); grey with —: no "
                 "scored question in that cell.")
+KIND_LINES = {LONG_CONTEXT: "-", MEMORY_AGENT: "--", BASELINE: ":"}
 ONE_TIER_NOTE = ("A system run at one tier is drawn as bars (accuracy per ability at that "
                  "tier): a curve needs two tiers or more.")
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-_MPL_RC: dict[Any, Any] = {  # matplotlib's stubs key it by a Literal of every rc name
-    "text.parse_math": False,  # run names and abilities are text, never mathtext
-    "font.size": 9,
-    "axes.titlesize": 10,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "figure.facecolor": "white",
-    "savefig.facecolor": "white",
-}
 
 
 def _e(value: Any) -> str:
@@ -102,116 +104,6 @@ def script_json(data: Any) -> str:
     as ``\\u003c``, ``\\u003e``, ``\\u0026`` so no text can close the element."""
     text = json.dumps(data, ensure_ascii=False, allow_nan=False, sort_keys=True, default=str)
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
-
-
-# --- matplotlib ---------------------------------------------------------------------------
-
-
-class _Plots:
-    """Makes figures without pyplot (no global backend switch) and embeds them as PNG."""
-
-    def __init__(self) -> None:
-        try:
-            import matplotlib
-            from matplotlib.backends.backend_agg import FigureCanvasAgg
-            from matplotlib.figure import Figure
-        except ImportError as exc:
-            raise ConfigError(
-                "--format html draws its plots with matplotlib, which is not installed; "
-                "install the report extra: pip install 'memgauge[report]'"
-            ) from exc
-        self._mpl = matplotlib
-        self._figure = Figure
-        self._canvas = FigureCanvasAgg
-
-    @contextmanager
-    def figure(self, width: float, height: float) -> Iterator[Any]:
-        with self._mpl.rc_context(_MPL_RC):
-            fig = self._figure(figsize=(width, height), layout="constrained")
-            self._canvas(fig)
-            yield fig
-
-    def cmap(self, name: str) -> Any:
-        return self._mpl.colormaps[name].with_extremes(bad="#e6e6e6")
-
-    @staticmethod
-    def img(fig: Any, alt: str) -> str:
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
-        uri = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-        return f'<img src="{uri}" alt="{_e(alt)}">'
-
-
-def _colors(plots: _Plots, keys: Sequence[str]) -> dict[str, Any]:
-    cmap = plots._mpl.colormaps["tab10" if len(keys) <= 10 else "tab20"]
-    return {k: cmap(i % cmap.N) for i, k in enumerate(keys)}
-
-
-def _short(text: str, limit: int = 28) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _heatmap(plots: _Plots, ax: Any, grid: Mapping[str, Mapping[str, Cell | XYCell]],
-             rows: Sequence[str], cols: Sequence[str], title: str) -> None:
-    """Accuracy cells coloured 0–1 and annotated with the percentage and n."""
-    import numpy as np
-
-    values = np.full((len(rows), len(cols)), np.nan)
-    for i, r in enumerate(rows):
-        for j, c in enumerate(cols):
-            cell = grid.get(r, {}).get(c)
-            if cell is not None and cell.n:
-                values[i, j] = cell.accuracy
-    image = ax.imshow(np.ma.masked_invalid(values), cmap=plots.cmap("viridis"), vmin=0,
-                      vmax=1, aspect="auto")
-    scale = ax.figure.colorbar(image, ax=ax, fraction=0.05, pad=0.03,
-                               ticks=[0, 0.25, 0.5, 0.75, 1])
-    scale.ax.set_yticklabels(["0%", "25%", "50%", "75%", "100%"])
-    scale.set_label("accuracy")
-    scale.outline.set_visible(False)
-    for i, r in enumerate(rows):
-        for j, c in enumerate(cols):
-            cell = grid.get(r, {}).get(c)
-            if cell is None or not cell.n:
-                ax.text(j, i, MISSING, ha="center", va="center", color="#555", fontsize=8)
-                continue
-            color = "black" if cell.accuracy > 0.6 else "white"
-            ax.text(j, i, f"{fmt_pct(cell.accuracy)}\nn={cell.n}", ha="center",
-                    va="center", color=color, fontsize=8)
-    ax.set_xticks(range(len(cols)), [_short(c, 26) for c in cols], rotation=30, ha="right")
-    ax.set_yticks(range(len(rows)), [_short(r) for r in rows])
-    ax.set_title(_short(title, 60))
-    for side in ("top", "right", "left", "bottom"):
-        ax.spines[side].set_visible(False)
-
-
-def _panels(plots: _Plots, n: int, *, panel_w: float, panel_h: float, ncols: int,
-            draw: Callable[[Any, int], None], alt: str, legend: bool = False) -> str:
-    """A grid of ``n`` panels drawn by ``draw(ax, index)``, as one embedded image; with
-    ``legend``, one shared legend below the panels."""
-    ncols = max(1, min(ncols, n))
-    nrows = math.ceil(n / ncols)
-    with plots.figure(panel_w * ncols, panel_h * nrows + (0.5 if legend else 0)) as fig:
-        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-        for i, ax in enumerate(axes):
-            if i < n:
-                draw(ax, i)
-            else:
-                ax.set_visible(False)
-        if legend:
-            _figure_legend(fig, axes)
-        return plots.img(fig, alt)
-
-
-def _figure_legend(fig: Any, axes: Sequence[Any]) -> None:
-    """One legend for all panels, below them, each label once."""
-    handles: dict[str, Any] = {}
-    for ax in axes:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            handles.setdefault(label, handle)
-    if handles:
-        fig.legend(list(handles.values()), list(handles), loc="outside lower center",
-                   ncols=min(len(handles), 4), frameon=False)
 
 
 # --- HTML building blocks -----------------------------------------------------------------
@@ -289,7 +181,7 @@ def _judge_check(t: ReportTables) -> str:
                     _table([_e(h) for h in JUDGE_CHECK_HEADER], rows, left=2))
 
 
-def _leaderboard(t: ReportTables, plots: _Plots) -> str:
+def _leaderboard(t: ReportTables, plots: Plots) -> str:
     """One table and plot per benchmark, headed by its name when there are several
     (design 0043)."""
     groups = by_benchmark(t.runs)
@@ -301,7 +193,7 @@ def _leaderboard(t: ReportTables, plots: _Plots) -> str:
     return _section("leaderboard", "Leaderboard", _note(LEADERBOARD_NOTE), *parts)
 
 
-def _leaderboard_group(t: ReportTables, ranked_runs: list[RunRow], plots: _Plots) -> list[str]:
+def _leaderboard_group(t: ReportTables, ranked_runs: list[RunRow], plots: Plots) -> list[str]:
     ci = f"{measure_of(t.primary, title=True)} (micro) {t.confidence * 100:g}% CI"
     header = ["Run", "System", "Tier", "n ok", "Errors", ci, "Macro (abilities)",
               "SE clustered (episodes)", "Coverage", "Per-answer acc.", "Refusal acc.",
@@ -326,56 +218,33 @@ def _leaderboard_group(t: ReportTables, ranked_runs: list[RunRow], plots: _Plots
     table = _table([*map(_e, header), *(_e(scorer_label(s)) for s in others)], rows, left=3,
                    cls="wide")
     table = f'<div class="scroll">{table}</div>'
-    return [table, _fig(_leaderboard_plot(ranked_runs, plots))]
+    return [table, _fig(leaderboard_plot(ranked_runs, plots))]
 
 
-def _leaderboard_plot(runs: Sequence[RunRow], plots: _Plots) -> str:
-    with plots.figure(7.5, 0.8 + 0.42 * len(runs)) as fig:
-        ax = fig.add_subplot()
-        ys = list(range(len(runs)))[::-1]
-        for y, r in zip(ys, runs, strict=True):
-            if not math.isfinite(r.accuracy):
-                ax.text(0.01, y, "no score", va="center", color="#555")
-                continue
-            err = None
-            if math.isfinite(r.ci_low) and math.isfinite(r.ci_high):
-                err = [[max(0.0, r.accuracy - r.ci_low)], [max(0.0, r.ci_high - r.accuracy)]]
-            # an incomplete run's bar is grey and hatched: not a result to rank (0040)
-            ax.barh(y, r.accuracy, xerr=err, color="#b0b0b0" if r.incomplete else "#4c72b0",
-                    hatch="//" if r.incomplete else None, capsize=3, height=0.6)
-            small = ", small n" if r.small_n else ""
-            ax.text(min(r.accuracy, 1.0) + 0.01, y + 0.3,
-                    f"{r.accuracy * 100:.1f}% (n={r.n}{small})", va="center", fontsize=8)
-        ax.set_yticks(ys, [_short(run_name(r), 40) for r in runs])
-        ax.set_xlim(0, 1.18)
-        ax.set_xlabel("accuracy (micro), error bars: bootstrap CI (Wilson below n = 30)")
-        return plots.img(fig, "Accuracy per run with confidence intervals")
-
-
-def _tiers(t: ReportTables, plots: _Plots) -> str:
+def _tiers(t: ReportTables, plots: Plots) -> str:
     tables = "".join(f"<h3>{_e(s.label)}</h3>"
                      + _grid_table(t.tier_curves.get(s.label, {}), s.tiers, "Ability")
                      for s in t.systems)
-    colors = _colors(plots, t.abilities)
+    colors = colors_for(plots, t.abilities)
     rank = {a: i for i, a in enumerate(t.abilities)}
 
     def draw(ax: Any, i: int) -> None:
         system = t.systems[i]
         if len(system.tiers) == 1:
-            _tier_bars(ax, t.tier_curves.get(system.label, {}), system, colors)
+            tier_bars(ax, t.tier_curves.get(system.label, {}), system, colors)
             return
         xs = range(len(system.tiers))
         for ability, cells in t.tier_curves.get(system.label, {}).items():
             ys = [cells[tier].accuracy if cells[tier].n else math.nan for tier in system.tiers]
             k = rank[ability]  # earlier lines wider, so lines that coincide stay visible
-            ax.plot(xs, ys, marker=_MARKERS[k % len(_MARKERS)], color=colors[ability],
+            ax.plot(xs, ys, marker=MARKERS[k % len(MARKERS)], color=colors[ability],
                     label=ability, linewidth=max(1.0, 3.5 - 0.6 * k),
                     markersize=max(4.0, 10.0 - 1.2 * k), zorder=2 + k)
         ax.set_xticks(list(xs), system.tiers)
         ax.set_ylim(-0.03, 1.03)
         ax.set_xlabel("tier")
         ax.set_ylabel("accuracy")
-        ax.set_title(_short(system.label, 50))
+        ax.set_title(short(system.label, 50))
         ax.grid(alpha=0.3)
 
     img = note = ""
@@ -385,32 +254,13 @@ def _tiers(t: ReportTables, plots: _Plots) -> str:
         alt = ("Accuracy per ability at the one tier run, as bars" if single == n else
                "Accuracy against tier, one line per ability"
                + ("; systems with one tier as bars" if single else ""))
-        img = _fig(_panels(plots, n, panel_w=4.2, panel_h=3.2, ncols=3, draw=draw, alt=alt,
+        img = _fig(panels(plots, n, panel_w=4.2, panel_h=3.2, ncols=3, draw=draw, alt=alt,
                            legend=True))
         note = _note(ONE_TIER_NOTE) if single else ""
     return _section("tiers", "Accuracy vs tier, per ability", note, img, tables)
 
 
-def _tier_bars(ax: Any, curves: Mapping[str, Mapping[str, Cell]], system: Any,
-               colors: Mapping[str, Any]) -> None:
-    """One tier: a bar per ability, labelled with its accuracy and n."""
-    tier = system.tiers[0]
-    abilities = [a for a, cells in curves.items() if cells[tier].n]
-    ys = list(range(len(abilities)))[::-1]
-    for y, ability in zip(ys, abilities, strict=True):
-        cell = curves[ability][tier]
-        ax.barh(y, cell.accuracy, color=colors[ability], label=ability, height=0.6)
-        ax.text(cell.accuracy + 0.02, y, f"{fmt_pct(cell.accuracy)} (n={cell.n})",
-                va="center", fontsize=8)
-    ax.set_yticks(ys, [_short(a, 22) for a in abilities])
-    ax.set_xlim(0, 1.3)
-    ax.set_xticks([0, 0.5, 1], ["0%", "50%", "100%"])
-    ax.set_xlabel(f"accuracy at tier {tier}")
-    ax.set_title(_short(system.label, 50))
-    ax.grid(axis="x", alpha=0.3)
-
-
-def _side_by_side(t: ReportTables, plots: _Plots) -> str:
+def _side_by_side(t: ReportTables, plots: Plots) -> str:
     """Accuracy per ability against tier, a line per system (long-context solid, memory
     agents dashed) on one figure, and the cost table beside it."""
     title = "Long-context vs memory agents"
@@ -419,10 +269,12 @@ def _side_by_side(t: ReportTables, plots: _Plots) -> str:
     notes = "".join(f"<li>{_e(n)}</li>" for n in cost_notes(t))
     parts = [_note(SIDE_BY_SIDE_NOTE), _note(COST_NOTE), f'<div class="scroll">{cost}</div>',
              f"<ul>{notes}</ul>" if notes else ""]
+    if t.systems and LONG_CONTEXT not in t.system_kinds.values():
+        parts.insert(1, f'<p class="warn">{_e(NO_LONG_CONTEXT_NOTE)}</p>')
     rows = side_by_side_rows(t)
     if rows:
         systems = [s.label for s in t.systems]
-        colors = _colors(plots, systems)
+        colors = colors_for(plots, systems)
         xs = {tier: i for i, tier in enumerate(t.tiers)}
 
         def draw(ax: Any, i: int) -> None:
@@ -432,19 +284,20 @@ def _side_by_side(t: ReportTables, plots: _Plots) -> str:
                 if not points:
                     continue
                 ax.plot([p[0] for p in points], [p[1] for p in points], marker="o",
-                        color=colors[system], linestyle="-" if kind == LONG_CONTEXT else "--",
-                        label=f"{_short(system, 40)} ({kind})")
+                        color=colors[system], linestyle=KIND_LINES.get(kind, "--"),
+                        label=f"{short(system, 40)} ({kind})")
             ax.set_xticks(list(xs.values()), list(xs))
             ax.set_xlim(-0.3, max(len(xs) - 0.7, 0.3))
             ax.set_ylim(-0.03, 1.03)
             ax.set_xlabel("tier")
             ax.set_ylabel("accuracy")
-            ax.set_title(_short(ability, 50))
+            ax.set_title(short(ability, 50))
             ax.grid(alpha=0.3)
 
-        img = _panels(plots, len(t.abilities), panel_w=4.2, panel_h=3.2, ncols=3, draw=draw,
+        img = panels(plots, len(t.abilities), panel_w=4.2, panel_h=3.2, ncols=3, draw=draw,
                       alt=("Accuracy per ability against tier, one line per system: "
-                           "long-context solid, memory agents dashed"), legend=True)
+                           "long-context solid, memory agents dashed, baselines dotted"),
+                      legend=True)
         data = _table([_e("Ability"), _e("System"), _e("Kind"), *(_e(x) for x in t.tiers)],
                       [[_e(a), _e(s), _e(k), *(_e(fmt_cell(c.get(x))) for x in t.tiers)]
                        for a, s, k, c in rows], left=3)
@@ -477,19 +330,19 @@ def _timeline(t: ReportTables) -> str:
     return _section("timeline", "Accuracy over the timeline", _note(TIMELINE_NOTE), tables)
 
 
-def _abilities(t: ReportTables, plots: _Plots) -> str:
+def _abilities(t: ReportTables, plots: Plots) -> str:
     if not t.abilities:
         return _section("abilities", "Accuracy by ability", _note("No records."))
     runs = [r.run for r in t.runs]
     with plots.figure(1.3 + 1.05 * len(t.abilities), 1.4 + 0.5 * len(runs)) as fig:
-        _heatmap(plots, fig.add_subplot(), t.ability_matrix, runs, t.abilities,
+        heatmap(plots, fig.add_subplot(), t.ability_matrix, runs, t.abilities,
                  "accuracy by run and ability")
         img = plots.img(fig, "Heatmap of accuracy by run and ability")
     return _section("abilities", "Accuracy by ability", _note(HEATMAP_NOTE), _fig(img),
                     _grid_table(t.ability_matrix, t.abilities, "Run"))
 
 
-def _depth(t: ReportTables, plots: _Plots) -> str:
+def _depth(t: ReportTables, plots: Plots) -> str:
     if not t.depth:
         return _section("depth", "Accuracy by evidence depth × tier", _note(t.depth_note))
     systems = list(t.depth)
@@ -497,11 +350,11 @@ def _depth(t: ReportTables, plots: _Plots) -> str:
 
     def draw(ax: Any, i: int) -> None:
         grid = t.depth[systems[i]]
-        _heatmap(plots, ax, grid, list(grid), tiers.get(systems[i], []), systems[i])
+        heatmap(plots, ax, grid, list(grid), tiers.get(systems[i], []), systems[i])
         ax.set_ylabel("evidence depth")
 
     width = 2.3 + 1.0 * max(len(v) for v in tiers.values())  # 0.7 for the colour scale
-    img = _panels(plots, len(systems), panel_w=width, panel_h=3.0, ncols=3, draw=draw,
+    img = panels(plots, len(systems), panel_w=width, panel_h=3.0, ncols=3, draw=draw,
                   alt="Heatmaps of accuracy by evidence depth and tier")
     tables = "".join(f"<h3>{_e(s)}</h3>" + _grid_table(g, tiers.get(s, []), "Depth")
                      for s, g in t.depth.items())
@@ -509,7 +362,7 @@ def _depth(t: ReportTables, plots: _Plots) -> str:
     return _section("depth", "Accuracy by evidence depth × tier", note, _fig(img), tables)
 
 
-def _xy(t: ReportTables, plots: _Plots) -> str:
+def _xy(t: ReportTables, plots: Plots) -> str:
     title = "Visual granularity (X) × reasoning depth (Y)"
     if not t.xy:
         return _section("xy", title, _note("No record carries both X and Y labels."))
@@ -518,14 +371,14 @@ def _xy(t: ReportTables, plots: _Plots) -> str:
     def draw(ax: Any, i: int) -> None:
         grid = t.xy[runs[i]]
         xs, ys = list(grid), list(next(iter(grid.values())))
-        _heatmap(plots, ax, grid, xs, ys, runs[i])
+        heatmap(plots, ax, grid, xs, ys, runs[i])
         ax.set_yticks(range(len(xs)), [f"{x} {X_LEVELS[x][0]}" for x in xs])
         ax.set_xticks(range(len(ys)), [f"{y}\n{Y_LEVELS[y][0]}" for y in ys],
                       rotation=0, ha="center")
         ax.set_ylabel("granularity (X)")
         ax.set_xlabel("reasoning depth (Y)")
 
-    img = _panels(plots, len(runs), panel_w=4.8, panel_h=3.4, ncols=3, draw=draw,
+    img = panels(plots, len(runs), panel_w=4.8, panel_h=3.4, ncols=3, draw=draw,
                   alt="Heatmaps of accuracy by visual granularity (X) and reasoning depth (Y)")
     tables = "".join(f"<h3>{_e(run)}</h3>" + _xy_table(g) for run, g in t.xy.items())
     return _section("xy", title, _note(XY_NOTE), _levels(), _note(HEATMAP_NOTE), _fig(img),
@@ -555,7 +408,7 @@ def _levels() -> str:
     return f'<dl class="levels">{items}</dl>'
 
 
-def _errors(t: ReportTables, plots: _Plots) -> str:
+def _errors(t: ReportTables, plots: Plots) -> str:
     title = "Error labels (rules first, then the judge)"
     if not t.error_labels:
         return _section("errors", title, _note("No scorer, so no labels."))
@@ -567,7 +420,7 @@ def _errors(t: ReportTables, plots: _Plots) -> str:
                 for r, e in t.error_labels.items()]
     img = ""
     if cats:
-        colors = _colors(plots, cats)
+        colors = colors_for(plots, cats)
         with plots.figure(7.5, 1.3 + 0.42 * len(runs)) as fig:
             ax = fig.add_subplot()
             ys = list(range(len(runs)))[::-1]
@@ -576,16 +429,16 @@ def _errors(t: ReportTables, plots: _Plots) -> str:
                 counts = [t.error_labels[r]["by_category"].get(c, 0) for r in runs]
                 ax.barh(ys, counts, left=left, color=colors[c], label=c, height=0.6)
                 left = [a + b for a, b in zip(left, counts, strict=True)]
-            ax.set_yticks(ys, [_short(r, 40) for r in runs])
+            ax.set_yticks(ys, [short(r, 40) for r in runs])
             ax.set_xlabel("wrong answers by error category")
-            _figure_legend(fig, [ax])
+            figure_legend(fig, [ax])
             img = _fig(plots.img(fig, "Error categories per run (stacked)"))
     return _section("errors", title, img,
                     _table([_e("Run"), _e("Wrong"), *map(_e, labels)], label_rows),
                     _table([_e("Run"), *map(_e, cats)], cat_rows))
 
 
-def _coverage(t: ReportTables, plots: _Plots) -> str:
+def _coverage(t: ReportTables, plots: Plots) -> str:
     rows = [[_e(r.run), _e(f"{fmt_pct(r.coverage)} ({r.n_attempted}/{r.n_answerable})"),
              _e(f"{fmt_pct(r.per_answer_accuracy)} (n={r.n_per_answer})")] for r in t.runs]
     table = _table([_e("Run"), _e("Coverage (attempted/answerable)"),
@@ -604,7 +457,7 @@ def _coverage(t: ReportTables, plots: _Plots) -> str:
         ax.scatter([r.coverage for r in points], [r.per_answer_accuracy for r in points],
                    color="#dd8452", zorder=3)
         for r in points:
-            ax.annotate(_short(r.run, 30), (r.coverage, r.per_answer_accuracy),
+            ax.annotate(short(r.run, 30), (r.coverage, r.per_answer_accuracy),
                         textcoords="offset points", xytext=(4, 4), fontsize=7)
         ax.set_xlim(-0.03, 1.08)
         ax.set_ylim(-0.03, 1.08)
@@ -636,51 +489,6 @@ def _spearman(t: ReportTables) -> str:
 _FILTERS = (("run", "Run"), ("ability", "Ability"), ("tier", "Tier"),
             ("correct", "Correctness"), ("label", "Error label"))
 
-_BROWSER_JS = """
-(function () {
-  var rows = Array.prototype.slice.call(document.querySelectorAll("#q-table tbody tr"));
-  var texts = rows.map(function (tr) { return tr.textContent.toLowerCase(); });
-  var selects = Array.prototype.slice.call(document.querySelectorAll("select[data-key]"));
-  var search = document.getElementById("q-search");
-  var size = document.getElementById("q-size");
-  var prev = document.getElementById("q-prev");
-  var next = document.getElementById("q-next");
-  var counter = document.getElementById("q-count");
-  var where = document.getElementById("q-page");
-  var matching = [];
-  var page = 0;
-  function show() {
-    var per = size.value === "all" ? Math.max(matching.length, 1) : parseInt(size.value, 10);
-    var pages = Math.max(1, Math.ceil(matching.length / per));
-    page = Math.min(Math.max(page, 0), pages - 1);
-    var first = page * per;
-    var last = Math.min(first + per, matching.length);
-    rows.forEach(function (tr) { tr.hidden = true; });
-    for (var i = first; i < last; i += 1) { matching[i].hidden = false; }
-    counter.textContent = matching.length + " of " + rows.length + " match";
-    where.textContent = matching.length === 0 ? "no rows" :
-      "rows " + (first + 1) + "\u2013" + last + ", page " + (page + 1) + " of " + pages;
-    prev.disabled = page === 0;
-    next.disabled = page >= pages - 1;
-  }
-  function filter() {
-    var words = search.value.toLowerCase().split(/\\s+/).filter(Boolean);
-    matching = rows.filter(function (tr, i) {
-      return selects.every(function (s) {
-        return s.value === "" || tr.getAttribute("data-" + s.dataset.key) === s.value;
-      }) && words.every(function (w) { return texts[i].indexOf(w) !== -1; });
-    });
-    page = 0;
-    show();
-  }
-  selects.forEach(function (s) { s.addEventListener("change", filter); });
-  search.addEventListener("input", filter);
-  size.addEventListener("change", function () { page = 0; show(); });
-  prev.addEventListener("click", function () { page -= 1; show(); });
-  next.addEventListener("click", function () { page += 1; show(); });
-  filter();
-})();
-"""
 
 
 def _game_pct(x: float) -> str:
@@ -793,34 +601,6 @@ def _browser(t: ReportTables) -> str:
 
 # --- page ---------------------------------------------------------------------------------
 
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;
- max-width:1400px;padding:0 1.5em 3em;color:#222}
-h1{margin-bottom:.2em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
-.warn{color:#a40000}
-nav a{margin-right:1em} code{background:#f3f3f3;padding:0 .3em}
-table{border-collapse:collapse;margin:.6em 0 1em;font-size:13px}
-th,td{border:1px solid #ddd;padding:.25em .5em;vertical-align:top;text-align:left}
-th{background:#f5f5f5} td.num,th.num{text-align:right;white-space:nowrap}
-figure{margin:.8em 0} figure img{max-width:100%;height:auto}
-.note{color:#555;font-style:italic}
-.legend .key{margin-right:1.2em;white-space:nowrap}
-.swatch{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:-.1em}
-.filters{position:sticky;top:0;background:#fff;padding:.5em 0;z-index:2}
-.filters label{margin-right:1em} #q-count{font-weight:600;margin-right:1em;white-space:nowrap}
-.pager{white-space:nowrap} .pager button{font:inherit}
-.scroll{overflow-x:auto;max-width:100%} #q-table td{max-width:26em}
-table.wide{font-size:12px} table.wide th,table.wide td{padding:.25em .4em}
-table.wide th,table.wide td.num{white-space:normal}
-table.wide td{overflow-wrap:break-word} table.wide td:not(.num){min-width:5em}
-dl.levels{display:grid;grid-template-columns:max-content 1fr;gap:.1em 1em}
-dl.levels dt{font-weight:600} dl.levels dd{margin:0}
-td.nowrap{white-space:nowrap}
-.clip{max-height:9em;overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere}
-.tag{padding:0 .4em;border-radius:3px} .right{background:#d9f2d9} .wrong{background:#f8d7d7}
-.error{background:#fde9c4} .unscored{background:#e6e6e6}
-"""
-
 
 def render_html(tables: ReportTables, *, title: str,
                 cache: Mapping[str, Sequence[str]] | None = None,
@@ -831,7 +611,7 @@ def render_html(tables: ReportTables, *, title: str,
     matplotlib (the ``report`` extra) is missing. ``cache`` holds, per run label, the
     sentences on how many answers came from the response cache (shown with each run);
     ``games``, per run label, the game report of runs with game records."""
-    plots = _Plots()
+    plots = Plots()
     t = tables
     data = {k: v for k, v in t.to_dict().items() if k != "questions"}
     body = [
@@ -840,9 +620,16 @@ def render_html(tables: ReportTables, *, title: str,
         _depth(t, plots), _xy(t, plots), _errors(t, plots), _coverage(t, plots), _spearman(t),
         _games(games), _browser(t),
     ]
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
-            + "\n".join(body)
-            + f'\n<script type="application/json" id="report-data">{script_json(data)}</script>'
-            + f"\n<script>{_BROWSER_JS}</script>\n</body></html>\n")
+    return _fill(_asset("page.html"), title=_e(title), style=_asset("report.css"),
+                 body="\n".join(body), data=script_json(data), script=_asset("browser.js"))
+
+
+@cache
+def _asset(name: str) -> str:
+    """A file of the page (template, style, script), shipped as package data."""
+    return files("memgauge.report").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _fill(template: str, **values: str) -> str:
+    """``{{name}}`` markers replaced in one pass: a value is never read as a marker."""
+    return re.sub(r"\{\{(\w+)\}\}", lambda m: values[m.group(1)], template)

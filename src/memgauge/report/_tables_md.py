@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memgauge.analysis import (
+    LONG_CONTEXT,
     Cell,
     CostRow,
     ReportTables,
@@ -32,6 +33,7 @@ __all__ = [
     "COST_HEADER",
     "COST_NOTE",
     "LEADERBOARD_NOTE",
+    "NO_LONG_CONTEXT_NOTE",
     "ROTATION_HEADER",
     "ROTATION_NOTE",
     "SIDE_BY_SIDE_NOTE",
@@ -81,15 +83,18 @@ COST_HEADER = ("System", "Kind", "Tier", "Questions (known/answered)", "Tokens /
                "Spent (tokens, $)")
 COST_NOTE = ("Tokens: the answer's server counts plus the question's share of its system's "
              "ingest tokens (what an answer point ingested, split among the questions asked "
-             "there). Answered questions only; a record without counts (written before "
-             "issue 13, or a server that sent no usage) is left out, not counted as 0. "
+             "there). Answered questions only; a record without counts (written by an "
+             "earlier memgauge, or a server that sent no usage) is left out, not counted as 0. "
              "Latency: the system's answer call, cache hits left out; ingest s: the "
              "question's share of the runner-timed reset and ingest. Spent: every record's "
              "tokens (errors included, response-cache replays left out: not paid here), in "
              "dollars at the prices file's rates (cached_input for cached prompt tokens).")
 SIDE_BY_SIDE_NOTE = ("Accuracy per ability against tier, one line per system: long-context "
-                     "systems solid, memory agents dashed (MemLens Figure 4a), with what each "
+                     "systems solid, memory agents dashed (MemLens Figure 4a), baselines "
+                     "(oracles, oracle readers, gold-evidence views) dotted, with what each "
                      "costs beside it.")
+NO_LONG_CONTEXT_NOTE = ("No long-context system (full-context) is among these runs: there "
+                        "is nothing here to compare the memory agents with.")
 
 
 CLUES_HEADER = ("Ability", "Tier", "k", "Any-clue R@k", "Full-clue R@k", "Latest-clue R@k",
@@ -528,6 +533,8 @@ def _side_by_side_section(t: ReportTables) -> list[str]:
     out = ["### Long-context vs memory agents", "", SIDE_BY_SIDE_NOTE, "", COST_NOTE, ""]
     if not t.cost:
         return [*out, "No systems.", ""]
+    if LONG_CONTEXT not in t.system_kinds.values():
+        out += [f"**{NO_LONG_CONTEXT_NOTE}**", ""]
     out += [table([cell(h) for h in COST_HEADER],
                   [[cell(c) for c in cost_cells(r)] for r in t.cost], right_from=3), ""]
     out += [f"- {cell(n)}" for n in cost_notes(t)]

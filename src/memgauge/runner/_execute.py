@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,35 @@ from ._manifest import package_versions
 from ._prefix import PrefixReuse, count_reuse
 from ._records import _scan_status, _status, make_record
 from ._setup import Prepared
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``timeout``, a closed session, a job scheduler) stops the run as Ctrl-C does:
+    what is in flight is recorded and a folder left without a manifest is removed. Python's
+    default would end the process at once, leaving an ``--out`` folder holding only
+    ``.lock`` that ``report runs/*`` then trips over. Only from the main thread, and only
+    when nobody set a SIGTERM handler."""
+    import signal
+    import threading
+
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        yield
+        return
+
+    def as_interrupt(signum: int, frame: Any) -> None:
+        handler = signal.getsignal(signal.SIGINT)  # asyncio's while a loop runs
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        else:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, as_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @dataclass
@@ -163,6 +192,12 @@ class Runner(Answering):
         record_judging(manifest, judging, records)
 
     def run_sync(self) -> RunResult:
+        if self.config.executor == "ray":  # Ray's driver sets its own SIGTERM handler
+            return self._run_sync()
+        with _terminate_as_interrupt():
+            return self._run_sync()
+
+    def _run_sync(self) -> RunResult:
         if self.config.executor == "ray":
             from ._ray import run_with_ray
 

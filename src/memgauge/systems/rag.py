@@ -26,7 +26,7 @@ from typing import Any
 from ..errors import ConfigError, ContextOverflowError
 from ..models import EndpointChecked, ModelError
 from ..prompt import build_prompt, clean_prediction
-from ..registry import NEEDS_MODEL, NEEDS_PROGRAM, system
+from ..registry import BASELINE, MEMORY_AGENT, NEEDS_MODEL, NEEDS_PROGRAM, system
 from ..schema import Episode, ErrorInfo, Question, Response, RetrievedItem, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
 from ._memory import retriever_requirements
@@ -249,21 +249,27 @@ def _factory(name: str, fixed: dict[str, Any] | None, doc: str):  # type: ignore
     return build
 
 
+def _reader_kind(options: dict[str, Any]) -> str:
+    """With the oracle reading what was retrieved, its accuracy is what retrieval alone
+    allows: a baseline, not a memory agent."""
+    return BASELINE if options.get("reader") == "oracle" else MEMORY_AGENT
+
+
 def _reader_needs(options: dict[str, Any]) -> set[str]:
     """The model reads what was retrieved, or the oracle does (from the gold program)."""
     return {NEEDS_PROGRAM} if options.get("reader") == "oracle" else {NEEDS_MODEL}
 
 
-rag = system("rag", OPTIONS, retriever_requirements, _reader_needs)(_factory(
+rag = system("rag", OPTIONS, retriever_requirements, _reader_needs, _reader_kind)(_factory(
     "rag", None, "Indexes turns, rounds or sessions at ingest; retrieves the top_k by BM25, "
     "embeddings, image similarity or both (with recency), then the model answers from them"))
 rag_bm25 = system("rag-bm25", ALIAS_OPTIONS,
                   lambda o: retriever_requirements({**o, "retriever": "bm25"}),
-                  _reader_needs)(_factory(
+                  _reader_needs, _reader_kind)(_factory(
     "rag-bm25", {"retriever": "bm25"}, "rag with unit=session, retriever=bm25: the top_k "
     "sessions by BM25 over their text, then the model answers from them (in --context-mode)"))
 rag_embed = system("rag-embed", ALIAS_OPTIONS,
                    lambda o: retriever_requirements({**o, "retriever": "embed"}),
-                   _reader_needs)(_factory(
+                   _reader_needs, _reader_kind)(_factory(
     "rag-embed", {"retriever": "embed"}, "rag with unit=session, retriever=embed: the top_k "
     "sessions by embedding similarity, then the model answers from them (in --context-mode)"))
