@@ -57,7 +57,7 @@ def servers(monkeypatch):
     """``LlamaServer.start`` replaced: every start is noted and served by ``.stub``."""
     noted = SimpleNamespace(stub=None, started=[])
 
-    def start(options: Any) -> FakeLlama:
+    def start(options: Any, floor_s: float = 0.0) -> FakeLlama:
         server = FakeLlama(options, noted.stub)
         noted.started.append(server)
         return server
