@@ -35,6 +35,7 @@ class FakeLlama:
         self.vision = options.mmproj is not None
         self.address = stub.base_url.removesuffix("/v1")
         self._proc: Any = object()
+        self.start_limit_s = 30.0
 
     base_url = property(lambda self: f"{self.address}/v1")
     slots = property(lambda self: self.options.slots)
