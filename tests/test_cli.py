@@ -19,7 +19,7 @@ def test_demo_runs_offline_passes_its_gates_and_writes_a_report(tmp_path):
                                  "--tiers", "8k,32k", "--model", "none"])
     assert result.exit_code == 0, result.output
     report = (out / "report.md").read_text()
-    assert "Overall: **PASS**" in report and "## Baselines (offline)" in report
+    assert "Overall: **PASS**" in report and "## Baselines (offline; oracle readers" in report
     assert "rag-bm25 (top 5, oracle reader) | 32k | 20 |" in report
     gates = json.loads((out / "benchmark" / "validation" / "gates.json").read_text())
     assert gates["passed"] and gates["indistinguishability"]["auc"] <= 0.60
@@ -107,10 +107,12 @@ def test_bad_input_is_a_clear_error(tmp_path):
 
 
 def test_demo_runs_a_real_local_model(tmp_path):
-    """The README's main command: the demo's report has real-model rows (SmolLM2 through
-    llama.cpp) next to the oracle baselines. Skips without the `local` extra or the model."""
+    """The README's main command: the demo's report opens with the answer table, full
+    context, rag and the memory agent read by SmolLM2 through llama.cpp, at the tier whose
+    history fits its context. Skips without the `local` extra or the model."""
     import pytest
 
+    from memgauge.demo import MODEL_SYSTEMS
     from memgauge.models._llama_server import engine_version
     from memgauge.models._local_files import is_pulled
 
@@ -121,11 +123,11 @@ def test_demo_runs_a_real_local_model(tmp_path):
                                  "--tiers", "4k,8k", "--model-questions", "1"])
     assert result.exit_code == 0, result.output
     report = (out / "report.md").read_text()
-    assert "## A real model (offline, llama.cpp)" in report
-    rows = [ln for ln in report.splitlines() if ln.startswith("| SmolLM2-135M · ")]
-    assert len(rows) == 2, report
-    assert rows[0].split(" | ")[1:4] == ["4k", "1", "0"]  # tier, n answered, errors
-    assert rows[1].split(" | ")[1:4] == ["8k", "1", "0"]
+    assert report.splitlines()[2].startswith("## The answer")
+    rows = [ln.split(" | ") for ln in report.splitlines()[:20]
+            if ln.startswith("| ") and " | 4k | " in ln]
+    assert [r[0].lstrip("| ") for r in rows] == [label for label, _, _ in MODEL_SYSTEMS]
+    assert all(r[2:5] == ["4k", "1", "0"] for r in rows), rows  # tier, n answered, errors
     [rec] = read_records(out / "runs" / "4k" / "full-context-smollm2").values()
     assert rec.status == "ok" and rec.prediction and rec.response.usage.input_tokens > 1000
     manifest = json.loads((out / "runs" / "4k" / "full-context-smollm2" / "manifest.json")

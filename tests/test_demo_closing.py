@@ -5,6 +5,7 @@ with paste into a shell as printed (`openai:<model-name>` was a redirection, and
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 from pathlib import Path
@@ -50,16 +51,24 @@ def test_the_real_model_step_says_a_line_per_question(tmp_path, monkeypatch):
     monkeypatch.setattr(demo, "_model_missing", lambda spec: None)  # any model will do here
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
     said: list[str] = []
-    with StubServer() as stub:
+    manifest = json.loads((tmp_path / "bench" / "manifest.json").read_text())
+    with StubServer(answer=stub_answer) as stub:
         monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
         config = demo.DemoConfig(out=str(tmp_path), tiers=("4k",), questions=3,
                                  model="openai:stub", model_questions=2)
-        rows, note = demo._model_runs(config, tmp_path, tmp_path / "bench", said.append)
-    assert note is None and len(rows) == len(demo.MODEL_RUNS)
+        runs = demo._model_runs(config, tmp_path, tmp_path / "bench", said.append, manifest)
+    assert runs.failures == [] and len(runs.runs) == len(demo.MODEL_SYSTEMS)
     progress = [line.strip() for line in said if line.strip().startswith("question ")]
-    assert len(progress) == 2 * len(demo.MODEL_RUNS), said
-    assert [p.split(" (")[0] for p in progress] == ["question 1/2", "question 2/2"] * 2
+    assert len(progress) == 2 * len(demo.MODEL_SYSTEMS), said
+    assert [p.split(" (")[0] for p in progress] == ["question 1/2", "question 2/2"] * 3
     assert all(": ok, " in p and p.endswith(" s so far") for p in progress)
+
+
+def stub_answer(body: dict) -> str:
+    """A summary when the memory agent asks for one (JSON under a schema), else an answer."""
+    if body.get("response_format"):
+        return json.dumps({"summary": "The user talked about their day."})
+    return "Insufficient information"
 
 
 @pytest.mark.parametrize("bad", ["<", ">", "(or "])

@@ -12,8 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from .analysis import mean_ci, summarize
+from .analysis._headline import HeadlineRow, TierVerdict, headline_row, tier_verdict
 from .analysis._stats import WILSON
+from .errors import MemgaugeError
 from .report import render_markdown
+from .report._headline import headline_html, headline_markdown, open_with
 from .runner import RunConfig, Runner, read_records
 
 # (run name, system, options): retrieval baselines read with the oracle, so their accuracy
@@ -25,14 +28,27 @@ BASELINES: list[tuple[str, str, dict[str, str]]] = [
 ]
 
 
-# (run name, system, options, context mode, which tier): a real model, SmolLM2-135M through
-# llama.cpp, reading the history as text with gold captions in place of images. Full context
-# runs at the smallest tier (the only one that fits its 8K context in its own tokenizer:
-# 4K is ~4.8K SmolLM2 tokens, 8K ~9K); retrieval runs at the next tier.
-MODEL_RUNS: list[tuple[str, str, dict[str, str], str, int]] = [
-    ("full-context, captions", "full-context", {}, "caption", 0),
-    ("rag-bm25 (top 2), captions", "rag-bm25", {"top_k": "2"}, "caption", 1),
+# (label, system, options): the systems under test, each on the same questions of every
+# headline tier, read by the same real model (SmolLM2-135M through llama.cpp) with the
+# images' gold captions in place of images. summary-memory without its profile is the LLM
+# memory agent whose ingest costs SmolLM2 least: one call a session (fact-memory adds
+# decisions; the profile doubles the calls; bench/RESULTS.md, 2026-12-03).
+MODEL_SYSTEMS: list[tuple[str, str, dict[str, str]]] = [
+    ("full context", "full-context", {}),
+    ("rag (bm25, top 2)", "rag-bm25", {"top_k": "2"}),
+    ("summary-memory (top 2, no profile)", "summary-memory", {"top_k": "2", "profile": "no"}),
 ]
+MODEL_CONTEXT_TOKENS = 8192  # llama.cpp's n_ctx for a local: model (models/local.py)
+# SmolLM2's tokenizer counts ~1.2 tokens per token of the generator's count (a 4K tier is
+# ~4.8K SmolLM2 tokens, 8K ~9K): a tier is a headline tier if its longest history, so
+# counted, fits the context with the answer's room. The runner checks it exactly.
+MODEL_TOKENS_PER_TIER_TOKEN = 1.2
+
+
+class DemoRunFailed(MemgaugeError):
+    """A headline run failed: the report is written, and the demo exits 3."""
+
+    exit_code = 3
 
 
 @dataclass
@@ -41,12 +57,14 @@ class DemoConfig:
     seed: int = 0
     tiers: tuple[str, ...] = ("4k", "8k", "32k")
     questions: int = 30
-    # The real model's runs: "none" leaves them out. On 2 cores SmolLM2 prefills ~300-450
-    # tokens/s, so a 4K-tier prompt takes ~12-17 s: the model answers the first
-    # ``model_questions`` questions of a tier (the whole demo stays near 4 minutes).
+    # The real model's runs: "none" leaves them out. On 2 idle cores SmolLM2 prefills
+    # ~300-450 tokens/s (a 4K-tier prompt: ~12-17 s) and summary-memory's ingest takes
+    # ~16 calls a question: every system answers the first ``model_questions`` questions
+    # of each headline tier, so the demo stays within 6 minutes (bench/RESULTS.md).
     model: str = "local:smollm2"
-    model_questions: int = 8
+    model_questions: int = 4
     model_max_tokens: int = 48
+    timeout_s: float = 120.0  # a request's floor, and the local server's start-up floor
 
 
 def _pct(x: float | None) -> str:
@@ -86,60 +104,104 @@ def run_demo(config: DemoConfig, say: Callable[[str], None]) -> Path:
                          "recall": sum(recalls) / len(recalls) if recalls else None,
                          "recall_ci": rec_ci, "run": str(out.relative_to(root))})
     run_dirs = [root / "runs" / t / system for t in config.tiers for _, system, _ in BASELINES]
-    model_rows, model_note = _model_runs(config, root, bench_dir, say)
-    for row in model_rows:
-        summaries[f"{row['system']} @ {row['tier']}"] = row.pop("summary")
-        run_dirs.append(root / row["run"])
+    model = _model_runs(config, root, bench_dir, say, manifest)
+    for row, records in model.runs:
+        summaries[f"{row.label} @ {row.tier}"] = summarize(list(records.values()))
+        run_dirs.append(root / row.run)
     say("5/5 writing the report")
-    text = _report(manifest, gates, rows, summaries, bench_dir, model_rows, model_note)
+    verdicts = [tier_verdict(tier, model.runs) for tier in model.tiers]
+    opening = _opening(config, model, verdicts)
+    text = _report(manifest, gates, rows, summaries, bench_dir, opening)
     (root / "report.md").write_text(text, encoding="utf-8")
-    _html_report(root, run_dirs, say)
+    _html_report(root, run_dirs, say, headline_html(*opening))
+    if model.failures:
+        raise DemoRunFailed(_failure_message(root, model.failures))
     return root
 
 
-def _model_runs(config: DemoConfig, root: Path, bench_dir: Path,
-                say: Callable[[str], None]) -> tuple[list[dict[str, Any]], str | None]:
-    """The real model's runs; (rows, None), or ([], why they were left out)."""
-    from .errors import MemgaugeError
+@dataclass
+class ModelRuns:
+    """The real model's headline runs: each row with its records by question id, the
+    headline tiers, what failed (step, then why and the fix), or why none ran."""
 
+    runs: list[tuple[HeadlineRow, dict[str, Any]]]
+    tiers: list[str]
+    failures: list[str]
+    note: str | None = None
+
+
+def headline_tiers(manifest: dict[str, Any], max_tokens: int) -> list[str]:
+    """The tiers whose every history fits the model's context in full: there, full context
+    and the memory systems can be compared on the same questions."""
+    room = MODEL_CONTEXT_TOKENS - max_tokens
+    return [tier for tier, t in manifest["tiers"].items()
+            if t["tokens_max"] * MODEL_TOKENS_PER_TIER_TOKEN <= room]
+
+
+def _model_runs(config: DemoConfig, root: Path, bench_dir: Path, say: Callable[[str], None],
+                manifest: dict[str, Any]) -> ModelRuns:
+    """Every system of MODEL_SYSTEMS at every headline tier; a run that raises or ends with
+    errored questions is a failure, and the next run is still tried."""
     if config.model in ("none", "none:", ""):
-        return [], "left out (--model none)"
+        return ModelRuns([], [], [], "left out (--model none)")
     why = _model_missing(config.model)
     if why:
         say(f"4/5 real model: skipped ({why})")
-        return [], f"skipped: {why}"
-    say(f"4/5 running a real model ({config.model}, first {config.model_questions} questions "
-        "of each run)")
-    rows: list[dict[str, Any]] = []
-    for label, system, options, mode, tier_index in MODEL_RUNS:
-        tier = config.tiers[min(tier_index, len(config.tiers) - 1)]
-        out = root / "runs" / tier / f"{system}-{config.model.split(':', 1)[1]}"
-        say(f"    {label} at {tier}")
-        try:
-            result = Runner(RunConfig(
-                bench="synth", data=str(bench_dir), tier=tier, system=system,
-                system_options=options, model=config.model, out=str(out), context_mode=mode,
-                limit=config.model_questions, max_tokens=config.model_max_tokens, cache=False,
-                progress=False), on_progress=question_progress(say, config.model_questions),
-            ).run_sync()
-        except MemgaugeError as exc:
-            say(f"    {label}: stopped: {exc}")
-            return rows, f"stopped: {exc}"
-        records = list(read_records(out).values())
-        summary = summarize(records)
-        overall = summary.overall.get(summary.primary) if summary.primary else None
-        recalls = [r for r in (rec.evidence_recall() for rec in records) if r is not None]
-        tokens = [rec.response.usage for rec in records if rec.status == "ok"]
-        rows.append({"system": f"{_model_label(config.model)} · {label}", "tier": tier,
-                     "n": summary.n_ok, "errors": summary.n_errors,
-                     "acc": overall.accuracy if overall else None,
-                     "ci": _ci_of(overall),
-                     "recall": sum(recalls) / len(recalls) if recalls else None,
-                     "input_tokens": sum(u.input_tokens or 0 for u in tokens),
-                     "output_tokens": sum(u.output_tokens or 0 for u in tokens),
-                     "wall_s": result.wall_s, "run": str(out.relative_to(root)),
-                     "summary": summary})
-    return rows, None
+        return ModelRuns([], [], [f"4/5 real model: {why}"], f"skipped: {why}")
+    tiers = headline_tiers(manifest, config.model_max_tokens)
+    if not tiers:
+        return ModelRuns([], [], [], f"skipped: no tier fits {MODEL_CONTEXT_TOKENS} tokens")
+    say(f"4/5 running a real model ({config.model}) at {', '.join(tiers)}: "
+        f"{', '.join(label for label, _, _ in MODEL_SYSTEMS)}, on the first "
+        f"{config.model_questions} questions")
+    done = ModelRuns([], tiers, [])
+    for tier in tiers:
+        for label, system, options in MODEL_SYSTEMS:
+            step = f"4/5 real model, {label} at {tier}"
+            say(f"    {label} at {tier}")
+            try:
+                row, records = _model_run(config, root, bench_dir, say, tier,
+                                          (label, system, options))
+            except MemgaugeError as exc:
+                say(f"    {label}: failed: {exc}")
+                done.failures.append(f"{step}: {exc}")
+                continue
+            done.runs.append((row, records))
+            if row.errors:
+                done.failures.append(f"{step}: {_errored(row, records)}")
+    return done
+
+
+def _model_run(config: DemoConfig, root: Path, bench_dir: Path, say: Callable[[str], None],
+               tier: str, spec: tuple[str, str, dict[str, str]]
+               ) -> tuple[HeadlineRow, dict[str, Any]]:
+    label, system, options = spec
+    out = root / "runs" / tier / f"{system}-{config.model.split(':', 1)[-1]}"
+    Runner(RunConfig(
+        bench="synth", data=str(bench_dir), tier=tier, system=system, system_options=options,
+        model=config.model, out=str(out), context_mode="caption", limit=config.model_questions,
+        max_tokens=config.model_max_tokens, cache=False, progress=False,
+        timeout_s=config.timeout_s),
+        on_progress=question_progress(say, config.model_questions)).run_sync()
+    records = read_records(out)
+    row = headline_row(label, system, tier, list(records.values()),
+                       str(out.relative_to(root)), config.model)
+    return row, records
+
+
+def _errored(row: HeadlineRow, records: dict[str, Any]) -> str:
+    first = next(r for r in records.values() if r.status == "error")
+    error = first.response.error
+    why = f"{error.kind}: {error.message}" if error else "no cause recorded"
+    return (f"{row.errors} of {row.n + row.errors} questions ended in error (first, "
+            f"{first.question_id}: {why}); see {row.run}/records.jsonl")
+
+
+def _failure_message(root: Path, failures: list[str]) -> str:
+    return (f"{len(failures)} headline run(s) of the demo failed; the report "
+            f"({root / 'report.md'}) shows what did run.\n  " + "\n  ".join(failures)
+            + "\n  Fix what is named above, then rerun the same `memgauge demo` command "
+            "(on a busy machine, allow more time with --timeout SECONDS).")
 
 
 def question_progress(say: Callable[[str], None], limit: int) -> Callable[[Any, Any], None]:
@@ -198,24 +260,52 @@ def _model_missing(spec: str) -> str | None:
     return None
 
 
-def _html_report(root: Path, run_dirs: list[Path], say: Callable[[str], None]) -> None:
-    """The same runs as one browsable page (needs matplotlib, the ``report`` extra)."""
+def _html_report(root: Path, run_dirs: list[Path], say: Callable[[str], None],
+                 opening: str) -> None:
+    """The same runs as one browsable page, opening with the answer (needs matplotlib, the
+    ``report`` extra)."""
     from .analysis import build_tables, load_runs
     from .errors import ConfigError
     from .report import render_html
 
     try:
-        page = render_html(build_tables(load_runs(run_dirs)), title="memgauge demo: baselines")
+        page = render_html(build_tables(load_runs(run_dirs)), title="memgauge demo")
     except ConfigError as exc:  # matplotlib missing: the Markdown report stands alone
         say(f"    no HTML report: {exc}")
         return
-    (root / "report.html").write_text(page, encoding="utf-8")
+    (root / "report.html").write_text(open_with(page, opening), encoding="utf-8")
+
+
+def _opening(config: DemoConfig, model: ModelRuns, verdicts: list[TierVerdict]
+             ) -> tuple[list[HeadlineRow], list[TierVerdict], str, list[str]]:
+    """(rows, verdicts, intro, notes) of the section the reports open with."""
+    rows = [row for row, _ in model.runs]
+    if not model.tiers:
+        intro = (f"No real model ran ({model.note}), so this demo cannot answer whether long "
+                 "context or a memory system does better; the offline baselines below ran.")
+        return rows, verdicts, intro, list(model.failures)
+    left_out = [t for t in config.tiers if t not in model.tiers]
+    intro = (f"The same real model, {_model_label(config.model)} (llama.cpp on this machine, "
+             "the images' gold captions in place of images), answered the same first "
+             f"{config.model_questions} questions of tier {', '.join(model.tiers)} with each "
+             "system: full context (the whole history in the prompt), retrieval, and an LLM "
+             "memory agent. Tokens and seconds are per question, ingest included (seconds: "
+             "the median); the ingest columns are the memory's share.")
+    notes = []
+    if left_out:
+        notes.append(f"Tier {', '.join(left_out)}: the whole history does not fit the model's "
+                     f"{MODEL_CONTEXT_TOKENS:,}-token context, so full context cannot run "
+                     "there and there is nothing to compare it with.")
+    notes.append("The oracle baselines further down are baselines, not systems under test: "
+                 "they show what retrieval alone, and text without images, allow.")
+    notes += [f"Failed: {f}" for f in model.failures]
+    return rows, verdicts, intro, notes
 
 
 def _report(manifest: dict[str, Any], gates: dict[str, Any], rows: list[dict[str, Any]],
             summaries: dict[str, Any], bench_dir: Path,
-            model_rows: list[dict[str, Any]] | None = None, model_note: str | None = None) -> str:
-    lines = ["# memgauge demo", "",
+            opening: tuple[list[HeadlineRow], list[TierVerdict], str, list[str]]) -> str:
+    lines = ["# memgauge demo", "", *headline_markdown(*opening),
              ("A fresh procedural benchmark (rendered images, computed answers), its validation "
               "gates, offline baselines and a real local model. Rerun with another `--seed` "
               "for new instances."), "",
@@ -234,7 +324,7 @@ def _report(manifest: dict[str, Any], gates: dict[str, Any], rows: list[dict[str
                f"(details in `{bench_dir.name}/validation/gates.md`)"), ""]
     gates_md = (bench_dir / "validation" / "gates.md").read_text(encoding="utf-8")
     lines += ["<details><summary>All gate figures</summary>", "", gates_md, "", "</details>", "",
-              "## Baselines (offline)", "",
+              "## Baselines (offline; oracle readers, not systems under test)", "",
               "| System | Tier | n | Accuracy | 95% CI | Evidence recall | 95% CI | Run |",
               "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in rows:
@@ -246,7 +336,6 @@ def _report(manifest: dict[str, Any], gates: dict[str, Any], rows: list[dict[str
                "retrieved, so their accuracy is the ceiling retrieval allows; the text-only "
                "oracle shows what can be answered without seeing images (it should be near 0 "
                "apart from answer refusal)."), ""]
-    lines += _model_section(model_rows or [], model_note)
     lines += ["## Detail per run", ""]
     for name, summary in summaries.items():
         detail = render_markdown(summary, title=name)
@@ -265,24 +354,3 @@ def _ci_text(ci: tuple[float | None, float | None, str | None]) -> str:
     if low is None or high is None:
         return "—"
     return f"[{_pct(low)}, {_pct(high)}]" + (" (small n: Wilson)" if method == WILSON else "")
-
-
-def _model_section(rows: list[dict[str, Any]], note: str | None) -> list[str]:
-    lines = ["## A real model (offline, llama.cpp)", ""]
-    if note and not rows:
-        return [*lines, f"Real-model runs {note}.", ""]
-    lines += [("SmolLM2-135M-Instruct (Q4_1 GGUF) served by llama.cpp on this machine, "
-               "reading the history as text with the images' gold captions, scored by the "
-               "typed rules. A 135M model scores low: the point is that the numbers are real "
-               "and the whole path runs. Token counts are the server's."), "",
-              ("| System | Tier | n | Errors | Accuracy | 95% CI | Evidence recall | "
-              "Input tokens | Output tokens | Wall time | Run |"),
-              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
-    for r in rows:
-        ci = _ci_text(r["ci"])
-        lines.append(f"| {r['system']} | {r['tier']} | {r['n']} | {r['errors']} | "
-                     f"{_pct(r['acc'])} | {ci} | {_pct(r['recall'])} | {r['input_tokens']:,} | "
-                     f"{r['output_tokens']:,} | {r['wall_s']:.0f} s | `{r['run']}` |")
-    if note:
-        lines += ["", f"Not every run finished: {note}."]
-    return [*lines, ""]

@@ -35,6 +35,7 @@ class FakeLlama:
         self.vision = options.mmproj is not None
         self.address = stub.base_url.removesuffix("/v1")
         self._proc: Any = object()
+        self.start_limit_s = 30.0
 
     base_url = property(lambda self: f"{self.address}/v1")
     slots = property(lambda self: self.options.slots)
@@ -57,7 +58,7 @@ def servers(monkeypatch):
     """``LlamaServer.start`` replaced: every start is noted and served by ``.stub``."""
     noted = SimpleNamespace(stub=None, started=[])
 
-    def start(options: Any) -> FakeLlama:
+    def start(options: Any, floor_s: float = 0.0) -> FakeLlama:
         server = FakeLlama(options, noted.stub)
         noted.started.append(server)
         return server

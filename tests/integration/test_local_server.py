@@ -50,8 +50,8 @@ class Started:
         self.servers: list[tuple[LlamaServer, subprocess.Popen, str]] = []
         self._real = LlamaServer.start
 
-    def __call__(self, options: Any) -> LlamaServer:
-        server = self._real(options)
+    def __call__(self, options: Any, floor_s: float = 0.0) -> LlamaServer:
+        server = self._real(options, floor_s)
         self.servers.append((server, server._proc, server.address))
         return server
 

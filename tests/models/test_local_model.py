@@ -317,6 +317,7 @@ class FakeLlama:
         self.engine_version = "0.0-test"
         self._proc: Any = object()
         self.stops = 0
+        self.start_limit_s = 30.0
 
     base_url = property(lambda self: f"{self.address}/v1")
     slots = property(lambda self: self.options.slots)
@@ -341,7 +342,7 @@ def fake_llama(monkeypatch):
     and is noted in ``.started``; ``.vision`` says whether the next ones can see."""
     servers = SimpleNamespace(stubs=[], started=[], vision=False)
 
-    def start(options: Any) -> FakeLlama:
+    def start(options: Any, floor_s: float = 0.0) -> FakeLlama:
         stub = servers.stubs[len(servers.started) % len(servers.stubs)]
         server = FakeLlama(options, stub, vision=servers.vision)
         servers.started.append(server)

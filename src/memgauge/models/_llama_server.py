@@ -35,7 +35,13 @@ from typing import Any
 
 from ..errors import ConfigError
 
-START_TIMEOUT_S = 120.0  # loading a multi-GB GGUF from a slow disk takes a while
+# Start-up waits on the server's own /health (503 while it loads the model, 200 when it can
+# answer), for a limit scaled to the model's size and to how busy the cores are now: a fixed
+# 120 s stopped the demo on a loaded machine (issue 27). SmolLM2-135M (98 MB) is ready in
+# ~1.3 s on two idle cores; the base and the slow read rate leave room for a cold disk.
+START_BASE_S = 30.0
+START_BYTES_PER_S = 20e6
+HEALTH_POLL_S = 0.2
 STOP_GRACE_S = 2.0
 
 
@@ -85,6 +91,7 @@ class LlamaServer:
     _proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _log: Any = field(default=None, repr=False)
     _owner: int = field(default_factory=os.getpid, repr=False)
+    start_limit_s: float = START_BASE_S  # what start-up was allowed: a first request's floor
 
     @property
     def base_url(self) -> str:
@@ -110,20 +117,22 @@ class LlamaServer:
         return str(data[0].get("id") or self.options.model.name)
 
     @classmethod
-    def start(cls, options: LlamaServerOptions) -> LlamaServer:
+    def start(cls, options: LlamaServerOptions, floor_s: float = 0.0) -> LlamaServer:
+        """Start the server and wait until its /health says it is ready, for at least
+        ``floor_s`` (a run's ``--timeout``) and at least :func:`start_limit`."""
         version = require_engine()
+        limit = start_limit(options.model, floor_s)
         # The server's log lives as long as the server (closed and removed by stop()).
         log = tempfile.NamedTemporaryFile(  # noqa: SIM115
             prefix="memgauge-llama-", suffix=".log", delete=False)
-        cmd = [sys.executable, "-m", "memgauge.models._llama_server",
-               json.dumps(options.to_child())]
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=log, close_fds=True)
+        proc = subprocess.Popen(_child_command(options), stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=log, close_fds=True)
         server: LlamaServer | None = None
+        deadline = time.monotonic() + limit.seconds
         try:
-            line = _read_line(proc, START_TIMEOUT_S)
+            line = _read_line(proc, limit.seconds)
             if not line:
-                raise ConfigError(_start_failure(options, proc, log.name))
+                raise ConfigError(_start_failure(options, proc, log.name, limit))
             info = json.loads(line)
             if "error" in info:
                 raise ConfigError(f"llama.cpp could not start {options.model.name}: "
@@ -131,17 +140,18 @@ class LlamaServer:
             address = str(info["address"]).rstrip("/")
             if not address.startswith("http"):
                 address = f"http://{address}"
+            _wait_ready(address, deadline, proc, options, limit, log.name)
             server = cls(options=options, address=address, props=_get_json(address, "/props"),
                          models=_get_json(address, "/v1/models"), engine_version=version,
-                         _proc=proc, _log=log)
-            _RUNNING.add(server)
-            return server
+                         _proc=proc, _log=log, start_limit_s=limit.seconds)
         finally:
             if server is None:
                 _terminate(proc)
                 log.close()
                 with contextlib.suppress(OSError):
                     os.unlink(log.name)
+        _RUNNING.add(server)
+        return server
 
     def stop(self) -> None:
         """Stop the server (only the process that started it does; forked children don't)."""
@@ -184,6 +194,79 @@ _RUNNING: set[LlamaServer] = set()
 def _stop_all() -> None:
     for server in list(_RUNNING):
         server.stop()
+
+
+@dataclass(frozen=True)
+class StartLimit:
+    """How long a server may take to become ready, and what that was scaled from."""
+
+    seconds: float
+    model_mb: float
+    load: float
+    cpus: int
+    floor_s: float
+
+    def describe(self) -> str:
+        return (f"{self.seconds:.0f} s, scaled to a {self.model_mb:.0f} MB model and a load "
+                f"average of {self.load:.1f} on {self.cpus} cores, at least --timeout "
+                f"{self.floor_s:g}")
+
+
+def start_limit(model: Path, floor_s: float = 0.0, load: float | None = None,
+                cpus: int | None = None) -> StartLimit:
+    """A base plus the model file at a slow read rate, times how oversubscribed the cores
+    are (the 1-minute load average, plus the server itself, per core), never under
+    ``floor_s``."""
+    cpus = cpus or os.cpu_count() or 1
+    if load is None:
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    try:
+        size = model.stat().st_size
+    except OSError:
+        size = 0
+    busy = max(1.0, (load + 1.0) / cpus)
+    seconds = max(floor_s, (START_BASE_S + size / START_BYTES_PER_S) * busy)
+    return StartLimit(seconds=seconds, model_mb=size / 1e6, load=load, cpus=cpus,
+                      floor_s=floor_s)
+
+
+def _child_command(options: LlamaServerOptions) -> list[str]:
+    return [sys.executable, "-m", "memgauge.models._llama_server",
+            json.dumps(options.to_child())]
+
+
+def _health(address: str) -> tuple[bool, str]:
+    """(ready, what /health said): 200 is ready; 503 is llama.cpp still loading the model."""
+    try:
+        with urllib.request.urlopen(f"{address}/health", timeout=5) as resp:
+            return resp.status == 200, resp.read(200).decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        body = exc.read(300).decode("utf-8", "replace")
+        with contextlib.suppress(ValueError, AttributeError, TypeError):
+            body = json.loads(body)["error"]["message"]
+        return False, f"HTTP {exc.code}: {body}"
+    except (urllib.error.URLError, OSError) as exc:
+        return False, f"no answer ({getattr(exc, 'reason', exc)})"
+
+
+def _wait_ready(address: str, deadline: float, proc: subprocess.Popen[bytes],
+                options: LlamaServerOptions, limit: StartLimit, log_path: str) -> None:
+    """Poll /health until the server is ready; a ConfigError naming its last state and
+    the fix when the limit passes or the process ends first."""
+    said = "nothing"
+    while True:
+        ready, said = _health(address)
+        if ready:
+            return
+        if proc.poll() is not None:
+            raise ConfigError(_start_failure(options, proc, log_path, limit))
+        if time.monotonic() >= deadline:
+            raise ConfigError(
+                f"llama.cpp's server for {options.model.name} did not become ready within "
+                f"{limit.describe()}; its /health last said: {said}. Rerun when the machine "
+                "is less busy, or allow more time with --timeout SECONDS"
+                f"{_log_tail(log_path)}")
+        time.sleep(HEALTH_POLL_S)
 
 
 def _read_line(proc: subprocess.Popen[bytes], timeout_s: float) -> bytes:
@@ -232,10 +315,10 @@ def _log_tail(path: str, lines: int = 6) -> str:
 
 
 def _start_failure(options: LlamaServerOptions, proc: subprocess.Popen[bytes],
-                   log_path: str) -> str:
+                   log_path: str, limit: StartLimit) -> str:
     code = proc.poll()
     how = (f"exited with status {code}" if code is not None
-           else f"did not start within {START_TIMEOUT_S:g} s")
+           else f"did not start within {limit.describe()} (allow more with --timeout SECONDS)")
     return (f"llama.cpp's server for {options.model.name} {how} (n_ctx {options.n_ctx} x "
             f"{options.slots} slots){_log_tail(log_path)}")
 

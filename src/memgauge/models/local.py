@@ -108,10 +108,10 @@ def context_tokens(raw: dict[str, str]) -> int:
 _SERVERS: dict[LlamaServerOptions, list[Any]] = {}
 
 
-def _acquire(options: LlamaServerOptions) -> LlamaServer:
+def _acquire(options: LlamaServerOptions, floor_s: float = 0.0) -> LlamaServer:
     entry = _SERVERS.get(options)
     if entry is None or entry[0]._proc is None:
-        entry = _SERVERS[options] = [LlamaServer.start(options), 0]
+        entry = _SERVERS[options] = [LlamaServer.start(options, floor_s), 0]
     entry[1] += 1
     return entry[0]
 
@@ -145,7 +145,7 @@ class LocalModel(OpenAICompatModel):
             slots=opts.get("n_parallel", 1), threads=opts.get("threads", 0),
             mmproj=mmproj.resolve() if mmproj else None,
             flash_attn=opts.get("flash_attn", "auto"), chat_template=opts.get("chat_template"))
-        self.server = _acquire(self.server_options)
+        self.server = _acquire(self.server_options, settings.timeout_s)
         self.requested_concurrency = settings.concurrency
         try:
             local = dataclasses.replace(settings, base_url=self.server.base_url,
@@ -238,7 +238,9 @@ class LocalModel(OpenAICompatModel):
                                      headers={"Content-Type": "application/json"})
         t0 = time.perf_counter()
         try:
-            with urllib.request.urlopen(req, timeout=max(60.0, self.settings.timeout_s)) as r:
+            # as long as start-up was allowed: scaled to the load, at least --timeout
+            limit = max(60.0, self.settings.timeout_s, self.server.start_limit_s)
+            with urllib.request.urlopen(req, timeout=limit) as r:
                 reply = json.loads(r.read())
         except urllib.error.HTTPError as exc:
             reason = classify_error(exc.code, exc.read())[1]
@@ -246,7 +248,9 @@ class LocalModel(OpenAICompatModel):
                               f"(HTTP {exc.code}): {reason}") from None
         except (OSError, ValueError) as exc:
             raise ConfigError(f"the local model {self.path.name} did not answer a first "
-                              f"request: {exc}") from None
+                              f"request within {limit:.0f} s: {exc}; rerun when the machine "
+                              "is less busy, or allow more time with --timeout SECONDS") \
+                from None
         wall = time.perf_counter() - t0
         t = reply.get("timings") or {}
         prefill = float(t.get("prompt_per_second") or 0) or 500.0 / max(wall, 1e-3)
