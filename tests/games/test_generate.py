@@ -211,7 +211,7 @@ def test_overwrite_never_deletes_a_folder_that_is_not_a_games_benchmark(tmp_path
 
 
 def test_cli_paraphrase_through_an_endpoint_is_cached(tmp_path, test_templates, monkeypatch):
-    from scripted_server import ScriptedServer, completion
+    from helpers.scripted_server import ScriptedServer, completion
 
     monkeypatch.setattr(_generate, "default_timeline", Timeline)
     traj = write_trajectory(tmp_path / "t1")
