@@ -3,7 +3,7 @@
 
 A synthetic run folder of ``--items`` records (a third answered wrongly, so their error
 labels make a second round) is judged twice against the loopback Batch API server of the
-tests (``tests/batch_server.py``), which answers at once: once online (``judge_run``,
+tests (``tests/helpers/batch_server.py``), which answers at once: once online (``judge_run``,
 ``--concurrency`` calls in flight) and once through batches (``batch_judge_run``, a batch
 finished on its first poll, ``poll_s`` 0.01). With no model time on either side, the
 difference is the harness: rendering each request once per round, deep-copying the open
@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-from batch_server import BatchServer
+from helpers.batch_server import BatchServer
 
 from memgauge.cache import ResponseCache
 from memgauge.models import ModelSettings, create_model

@@ -3,7 +3,7 @@
 
 Generates a synth tier, then runs ``memgauge run --system letta`` against the loopback
 stand-in of the Letta routes (``tests/systems/letta_standin.py``, the one the tests use) with
-a loopback OpenAI-compatible reader (``tests/stub_server.py``). The stand-in counts requests
+a loopback OpenAI-compatible reader (``tests/helpers/stub_server.py``). The stand-in counts requests
 per route. No real Letta server runs here (design 0028 says why), so the wall time is
 memgauge's and letta-client's side plus a stdlib server, not Letta's embedding cost.
 
@@ -26,8 +26,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "tests"), str(HERE.parent / "tests" / "systems")]
 
+from helpers.stub_server import StubServer
 from letta_standin import LettaStandIn
-from stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.cli import app

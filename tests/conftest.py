@@ -1,11 +1,6 @@
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from memgauge.models._local_files import models_dir
 
@@ -24,7 +19,7 @@ def _isolated_cache(tmp_path, monkeypatch):
 
 @pytest.fixture
 def stub():
-    from stub_server import StubServer
+    from helpers.stub_server import StubServer
 
     with StubServer() as server:
         yield server

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from datasets import colour_answer, write_memlens
-from stub_server import StubServer
+from helpers.datasets import colour_answer, write_memlens
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 import memgauge

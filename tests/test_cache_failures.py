@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from datasets import write_memlens
-from scripted_server import ScriptedServer, completion
+from helpers.datasets import write_memlens
+from helpers.scripted_server import ScriptedServer, completion
 
 from memgauge.cache import ResponseCache
 from memgauge.runner import RunConfig, read_records, run

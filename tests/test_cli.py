@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from datasets import write_memlens
+from helpers.datasets import write_memlens
 from typer.testing import CliRunner
 
 from memgauge.cli import app

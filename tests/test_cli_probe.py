@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from report_runs import identity, write_run
+from helpers.report_runs import identity, write_run
 from typer.testing import CliRunner
 
 from memgauge.cli import app

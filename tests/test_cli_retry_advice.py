@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from helpers.report_runs import rec, write_run
 from memgauge._cli_execute import permanent_count, retry_advice
-from report_runs import rec, write_run
 
 from memgauge.schema import ErrorInfo, Response
 

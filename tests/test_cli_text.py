@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 import typer.main
-from report_runs import three_runs
+from helpers.report_runs import three_runs
 from typer.testing import CliRunner
 
 from memgauge.analysis import build_tables

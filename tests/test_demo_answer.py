@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import socket
 
-from stub_server import StubServer
+from helpers.stub_server import StubServer
 from test_demo_closing import stub_answer
 from typer.testing import CliRunner
 

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from stub_server import StubServer
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge import demo

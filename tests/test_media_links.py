@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from datasets import make_png, write_memlens
+from helpers.datasets import make_png, write_memlens
 from typer.testing import CliRunner
 
 from memgauge.cli import app

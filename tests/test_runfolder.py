@@ -70,7 +70,7 @@ def test_a_second_process_on_a_folder_in_use_is_refused_naming_the_holder(tmp_pa
 
 
 def test_the_runner_refuses_a_folder_in_use_before_touching_it(tmp_path):
-    from datasets import write_memlens
+    from helpers.datasets import write_memlens
 
     from memgauge.errors import ConfigError
     from memgauge.runner import RunConfig, run

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from datasets import write_memlens
-from scripted_server import ScriptedServer, completion
+from helpers.datasets import write_memlens
+from helpers.scripted_server import ScriptedServer, completion
 
 from memgauge._secrets import redact_text, redact_url, redact_urls, redact_urls_in_text
 from memgauge.runner import RunConfig, run
@@ -64,9 +64,8 @@ def test_redact_url_masks_user_info_and_token_parameters():
 def test_no_secret_of_any_url_option_in_any_artefact_of_a_run(tmp_path):
     """--system http://user:PASS@host and URL options with a token: the manifest, the
     records, every report format and the terminal carry neither (issue 25 §3)."""
-    sys.path.insert(0, str(Path(__file__).parent / "protocol"))
-    from helpers import served
-    from stub_server import StubServer
+    from helpers.memory_service import served
+    from helpers.stub_server import StubServer
 
     from memgauge.benchmarks.synth import SynthConfig, generate
 
@@ -111,7 +110,7 @@ def test_no_secret_of_any_url_option_in_any_artefact_of_a_run(tmp_path):
 
 
 def test_a_folder_written_with_a_password_shows_none_in_its_report(tmp_path):
-    from stub_server import StubServer
+    from helpers.stub_server import StubServer
 
     from memgauge.runfolder import load_manifest
 

@@ -17,7 +17,7 @@ import pytest
 for _module in ("mem0", "faiss", "model2vec", "static_model"):
     pytest.importorskip(_module, reason="the agents extra is not installed")
 
-from memory_history import play
+from helpers.memory_history import play
 
 from memgauge.errors import ConfigError
 from memgauge.models import GenerateConfig, Message, ModelError, ModelOutput, TextPart

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from datasets import make_png
+from helpers.datasets import make_png
 from typer.testing import CliRunner
 
 from memgauge.analysis import error_breakdown

@@ -9,7 +9,7 @@ import pickle
 from pathlib import Path
 
 import pytest
-from datasets import make_png
+from helpers.datasets import make_png
 
 from memgauge import prompt as C
 from memgauge.benchmarks import BenchmarkOptions

@@ -230,7 +230,7 @@ def test_with_one_slot_each_episode_is_sent_whole_before_the_next(tmp_path):
     would evict the history a prefix cache holds: 1.3 % reuse measured, bench/RESULTS.md)."""
     import re
 
-    from stub_server import StubServer, last_text
+    from helpers.stub_server import StubServer, last_text
 
     data = tmp_path / "locomo.json"
     data.write_text(json.dumps([_dated_conversation(c) for c in range(3)]))

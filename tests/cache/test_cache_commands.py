@@ -7,8 +7,8 @@ import sqlite3
 import time
 
 import pytest
-from datasets import write_memlens
-from stub_server import StubServer
+from helpers.datasets import write_memlens
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.cache import ResponseCache, default_cache_dir

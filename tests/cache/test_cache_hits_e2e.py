@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import orjson
-from datasets import colour_answer, write_memlens
-from stub_server import StubServer, last_text
+from helpers.datasets import colour_answer, write_memlens
+from helpers.stub_server import StubServer, last_text
 from typer.testing import CliRunner
 
 from memgauge.cli import app

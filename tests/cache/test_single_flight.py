@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stub_server import StubServer
+from helpers.stub_server import StubServer
 
 from memgauge.cache import ResponseCache
 from memgauge.models import create_model

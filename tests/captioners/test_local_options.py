@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from _images import colour_png, user_texts, write_items
-from stub_server import StubServer
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.captioners import CaptionerSettings, create_captioner

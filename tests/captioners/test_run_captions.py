@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from _images import colour_png, label_png, user_texts, write_items
-from stub_server import StubServer
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.captioners.vlm import PROMPT_TEXT

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from datasets import COLOURS, colour_answer, write_memlens
 from fault_server import ANSWERED, RETRYABLE, UNREADABLE, Fault, FaultPlan, FaultServer
-from stub_server import StubServer, last_text
+from helpers.datasets import COLOURS, colour_answer, write_memlens
+from helpers.stub_server import StubServer, last_text
 from typer.testing import CliRunner
 
 from memgauge.cli import app

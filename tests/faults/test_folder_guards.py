@@ -12,8 +12,8 @@ import sys
 import time
 
 import pytest
-from datasets import colour_answer, make_png, write_memlens
-from stub_server import StubServer
+from helpers.datasets import colour_answer, make_png, write_memlens
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.cli import app

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from datasets import colour_answer, write_memlens
-from stub_server import StubServer
+from helpers.datasets import colour_answer, write_memlens
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge import runfolder as _store

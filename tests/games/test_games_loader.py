@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from scripted_server import ScriptedServer, completion
+from helpers.scripted_server import ScriptedServer, completion
 from typer.testing import CliRunner
 
 from memgauge.benchmarks import BenchmarkOptions

@@ -211,7 +211,7 @@ def test_overwrite_never_deletes_a_folder_that_is_not_a_games_benchmark(tmp_path
 
 
 def test_cli_paraphrase_through_an_endpoint_is_cached(tmp_path, test_templates, monkeypatch):
-    from scripted_server import ScriptedServer, completion
+    from helpers.scripted_server import ScriptedServer, completion
 
     monkeypatch.setattr(_generate, "default_timeline", Timeline)
     traj = write_trajectory(tmp_path / "t1")
@@ -448,8 +448,8 @@ def test_horizon_help_and_readme_say_the_same():
 
     res = runner.invoke(app, ["generate", "games", "--help"], terminal_width=200)
     help_text = " ".join(res.output.replace("│", " ").split())
-    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text(
-        encoding="utf-8").split())
+    guide = Path(__file__).resolve().parents[2] / "docs" / "guide" / "games.md"
+    readme = " ".join(guide.read_text(encoding="utf-8").split())  # the README's games section
     for text in (help_text, readme):
         assert "whole trajectory is always asked about" in text
         assert "ends before step N is asked about whole" in text

@@ -1,6 +1,7 @@
-"""The README's games quick-start runs as written (issue 24: `generate games … --horizon 50`
+"""The games guide's quick-start runs as written (issue 24: `generate games … --horizon 50`
 exited 2 because the TextWorld game of seed 2 is won at step 5, and SmolLM2 was handed
-images it cannot read). The block is read from README.md and each command is run with the
+images it cannot read). The block is read from docs/guide/games.md (the README's games
+section moved there, issue 26 §4) and each command is run with the
 memgauge under test, in a fresh folder. Skips without the games extra (Crafter, TextWorld,
 Jericho), the local extra, or SmolLM2."""
 
@@ -18,7 +19,7 @@ import pytest
 
 import memgauge
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide" / "games.md"
 SECTION = "## Episodic memory from play"
 COMMAND_TIMEOUT_S = 900  # the run answers 10 questions with a 135M model on two busy cores
 
@@ -28,7 +29,7 @@ def quickstart_commands(readme: str) -> list[list[str]]:
     continuations joined, comments dropped)."""
     section = readme[readme.index(SECTION):]
     block = re.search(r"```bash\n(.*?)```", section, re.DOTALL)
-    assert block, f"no ```bash block under {SECTION!r} in README.md"
+    assert block, f"no ```bash block under {SECTION!r} in docs/guide/games.md"
     text = block.group(1).replace("\\\n", " ")
     commands = (shlex.split(line, comments=True) for line in text.splitlines())
     return [command for command in commands if command]
@@ -36,7 +37,7 @@ def quickstart_commands(readme: str) -> list[list[str]]:
 
 def test_the_block_is_the_games_quickstart():
     """Runs without any extra: the extraction finds the commands the test below runs."""
-    commands = quickstart_commands(README.read_text(encoding="utf-8"))
+    commands = quickstart_commands(GUIDE.read_text(encoding="utf-8"))
     assert [c[:2] for c in commands] == [
         ["memgauge", "play"], ["memgauge", "play"], ["memgauge", "play"],
         ["memgauge", "generate"], ["memgauge", "validate"], ["memgauge", "run"],
@@ -58,7 +59,7 @@ def test_the_readme_games_quickstart_runs_as_written(tmp_path):
         p for p in (src, os.environ.get("PYTHONPATH")) if p)}
     launcher = "import sys; from memgauge.cli import main; sys.argv[0] = 'memgauge'; main()"
     outputs = []
-    for command in quickstart_commands(README.read_text(encoding="utf-8")):
+    for command in quickstart_commands(GUIDE.read_text(encoding="utf-8")):
         assert command[0] == "memgauge"
         done = subprocess.run([sys.executable, "-c", launcher, *command[1:]], cwd=tmp_path,
                               env=env, capture_output=True, text=True, check=False,

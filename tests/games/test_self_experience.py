@@ -7,7 +7,7 @@ import itertools
 import json
 
 import pytest
-from stub_server import StubServer
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.cli import app

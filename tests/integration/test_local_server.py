@@ -28,7 +28,7 @@ if not is_pulled("smollm2"):
     pytest.skip("SmolLM2 is not on this machine: run `memgauge models pull smollm2`",
                 allow_module_level=True)
 
-from datasets import write_memlens
+from helpers.datasets import write_memlens
 
 from memgauge.errors import ConfigError
 from memgauge.models import ModelSettings, create_model

@@ -8,18 +8,15 @@ import copy
 import json
 import shutil
 import struct
-import sys
 import zlib
 from pathlib import Path
 from typing import Any
 
+from helpers.datasets import make_png, memlens_items
 from typer.testing import CliRunner
 
 from memgauge.cli import EXIT_CONFIG, app
 from memgauge.schema import BenchmarkInfo, Episode, Question, Session, Turn
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from datasets import make_png, memlens_items
 
 CASES = {"hand-written": 0, "hypothesis": 0}  # counted by check(); printed by conftest
 _runner = CliRunner()

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from datasets import colour_answer, write_memlens
-from stub_server import StubServer
+from helpers.datasets import colour_answer, write_memlens
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.cli import app

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from datasets import make_png, write_memlens
-from scripted_server import LLAMA_NO_VISION, LLAMA_OVERFLOW, ScriptedServer, completion
-from stub_server import StubServer
+from helpers.datasets import make_png, write_memlens
+from helpers.scripted_server import LLAMA_NO_VISION, LLAMA_OVERFLOW, ScriptedServer, completion
+from helpers.stub_server import StubServer
 
 from memgauge.media import ImageResolver
 from memgauge.models import (

@@ -13,9 +13,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from datasets import make_png, write_memlens
-from scripted_server import LLAMA_NO_VISION, LLAMA_OVERFLOW, ScriptedServer
-from stub_server import StubServer
+from helpers.datasets import make_png, write_memlens
+from helpers.scripted_server import LLAMA_NO_VISION, LLAMA_OVERFLOW, ScriptedServer
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.cache import ResponseCache

@@ -6,8 +6,8 @@ import asyncio
 import json
 
 import pytest
-from datasets import make_png
-from stub_server import StubServer
+from helpers.datasets import make_png
+from helpers.stub_server import StubServer
 
 from memgauge.errors import ConfigError, InputError
 from memgauge.media import ImageEncoder, ImagePolicy, ImageResolver

@@ -7,8 +7,8 @@ import asyncio
 from typing import Any
 
 import pytest
-from datasets import write_memlens
-from scripted_server import ScriptedServer, completion
+from helpers.datasets import write_memlens
+from helpers.scripted_server import ScriptedServer, completion
 
 from memgauge.cache import ResponseCache
 from memgauge.models import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from stub_server import StubServer
+from helpers.stub_server import StubServer
 
 from memgauge.cache import ResponseCache
 from memgauge.models import (

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import time
 
-from datasets import write_memlens
-from scripted_server import ScriptedServer
-from stub_server import StubServer
+from helpers.datasets import write_memlens
+from helpers.scripted_server import ScriptedServer
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.cli import app

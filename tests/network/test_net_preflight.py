@@ -8,9 +8,9 @@ import asyncio
 import socket
 
 import pytest
-from datasets import write_memlens
+from helpers.datasets import write_memlens
+from helpers.stub_server import StubServer
 from netservers import HOST, LoopbackProxy, RouteServer, Seen, completion, json_reply, self_signed
-from stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.cli import app

@@ -81,7 +81,7 @@ def test_without_the_package_the_name_is_unknown(monkeypatch) -> None:
 
 
 def test_an_outside_system_is_served_over_the_protocol(installed, synth, tmp_path) -> None:
-    from helpers import served
+    from helpers.memory_service import served
 
     from memgauge.runfolder import read_records
     from memgauge.runner import RunConfig, Runner

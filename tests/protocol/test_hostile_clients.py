@@ -14,9 +14,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from helpers import prompt_digest, served
+from helpers.memory_service import prompt_digest, served
+from helpers.stub_server import StubServer
 from PIL import Image
-from stub_server import StubServer
 
 
 def call(url: str, route: str, obj: Any = None, headers: dict[str, str] | None = None,

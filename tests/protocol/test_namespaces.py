@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from bad_server import INFO, BadServer, ok
-from helpers import prompt_digest, served
-from stub_server import StubServer
+from helpers.memory_service import prompt_digest, served
+from helpers.stub_server import StubServer
 
 from memgauge.errors import ConfigError
 from memgauge.runfolder import read_records

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from stub_server import StubServer
+from helpers.stub_server import StubServer
 
 from memgauge.benchmarks.synth import SynthConfig, generate
 from memgauge.runfolder import read_records

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import prompt_digest, served
-from stub_server import StubServer
+from helpers.memory_service import prompt_digest, served
+from helpers.stub_server import StubServer
 
 from memgauge.runfolder import read_records
 from memgauge.runner import RunConfig, Runner

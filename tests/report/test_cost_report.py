@@ -8,7 +8,7 @@ import json
 import math
 
 import pytest
-from report_runs import IE, TR, rec, write_run
+from helpers.report_runs import IE, TR, rec, write_run
 from typer.testing import CliRunner
 
 from memgauge.analysis import Price, RunData, build_tables, load_prices

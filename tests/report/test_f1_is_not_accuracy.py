@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from report_runs import identity, rec, write_run
+from helpers.report_runs import identity, rec, write_run
 from typer.testing import CliRunner
 
 from memgauge.cli import app

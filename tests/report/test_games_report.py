@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from report_runs import identity, write_run
+from helpers.report_runs import identity, write_run
 from typer.testing import CliRunner
 
 from memgauge.analysis import game_report

@@ -10,8 +10,8 @@ import sys
 from html.parser import HTMLParser
 
 import pytest
+from helpers.report_runs import IE, identity, rec, three_runs, write_three
 from PIL import Image
-from report_runs import IE, identity, rec, three_runs, write_three
 from typer.testing import CliRunner
 
 from memgauge.analysis import RunData, build_tables

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from report_runs import TR, rec, three_runs
+from helpers.report_runs import TR, rec, three_runs
 
 from memgauge.analysis import RunData, build_tables
 from memgauge.report import render_html

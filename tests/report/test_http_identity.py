@@ -4,7 +4,7 @@ systems in the reports (design 0051)."""
 
 from __future__ import annotations
 
-from report_runs import rec
+from helpers.report_runs import rec
 
 from memgauge.analysis import RunData, build_tables
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from report_runs import rec, write_run
+from helpers.report_runs import rec, write_run
 from typer.testing import CliRunner
 
 from memgauge.analysis import RunData, build_tables

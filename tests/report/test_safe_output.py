@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from report_runs import identity, rec, write_run
+from helpers.report_runs import identity, rec, write_run
 from typer.testing import CliRunner
 
 from memgauge.analysis import RunData, build_tables, load_runs, paired_compare, summarize

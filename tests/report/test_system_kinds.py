@@ -4,7 +4,7 @@ is registered (design 0051): oracles and oracle readers are baselines, not memor
 from __future__ import annotations
 
 import pytest
-from report_runs import rec
+from helpers.report_runs import rec
 
 from memgauge.analysis import RunData, build_tables
 from memgauge.report import render_html, render_tables_markdown

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
-from report_runs import AR, IE, TR, identity, rec, three_runs, write_run, write_three
+from helpers.report_runs import AR, IE, TR, identity, rec, three_runs, write_run, write_three
 from typer.testing import CliRunner
 
 from memgauge.analysis import RunData, build_tables, load_runs, wilson_ci

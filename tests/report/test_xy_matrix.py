@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from report_runs import identity
+from helpers.report_runs import identity
 
 from memgauge.analysis import RunData, build_tables
 from memgauge.analysis._stats import wilson_ci

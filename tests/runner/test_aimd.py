@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stub_server import StubServer
+from helpers.stub_server import StubServer
 
 from memgauge.models import ModelSettings, OpenAICompatModel
 from memgauge.models._aimd import PRIORITY, AdaptiveLimit, AimdSettings

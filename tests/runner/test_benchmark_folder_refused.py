@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from stub_server import StubServer
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.cli import app

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stub_server import StubServer
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.cli import app
@@ -223,20 +223,20 @@ def test_a_ledger_keeps_each_judge_s_spend_apart_and_prices_it_under_the_judge_s
 
 
 def _judge_reply(body: dict[str, Any]) -> str:
-    from datasets import colour_answer
-    from stub_server import last_text
+    from helpers.datasets import colour_answer
+    from helpers.stub_server import last_text
 
     return '{"score": 1, "reason": "ok"}' if '"score"' in last_text(body) else colour_answer(body)
 
 
 def _verdicts(stub: StubServer) -> int:
-    from stub_server import last_text
+    from helpers.stub_server import last_text
 
     return sum('"score"' in last_text(b) for b in stub.requests if "messages" in b)
 
 
 def _answered(tmp_path: Path, stub: StubServer, out: str, n: int) -> Path:
-    from datasets import write_memlens
+    from helpers.datasets import write_memlens
 
     data = write_memlens(tmp_path, n)
     run_dir = tmp_path / out
@@ -337,7 +337,7 @@ def test_the_report_shows_answer_and_judge_spend_apart_each_at_its_price(tmp_pat
 
 
 def test_a_run_s_own_judge_counts_toward_its_budget_and_needs_a_price(tmp_path):
-    from datasets import write_memlens
+    from helpers.datasets import write_memlens
 
     data = write_memlens(tmp_path, 4)
     prices = tmp_path / "prices.json"
@@ -368,7 +368,7 @@ def test_a_run_s_own_judge_counts_toward_its_budget_and_needs_a_price(tmp_path):
 
 
 def test_score_without_prices_keeps_the_answers_dollars_in_the_manifest_ledger(tmp_path):
-    from datasets import write_memlens
+    from helpers.datasets import write_memlens
 
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"openai:m": {"input": 1, "output": 1}}))
@@ -390,7 +390,7 @@ def test_score_without_prices_keeps_the_answers_dollars_in_the_manifest_ledger(t
 def test_score_batch_stops_between_batches_and_a_rerun_sends_only_what_is_left(tmp_path):
     import asyncio
 
-    from batch_server import BatchServer
+    from helpers.batch_server import BatchServer
 
     from memgauge.cache import ResponseCache
     from memgauge.models import ModelSettings, create_model
@@ -452,7 +452,7 @@ def test_score_batch_stops_between_batches_and_a_rerun_sends_only_what_is_left(t
 
 
 def test_a_rerun_that_judges_earlier_answers_stops_at_the_budget_too(tmp_path):
-    from datasets import write_memlens
+    from helpers.datasets import write_memlens
 
     data = write_memlens(tmp_path, 4)
     run_dir = tmp_path / "run"

@@ -4,8 +4,8 @@ not as one error per question with exit 0 (issue 11, "Fail fast on mistakes").""
 from __future__ import annotations
 
 import pytest
-from datasets import write_memlens
-from stub_server import StubServer
+from helpers.datasets import write_memlens
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.cli import app
@@ -71,7 +71,7 @@ def test_ctrl_c_says_how_many_are_done_and_how_to_resume(tmp_path):
     import sys
     import time
 
-    import sigint_child
+    from helpers import sigint_child
 
     data = write_memlens(tmp_path, 40)
     with StubServer(latency_s=0.3) as stub:

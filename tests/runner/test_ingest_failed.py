@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stub_server import StubServer
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.cli import app

@@ -7,8 +7,8 @@ from __future__ import annotations
 import sys
 
 import pytest
-from datasets import write_memlens
-from stub_server import StubServer
+from helpers.datasets import write_memlens
+from helpers.stub_server import StubServer
 
 from memgauge.errors import ConfigError
 from memgauge.runner import RunConfig, run

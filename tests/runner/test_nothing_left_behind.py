@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from report_runs import write_three
+from helpers.report_runs import write_three
 from typer.testing import CliRunner
 
 from memgauge.benchmarks.synth import SynthConfig, generate

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stub_server import StubServer, last_text
+from helpers.stub_server import StubServer, last_text
 from typer.testing import CliRunner
 
 from memgauge.cli import app

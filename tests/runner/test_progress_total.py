@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from datasets import write_memlens
+from helpers.datasets import write_memlens
 
 from memgauge.runner import RunConfig, Runner
 

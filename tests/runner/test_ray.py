@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from datasets import colour_answer, memlens_items, write_memlens
-from stub_server import StubServer, question_of
+from helpers.datasets import colour_answer, memlens_items, write_memlens
+from helpers.stub_server import StubServer, question_of
 from typer.testing import CliRunner
 
 from memgauge.cli import app

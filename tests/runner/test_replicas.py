@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from stub_server import StubServer, last_text
+from helpers.stub_server import StubServer, last_text
 
 from memgauge.runner import RunConfig, load_manifest, read_records, run
 

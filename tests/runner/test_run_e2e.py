@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from datasets import colour_answer, make_png, write_memlens
-from stub_server import StubServer
+from helpers.datasets import colour_answer, make_png, write_memlens
+from helpers.stub_server import StubServer
 
 from memgauge.errors import ConfigError, InputError
 from memgauge.runner import RunConfig, merge_runs, read_records, run

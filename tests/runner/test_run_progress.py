@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stub_server import StubServer
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.analysis import RunData, build_tables

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-import sigint_child
-from datasets import write_memlens
-from stub_server import StubServer
+from helpers import sigint_child
+from helpers.datasets import write_memlens
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.benchmarks.synth import SynthConfig, generate

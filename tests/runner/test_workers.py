@@ -25,9 +25,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import sigint_child
-from datasets import colour_answer, memlens_items, write_memlens
-from stub_server import StubServer, last_text, question_of
+from helpers import sigint_child
+from helpers.datasets import colour_answer, memlens_items, write_memlens
+from helpers.stub_server import StubServer, last_text, question_of
 
 from memgauge.benchmarks import BenchmarkOptions
 from memgauge.errors import InputError, MemgaugeError

@@ -8,7 +8,7 @@ import json
 import shutil
 
 import pytest
-from batch_server import BatchServer
+from helpers.batch_server import BatchServer
 
 from memgauge.cache import ResponseCache
 from memgauge.errors import ConfigError

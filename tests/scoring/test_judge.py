@@ -4,7 +4,7 @@ import asyncio
 import json
 
 import pytest
-from stub_server import StubServer, last_text
+from helpers.stub_server import StubServer, last_text
 
 from memgauge.cache import ResponseCache
 from memgauge.models import ModelSettings, create_model

@@ -7,8 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from datasets import colour_answer, write_memlens
-from stub_server import StubServer
+from helpers.datasets import colour_answer, write_memlens
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.cli import app

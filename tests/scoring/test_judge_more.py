@@ -8,8 +8,8 @@ import json
 import re
 
 import pytest
-from datasets import colour_answer, write_memlens
-from stub_server import StubServer, last_text
+from helpers.datasets import colour_answer, write_memlens
+from helpers.stub_server import StubServer, last_text
 
 from memgauge.analysis import error_breakdown, label_error
 from memgauge.cache import ResponseCache

@@ -107,7 +107,7 @@ def test_mistakes_in_the_file_are_named(tmp_path: Path, make, says: str) -> None
 
 
 def test_score_and_run_use_the_file_and_record_it(tmp_path: Path) -> None:
-    from stub_server import StubServer
+    from helpers.stub_server import StubServer
 
     from memgauge.benchmarks.synth import SynthConfig, generate
 

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from datasets import colour_answer, write_memlens
-from stub_server import StubServer
+from helpers.datasets import colour_answer, write_memlens
+from helpers.stub_server import StubServer
 
 from memgauge import registry
 from memgauge.analysis import summarize

@@ -130,7 +130,7 @@ def test_bad_tier_and_family_are_clear_errors(tmp_path):
 
 
 def test_runner_counts_the_same_tokens_the_generator_targeted(bench, tmp_path):
-    from stub_server import StubServer
+    from helpers.stub_server import StubServer
 
     root, _ = bench
     tokens = {ep.episode_id: ep.meta["tokens"] for ep in tier_episodes(root, "4k")}

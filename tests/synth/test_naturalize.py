@@ -49,7 +49,7 @@ def test_rewrites_are_checked_and_facts_survive(tmp_path):
 
 
 def test_naturaliser_over_http_with_cached_replies(tmp_path):
-    from stub_server import StubServer, last_text
+    from helpers.stub_server import StubServer, last_text
 
     from memgauge.cache import ResponseCache
     from memgauge.models import ModelSettings, create_model

@@ -15,7 +15,7 @@ import types
 from typing import Any
 
 import pytest
-from memory_history import play, question, sessions
+from helpers.memory_history import play, question, sessions
 
 from memgauge.errors import ConfigError
 from memgauge.models import Message, ModelError, TextPart

@@ -199,7 +199,7 @@ def _ranked(qid: str, cells: list[str], pool: list[str], clues: list[str]):
 
 
 def _cell_run(tmp_path):
-    from report_runs import identity, write_run
+    from helpers.report_runs import identity, write_run
 
     records = [  # q1: stale s1 outranks the latest clue s3; q2 (two cells): latest first
         _ranked("q1", ["X3_Y3"], ["s1", "s3", "s2"], ["s1", "s3"]),

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from datasets import write_memlens
 from embeddings_server import EmbeddingsServer
-from stub_server import StubServer
+from helpers.datasets import write_memlens
+from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
 from memgauge.cli import app

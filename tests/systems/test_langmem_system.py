@@ -17,8 +17,8 @@ import pytest
 
 pytest.importorskip("langmem", reason="the agents extra (langmem) is not installed")
 
-from memory_history import play, question, sessions
-from scripted_server import ScriptedServer, completion
+from helpers.memory_history import play, question, sessions
+from helpers.scripted_server import ScriptedServer, completion
 
 from memgauge.errors import ConfigError
 from memgauge.models.openai_compat import ModelSettings, OpenAICompatModel, openai_chat

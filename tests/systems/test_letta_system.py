@@ -19,9 +19,9 @@ import pytest
 
 pytest.importorskip("letta_client", reason="the agents extra (letta-client) is not installed")
 
+from helpers.memory_history import play, question
+from helpers.memory_history import sessions as shared_sessions
 from letta_standin import LettaStandIn
-from memory_history import play, question
-from memory_history import sessions as shared_sessions
 
 from memgauge.errors import ConfigError
 from memgauge.models import Message, TextPart

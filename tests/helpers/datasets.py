@@ -52,7 +52,7 @@ def write_memlens(root: Path, n: int) -> Path:
 def colour_answer(body: dict[str, Any]) -> str:
     """A stub 'model' that reads the mug number from the question and answers its colour,
     wrong for every fifth mug, so scores are mixed."""
-    from stub_server import question_of
+    from helpers.stub_server import question_of
 
     q = question_of(body)
     i = int(q.split("number ")[1].rstrip("?"))
