@@ -12,6 +12,8 @@ retrieval difficulty) are information.
   duplicates drawn from different facts (a bug).
 - :func:`caption_proof`: do the strings a question needs survive OCR of its evidence
   images? (how much a caption/OCR pipeline could recover)
+- :func:`repeated_lines`: does any line of a conversation recur more than twice in one
+  episode? (a filler line said 9 times in one 4k prompt reads as a machine's)
 - :func:`accuracy_gate` / :func:`visual_necessity_gate`: oracle runs.
 - :func:`render_gates_markdown`: all of it as Markdown.
 
@@ -49,6 +51,7 @@ __all__ = [
     "CaptionProofResult",
     "IndistinguishabilityResult",
     "NearDuplicateResult",
+    "RepeatedLinesResult",
     "Verdict",
     "VisualNecessityResult",
     "accuracy_gate",
@@ -59,6 +62,7 @@ __all__ = [
     "overall_verdict",
     "rapidocr_text",
     "render_gates_markdown",
+    "repeated_lines",
     "visual_necessity_gate",
 ]
 
@@ -642,6 +646,56 @@ def caption_proof(episodes: Iterable[Episode], *, ocr: Callable[[str], str] | No
 
 
 # ---------------------------------------------------------------------------------------
+# 3b. Repeated lines
+
+REPEAT_LIMIT = 2
+_IMAGE_PLACEHOLDER = re.compile(r"\s*<image>")
+
+
+def normalize_line(text: str) -> str:
+    """A turn's text as repeats are counted: case, spacing and ``<image>`` placeholders
+    aside (the synth generator counts the same way: ``synth._text.line_key``)."""
+    return " ".join(_IMAGE_PLACEHOLDER.sub(" ", text).split()).casefold()
+
+
+@dataclass(frozen=True)
+class RepeatedLinesResult(_ToDict):
+    """How often one line (a user or assistant turn's text, :func:`normalize_line`) recurs
+    within one episode. ``max_count``: the most times any line occurs in any episode; PASS
+    iff it is at most ``limit``; N/A when no episode has a turn with text.
+    ``n_over``: episodes holding some line more than ``limit`` times; ``worst``: up to 20
+    ``{"episode_id", "line", "count"}``, the most repeated first (one per episode)."""
+
+    max_count: int
+    limit: int
+    verdict: Verdict
+    n_episodes: int
+    n_over: int
+    worst: list[dict[str, Any]] = field(default_factory=list)
+
+
+def repeated_lines(episodes: Iterable[Episode], *, limit: int = REPEAT_LIMIT,
+                   ) -> RepeatedLinesResult:
+    """Gate on repeated conversation lines: no line more than ``limit`` times an episode."""
+    worst: list[tuple[int, str, str]] = []
+    n = 0
+    for ep in episodes:
+        n += 1
+        counts = Counter(normalize_line(t.text) for s in ep.sessions for t in s.turns)
+        counts.pop("", None)
+        if counts:
+            text, count = counts.most_common(1)[0]
+            worst.append((count, ep.episode_id, text))
+    worst.sort(key=lambda w: (-w[0], w[1]))
+    top = worst[0][0] if worst else 0
+    return RepeatedLinesResult(
+        max_count=top, limit=limit, verdict=_verdict_of(bool(worst), top <= limit),
+        n_episodes=n, n_over=sum(w[0] > limit for w in worst),
+        worst=[{"episode_id": e, "line": t, "count": c}
+               for c, e, t in worst[:MAX_LISTED] if c > limit])
+
+
+# ---------------------------------------------------------------------------------------
 # 4. Oracle run gates
 
 
@@ -863,6 +917,27 @@ def _md_oracles(tiers: Mapping[str, Any]) -> list[str]:
             "| tier | gate | value | threshold | result |", "|---|---|---|---|---|", *rows]
 
 
+def _md_repeats(tiers: Mapping[str, Any]) -> list[str]:
+    gates = {tier: t["repeats"] for tier, t in tiers.items() if t.get("repeats")}
+    if not gates:
+        return []
+    failed = any(g.get("verdict") == FAIL for g in gates.values())
+    limit = next(iter(gates.values())).get("limit", REPEAT_LIMIT)
+    out = [f"## Repeated lines — {FAIL if failed else PASS}", "",
+           (f"The most times one conversation line (case, spacing and image placeholders "
+            f"aside) occurs in one episode; pass if at most {limit}."), "",
+           "| tier | episodes | most repeats of a line | episodes over the limit | result |",
+           "|---|---:|---:|---:|---|"]
+    out += [f"| {tier} | {g.get('n_episodes')} | {g.get('max_count')} | {g.get('n_over')} | "
+            f"{_verdict(g)} |" for tier, g in gates.items()]
+    examples = [(tier, w) for tier, g in gates.items() for w in (g.get("worst") or [])[:3]]
+    if examples:
+        out += ["", "Most repeated:", ""]
+        out += [f"- {tier} `{w['episode_id']}`: {w['count']}× “{w['line']}”"
+                for tier, w in examples]
+    return out
+
+
 def _md_retrieval(tiers: Mapping[str, Any]) -> list[str]:
     rows = []
     ks: list[str] = []
@@ -902,6 +977,7 @@ def render_gates_markdown(results: Mapping[str, Any]) -> str:
               "oracle": AccuracyGateResult,
               "visual_necessity": VisualNecessityResult,
               "retrieval": {"bm25": RetrievalResult, "embed": RetrievalResult},
+              "repeats": RepeatedLinesResult,
             },
           },
           "indistinguishability": IndistinguishabilityResult,
@@ -926,7 +1002,7 @@ def render_gates_markdown(results: Mapping[str, Any]) -> str:
         lines += [f"**Overall: {'PASS' if r['passed'] else 'FAIL'}**"
                   + (f" (N/A, nothing to check: {', '.join(na)})" if na else ""), ""]
     tiers = r.get("tiers") or {}
-    sections = [_md_oracles(tiers)]
+    sections = [_md_oracles(tiers), _md_repeats(tiers)]
     if r.get("indistinguishability"):
         sections.append(_md_indist(r["indistinguishability"]))
     if r.get("near_duplicates"):

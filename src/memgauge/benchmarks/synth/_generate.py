@@ -9,6 +9,7 @@ evidence lands at uniformly random positions and update chains keep their order.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import random
@@ -42,7 +43,7 @@ from ._families import (
     with_image_dependency,
 )
 from ._haystack import STYLE_WEIGHTS, family_session, haystack_session
-from ._text import SessionPlan, chat_session, limit_repeats, lines_fit
+from ._text import SessionPlan, chat_session, limit_repeats, line_key, lines_fit
 from ._world import BASE_WORLD, World
 
 # 2: image_dependency from the facts an answer needs; 3: fillers share-worded; 4: a timeline's
@@ -52,8 +53,13 @@ from ._world import BASE_WORLD, World
 # design 0041): every benchmark's text and digest change, the demo's included; 6: sessions
 # carry the family they were drawn as (the gate's folds), more small-talk follow-ups,
 # image replies and wordings of a question's repeated lines, no small-talk line without
-# slots (issue 28, 0041): every benchmark's text and digest change again, the demo's included
-GENERATOR_VERSION = "6"
+# slots (issue 28, 0041): every benchmark's text and digest change again, the demo's included;
+# 7: no line more than twice in any episode at any tier (a pool session that would say one a
+# third time is redrawn or reworded for that episode, under an id of its own; share lines
+# take their other wordings), whose screenshot ie_previnfo asks about drawn (decoys said
+# words no evidence did), more wordings of the calendar and table-top lines (issue 28,
+# issue 27 §2, 0041): every benchmark's text and digest change again, the demo's included
+GENERATOR_VERSION = "7"
 TOLERANCE = 0.03
 LOOKAHEAD = 60  # pool sessions looked at for the next one of an episode
 LAYOUTS = ("per-question", "timeline")
@@ -199,6 +205,7 @@ class HaystackPool:
                 for _ in range(size)]
         self.with_images: list[PoolEntry] = []
         self.fillers: list[PoolEntry] = []
+        self.reworded = 0  # episode-specific copies made so far (their ids count on)
 
     def _make(self, with_image: bool) -> PoolEntry:
         bucket = self.with_images if with_image else self.fillers
@@ -215,6 +222,26 @@ class HaystackPool:
         return entry
 
     store_tokens: Callable[[ImageRef], int] = staticmethod(lambda im: 0)  # set by the generator
+
+    def reworded_copy(self, with_image: bool, index: int, lines: Counter[str],
+                      ) -> PoolEntry | None:
+        """The ``index``-th pool session with the lines that would say something a third
+        time in the episode (``lines``) redrawn or reworded as every question's evidence
+        is (``limit_repeats``), under an id of its own; None if that is not enough."""
+        plan, keys = self.plans[with_image][index]
+        plan = copy.deepcopy(plan)
+        limit_repeats([plan], random.Random(f"{plan.topic}:{index}:{self.reworded}"),
+                      Counter(lines))
+        texts = [t.text for t in plan.turns]
+        if not lines_fit(texts, lines):
+            return None
+        sid = f"{'h' if with_image else 'f'}{index}v{self.reworded}"
+        self.reworded += 1
+        session = _to_session(plan, sid, self.store, index, "haystack", _STAND_IN)
+        tokens = self.count(session)
+        img_tokens = sum(self.store_tokens(im) for t in session.turns for im in t.images)
+        return PoolEntry(session, keys, tokens, sum(len(t.images) for t in session.turns),
+                         tokens - img_tokens, texts)
 
     def get(self, with_image: bool, index: int) -> PoolEntry:
         bucket = self.with_images if with_image else self.fillers
@@ -258,9 +285,10 @@ class Generator:
 
     # -- planning ---------------------------------------------------------------------------
     def _top_up(self, sid: str, rng: random.Random, room: float,
-                lines: Counter[str]) -> PoolEntry | None:
+                lines: Counter[str] | None = None) -> PoolEntry | None:
         """A text-only chat that fits ``room``, its lines kept within the episode's cap
-        (``lines``: the episode's so far)."""
+        (``lines``: the episode's so far, keyed by ``line_key``)."""
+        lines = lines or Counter()
         for n in range(6, 0, -1):
             plan = chat_session(random.Random(f"{sid}:{n}"), n_exchanges=n)
             plan.role = "filler"
@@ -275,11 +303,12 @@ class Generator:
     def _next_from_pool(self, with_image: bool, queue: list[int], exclude: set[str],
                         room: float, lines: Counter[str]) -> PoolEntry | None:
         """The next pool session of ``queue`` that shares no key with ``exclude`` and fits
-        ``room`` (those that do not are dropped from it), preferring among the next
-        ``LOOKAHEAD`` one that keeps every line of the episode (``lines``) within
-        ``MAX_REPEATS``; the first that fits otherwise (a top-up instead would be plainer
-        than any pool session, and a tell)."""
-        fallback = None
+        ``room`` (those that do not are dropped from it) and keeps every line of the
+        episode (``lines``) within ``MAX_REPEATS``: preferably one as it is, among the next
+        ``LOOKAHEAD``; else the first that fits, its repeated lines redrawn for this
+        episode (a top-up instead would be plainer than any pool session, and a tell;
+        taking it as it is said one line up to seven times in a 32k episode)."""
+        fitting: list[int] = []
         k = scanned = 0
         while k < len(queue) and scanned < LOOKAHEAD:
             cand = self.pool.get(with_image, queue[k])
@@ -290,9 +319,14 @@ class Generator:
                 del queue[k]
                 return cand
             else:
-                fallback = k if fallback is None else fallback
+                fitting.append(k)
                 k += 1
-        return None if fallback is None else self.pool.get(with_image, queue.pop(fallback))
+        for k in fitting:
+            entry = self.pool.reworded_copy(with_image, queue[k], lines)
+            if entry is not None and entry.tokens <= room:
+                del queue[k]
+                return entry
+        return None
 
     def plans(self, limit: int | None = None,
               ) -> Iterator[tuple[str, QuestionPlan, date, random.Random]]:
@@ -374,7 +408,7 @@ class Generator:
         low, high = target * (1 - TOLERANCE / 3), target * (1 + TOLERANCE / 3)
         fills = 0
         hay_keys = {base_key(k) for k in plan.exclusive}
-        lines = Counter(t.text for s in chosen for t in s.turns)
+        lines = Counter(line_key(t.text) for s in chosen for t in s.turns)
         while total < low:
             want_image = text_tokens >= self.config.text_tokens_per_image * (n_images + 1)
             entry = self._next_from_pool(want_image, queues[want_image], hay_keys, high - total,
@@ -386,7 +420,7 @@ class Generator:
                     break
             when = session_time(hay_rng, qdate, hay_rng.randint(*EVIDENCE_DAYS))
             stamps.append((when, entry.session))
-            lines.update(entry.lines)
+            lines.update(map(line_key, entry.lines))
             total += entry.tokens
             text_tokens += entry.text_tokens
             n_images += entry.images

@@ -232,14 +232,14 @@ def _styled(rng: random.Random, style: str, world: W.World = W.BASE_WORLD,
     if style == "calendar":
         facts, _, _ = decoy_image(rng, "calendar")
         what = rng.choice(world.appointments)
-        return [share_image(rng, "calendar", facts, line=line("calendar", what=what))], {
+        return [share_image(rng, "calendar", facts, line=line("calendar", variant=rng.randrange(4), what=what))], {
             f"what:{what}"}
     if style == "receipt":
         facts, keys, place = decoy_image(rng, "receipt", world)
         return [share_image(rng, "receipt", facts, place=place)], keys
     if style == "arranged":
         thing = rng.choice(world.arranged)
-        return [share_image(rng, "scene", W.scene_facts(rng), line=line("arranged", thing=thing))], {
+        return [share_image(rng, "scene", W.scene_facts(rng), line=line("arranged", variant=rng.randrange(4), thing=thing))], {
             f"arranged:{thing}"}
     raise ValueError(f"unknown haystack style {style!r}")
 
