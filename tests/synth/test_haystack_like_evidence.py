@@ -175,7 +175,7 @@ def test_a_32k_episode_says_no_line_more_than_twice(tmp_path):
         for s in ep.sessions:
             text = " ".join(t.text for t in s.turns)
             assert texts.setdefault(s.session_id, text) == text, s.session_id
-    assert any(re.fullmatch(r"[hf]\d+v\d+", sid) for sid in texts)
+    assert any(re.fullmatch(r"[hf]\d+:synth-5-\d+:32k", sid) for sid in texts)
 
 
 def test_whose_screenshot_is_asked_about_is_drawn_so_decoys_carry_no_wording_of_their_own():

@@ -43,7 +43,14 @@ from ._families import (
     with_image_dependency,
 )
 from ._haystack import STYLE_WEIGHTS, family_session, haystack_session
-from ._text import SessionPlan, chat_session, limit_repeats, line_key, lines_fit
+from ._text import (
+    MAX_REPEATS,
+    SessionPlan,
+    chat_session,
+    limit_repeats,
+    line_key,
+    lines_fit,
+)
 from ._world import BASE_WORLD, World
 
 # 2: image_dependency from the facts an answer needs; 3: fillers share-worded; 4: a timeline's
@@ -61,7 +68,12 @@ from ._world import BASE_WORLD, World
 # issue 27 §2, 0041): every benchmark's text and digest change again, the demo's included
 GENERATOR_VERSION = "7"
 TOLERANCE = 0.03
-LOOKAHEAD = 60  # pool sessions looked at for the next one of an episode
+# Pool sessions per kind: one per this many tokens of the largest tier (at least
+# MIN_POOL). Three times as many as an episode uses, so that one which says no line a third
+# time is nearly always there: reworded copies of a pool session, one per episode, shared
+# its other words among dozens of "other" sessions and read at AUC 0.78 (design 0041).
+POOL_TOKENS_PER_SESSION = 50
+MIN_POOL = 192
 LAYOUTS = ("per-question", "timeline")
 FAMILY_CYCLE = (*DEFAULT_FAMILIES, AR_FAMILY)  # the default set
 KNOWN_FAMILIES = (*FAMILIES, AR_FAMILY)
@@ -183,6 +195,14 @@ class PoolEntry:
     text_tokens: int
     lines: list[str] = field(default_factory=list)  # its turns' texts (repeats are capped)
 
+    def fits(self, counts: Counter[str]) -> bool:
+        """Whether its lines keep an episode's ``counts`` within ``MAX_REPEATS``."""
+        if self._keys is None:
+            self._keys = Counter(map(line_key, self.lines))
+        return all(counts[k] + n <= MAX_REPEATS for k, n in self._keys.items())
+
+    _keys: Counter[str] | None = field(default=None, repr=False, compare=False)
+
 
 class HaystackPool:
     """Shared haystack sessions, generated on demand (deterministically, in order)."""
@@ -205,7 +225,6 @@ class HaystackPool:
                 for _ in range(size)]
         self.with_images: list[PoolEntry] = []
         self.fillers: list[PoolEntry] = []
-        self.reworded = 0  # episode-specific copies made so far (their ids count on)
 
     def _make(self, with_image: bool) -> PoolEntry:
         bucket = self.with_images if with_image else self.fillers
@@ -223,20 +242,19 @@ class HaystackPool:
 
     store_tokens: Callable[[ImageRef], int] = staticmethod(lambda im: 0)  # set by the generator
 
-    def reworded_copy(self, with_image: bool, index: int, lines: Counter[str],
+    def reworded_copy(self, with_image: bool, index: int, lines: Counter[str], tag: str,
                       ) -> PoolEntry | None:
         """The ``index``-th pool session with the lines that would say something a third
         time in the episode (``lines``) redrawn or reworded as every question's evidence
-        is (``limit_repeats``), under an id of its own; None if that is not enough."""
+        is (``limit_repeats``), under an id of its own (``tag``: the episode's); None if
+        that is not enough."""
         plan, keys = self.plans[with_image][index]
         plan = copy.deepcopy(plan)
-        limit_repeats([plan], random.Random(f"{plan.topic}:{index}:{self.reworded}"),
-                      Counter(lines))
+        limit_repeats([plan], random.Random(f"{tag}:{with_image}:{index}"), Counter(lines))
         texts = [t.text for t in plan.turns]
         if not lines_fit(texts, lines):
             return None
-        sid = f"{'h' if with_image else 'f'}{index}v{self.reworded}"
-        self.reworded += 1
+        sid = f"{'h' if with_image else 'f'}{index}:{tag}"
         session = _to_session(plan, sid, self.store, index, "haystack", _STAND_IN)
         tokens = self.count(session)
         img_tokens = sum(self.store_tokens(im) for t in session.turns for im in t.images)
@@ -269,7 +287,7 @@ class Generator:
         if unknown:
             raise ConfigError(f"unknown question families {unknown}; known: {list(KNOWN_FAMILIES)}")
         self.families = families
-        size = max(64, int(max(self.targets.values()) / 150))
+        size = max(MIN_POOL, int(max(self.targets.values()) / POOL_TOKENS_PER_SESSION))
         # The haystack talks like the evidence of these (refusals' sources: the defaults).
         answerable = [f for f in families if f != AR_FAMILY] or list(DEFAULT_FAMILIES)
         self.pool = HaystackPool(config.seed, self.store, self._session_tokens, size,
@@ -301,31 +319,31 @@ class Generator:
         return None
 
     def _next_from_pool(self, with_image: bool, queue: list[int], exclude: set[str],
-                        room: float, lines: Counter[str]) -> PoolEntry | None:
+                        room: float, lines: Counter[str], tag: str) -> PoolEntry | None:
         """The next pool session of ``queue`` that shares no key with ``exclude`` and fits
         ``room`` (those that do not are dropped from it) and keeps every line of the
-        episode (``lines``) within ``MAX_REPEATS``: preferably one as it is, among the next
-        ``LOOKAHEAD``; else the first that fits, its repeated lines redrawn for this
-        episode (a top-up instead would be plainer than any pool session, and a tell;
-        taking it as it is said one line up to seven times in a 32k episode)."""
-        fitting: list[int] = []
-        k = scanned = 0
-        while k < len(queue) and scanned < LOOKAHEAD:
+        episode (``lines``) within ``MAX_REPEATS``: one as it is if the queue holds one;
+        else (rarely) the first that fits with its repeated lines redrawn for this episode.
+        Taking it as it is said one line up to seven times in a 32k episode; a top-up
+        instead would be plainer than any pool session, and a tell."""
+        first = None
+        k = 0
+        while k < len(queue):
             cand = self.pool.get(with_image, queue[k])
-            scanned += 1
             if cand.keys & exclude or cand.tokens > room:
                 del queue[k]
-            elif lines_fit(cand.lines, lines):
+            elif cand.fits(lines):
                 del queue[k]
                 return cand
             else:
-                fitting.append(k)
+                first = k if first is None else first
                 k += 1
-        for k in fitting:
-            entry = self.pool.reworded_copy(with_image, queue[k], lines)
-            if entry is not None and entry.tokens <= room:
-                del queue[k]
-                return entry
+        if first is None:
+            return None
+        entry = self.pool.reworded_copy(with_image, queue[first], lines, tag)
+        if entry is not None and entry.tokens <= room:
+            del queue[first]
+            return entry
         return None
 
     def plans(self, limit: int | None = None,
@@ -412,7 +430,7 @@ class Generator:
         while total < low:
             want_image = text_tokens >= self.config.text_tokens_per_image * (n_images + 1)
             entry = self._next_from_pool(want_image, queues[want_image], hay_keys, high - total,
-                                         lines)
+                                         lines, f"{qid}:{tier}")
             if entry is None:  # nothing fits the remaining room: a text-only top-up session
                 entry = self._top_up(f"{qid}:{tier}:fill{fills}", hay_rng, high - total, lines)
                 fills += 1
@@ -549,6 +567,9 @@ def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = 
         from ._timeline import timeline_plans, use_timeline_pool
 
         plans = memeye_plans if memeye_plans is not None else list(timeline_plans(gen))
+        # One conversation holds them all: their lines kept within the cap together.
+        limit_repeats([sp for _, plan, _, _ in plans for sp in (*plan.sessions, *plan.decoys)],
+                      random.Random(f"{config.seed}:timeline:lines"))
         use_timeline_pool(gen, [plan for _, plan, _, _ in plans])
     else:
         plans = list(gen.plans())
