@@ -160,22 +160,21 @@ def test_no_line_more_than_twice_in_an_episode(small, tier):
 
 def test_a_32k_episode_says_no_line_more_than_twice(tmp_path):
     """At 32k (~140 sessions, ~1,500 turns) generator 6 said its commonest line up to 7
-    times an episode: a pool session that would say a line a third time now has those
-    lines redrawn or reworded for the episode, as a question's own sessions have
-    (generator 7, design 0041)."""
+    times an episode: the episode now takes a pool session that says no line a third
+    time, from a pool three times its need (generator 7, design 0041)."""
     from memgauge.analysis._gates import repeated_lines
 
     generate(SynthConfig(out=str(tmp_path / "b"), seed=5, tiers=["32k"], questions=3))
     episodes = tier_episodes(tmp_path / "b", "32k")
     res = repeated_lines(episodes)
     assert res.verdict == "PASS" and res.max_count == 2, res.worst
-    # the copies have ids of their own: no session id stands for two texts
+    # pool sessions are taken as they are (a copy reworded for an episode has an id of its
+    # own): no session id stands for two texts
     texts: dict[str, str] = {}
     for ep in episodes:
         for s in ep.sessions:
             text = " ".join(t.text for t in s.turns)
             assert texts.setdefault(s.session_id, text) == text, s.session_id
-    assert any(re.fullmatch(r"[hf]\d+:synth-5-\d+:32k", sid) for sid in texts)
 
 
 def test_whose_screenshot_is_asked_about_is_drawn_so_decoys_carry_no_wording_of_their_own():
@@ -222,7 +221,7 @@ def test_haystack_sessions_are_dated_as_evidence_sessions_are(small):
 def test_seed_5_passes_its_own_gate_clearly(tmp_path):
     """``generate synth --seed 5 --tiers 8k,32k --questions 60`` gave AUC 0.600, on the
     gate's bound (issue 28); the haystack now talks as the evidence does (generator 6:
-    0.442, interval about 0.38-0.50; the 20-seed table is in bench/RESULTS.md)."""
+    0.442; generator 7: 0.460, interval 0.41-0.52; the seed table is in bench/RESULTS.md)."""
     pytest.importorskip("sklearn")
     from memgauge.analysis import indistinguishability
 
