@@ -48,7 +48,6 @@ from ._families import (
     keys_clash,
 )
 from ._haystack import STYLED
-from ._text import line_key, lines_fit
 from ._world import LARGE_WORLD, World
 
 if TYPE_CHECKING:
@@ -311,31 +310,21 @@ def _haystack(gen: Generator, tier: str, total: int, fixed: list[tuple[datetime,
     span = max(1, int((end - start).total_seconds() // 60))
     out: list[tuple[datetime, Session]] = []
     fills = 0
-    # No line more than twice in the conversation: a pool session that would say one a
-    # third time is redrawn or reworded (one copy per pool session, so a larger tier still
-    # extends a smaller one), as in the per-question layout.
-    lines = Counter(line_key(t.text) for _, s in fixed for t in s.turns)
     while total < low:
         want_image = text_tokens >= gen.config.text_tokens_per_image * (n_images + 1)
         entry = None
         while pos[want_image] < size:
-            index = order[want_image][pos[want_image]]
-            cand = gen.pool.get(want_image, index)
+            cand = gen.pool.get(want_image, order[want_image][pos[want_image]])
             pos[want_image] += 1
             if not (cand.keys & exclusive) and total + cand.tokens <= high:
-                if not lines_fit(cand.lines, lines):
-                    cand = gen.pool.reworded_copy(want_image, index, lines, "timeline")
-                    if cand is None or total + cand.tokens > high:
-                        continue
                 entry = cand
                 break
         if entry is None:
-            entry = gen._top_up(f"timeline:{tier}:fill{fills}", hay_rng, high - total, lines)
+            entry = gen._top_up(f"timeline:{tier}:fill{fills}", hay_rng, high - total)
             fills += 1
             if entry is None:
                 break
         out.append((start + timedelta(minutes=hay_rng.randint(0, span)), entry.session))
-        lines.update(line_key(t.text) for t in entry.session.turns)
         total += entry.tokens
         text_tokens += entry.text_tokens
         n_images += entry.images
