@@ -9,8 +9,8 @@ depend only on the seed and its index, so those are exactly the episodes a bench
 generated with ``--questions N`` holds. Prints, per seed, size and tier, the gated AUC
 (evidence vs all other sessions, fillers included) with its 95 % bootstrap interval, the
 AUC without fillers, the most times one line occurs in an episode (``max repeats``, the
-worst episode) and the classifier's strongest evidence n-grams; then a summary per size and
-tier (mean, mean |AUC - 0.5|, worst, passes, worst repeats).
+worst episode, counted as ``memgauge validate``'s repeated-lines gate counts) and the
+classifier's strongest evidence n-grams; then a summary per size and tier (mean, mean |AUC - 0.5|, worst, passes, worst repeats).
 
 ``--null N`` adds, per row, the gate's AUC on the same sessions with their texts shuffled N
 times (labels and groups kept; as bench/memeye_auc_noise.py does): what the gate gives a
@@ -23,13 +23,13 @@ import argparse
 import random
 import statistics
 import tempfile
-from collections import Counter, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 from memgauge.benchmarks.synth import SynthConfig, generate
 from memgauge.schema import Episode
 from memgauge.validation import indistinguishability
-from memgauge.validation._gates import gate_documents, oof_auc
+from memgauge.validation._gates import gate_documents, oof_auc, repeated_lines
 from memgauge.validation.synth import gate_episodes, tier_episodes
 
 
@@ -43,9 +43,8 @@ def seed_list(text: str) -> list[int]:
 
 
 def max_repeats(episodes: list[Episode]) -> int:
-    """The most times one turn's text occurs in one episode."""
-    return max(max(Counter(t.text for s in ep.sessions for t in s.turns).values())
-               for ep in episodes)
+    """The most times one line occurs in one episode (case, spacing and placeholders aside)."""
+    return repeated_lines(episodes).max_count
 
 
 def null_aucs(episodes: list[Episode], shuffles: int) -> list[float]:

@@ -115,7 +115,8 @@ q = Question(question_id="q", text="?", answer="Lyon", answer_type=AnswerType.FR
              ability=Ability.INFORMATION_EXTRACTION)
 exact = registry.lookup("scorer", "exact")()
 print(exact.score(q, "Lyon").value, exact.score(q, "Paris").value, exact.score(q, None))
-caption = asyncio.run(create_captioner("filename").caption(ImageRef(source="a/receipt_03.png"), None))
+captioner = create_captioner("filename")
+caption = asyncio.run(captioner.caption(ImageRef(source="a/receipt_03.png"), None))
 print(caption.kind, caption.text)
 """
     done = subprocess.run([sys.executable, "-c", script], env=plugin_env, cwd=tmp_path,

@@ -23,6 +23,9 @@ from memgauge.benchmarks.synth._text import (
     TurnPlan,
     chat_session,
     limit_repeats,
+    line,
+    line_key,
+    share_image,
 )
 from memgauge.validation.synth import gate_episodes, tier_episodes
 
@@ -90,10 +93,30 @@ def test_limit_repeats_redraws_small_talk_and_image_replies_over_the_cap():
                                                    n_exchanges=3).turns, *share()])
                 for _ in range(5)]  # five copies of one session: every line five times
     counts = limit_repeats(sessions, rng)
-    assert Counter(t.text for s in sessions for t in s.turns) == counts
-    # a line that carries a question's wording is left alone, whatever the count
-    assert counts.pop("Look at this <image>") == 5
+    assert Counter(line_key(t.text) for s in sessions for t in s.turns) == counts
+    # a line that has no other wording is left alone, whatever the count
+    assert counts.pop("look at this") == 5
     assert max(counts.values()) == 2
+
+
+def test_limit_repeats_says_a_share_line_in_its_other_wordings():
+    """A question's or a pool session's share line ("The car has moved, here's where it
+    is") said 6 times in a 32k episode: it takes another of its wordings, same slots."""
+    rng = random.Random(2)
+    sessions = [SessionPlan("pets", share_image(rng, "entity", {}, line=line(
+        "collection", kind="mug"))) for _ in range(7)]
+    wordings = sessions[0].turns[0].wordings
+    assert len(wordings) == 7 and all("mug" in w and "<image>" in w for w in wordings)
+    counts = limit_repeats(sessions, rng)
+    users = Counter(s.turns[0].text for s in sessions)
+    assert set(users) <= set(wordings) and max(users.values()) <= 2 and len(users) >= 4
+    assert max(counts.values()) <= 2
+    # without its image (a text-only filler) the reworded line has no placeholder either
+    bare = [SessionPlan("pets", [TurnPlan("user", "Another photo for my mug collection",
+                                          wordings=wordings)]) for _ in range(4)]
+    limit_repeats(bare, rng)
+    assert not any("<image>" in s.turns[0].text for s in bare)
+    assert max(Counter(s.turns[0].text for s in bare).values()) == 2
 
 
 def test_a_pool_session_is_an_evidence_session_of_a_planned_question():
@@ -127,22 +150,55 @@ def small(tmp_path_factory):
 
 @pytest.mark.parametrize("tier", ["4k", "8k"])
 def test_no_line_more_than_twice_in_an_episode(small, tier):
-    """A 4k prompt held one filler line 9 times (issue 28). (At 32k an episode has ~140
-    sessions and the small talk cannot keep every line to two; design 0041.)"""
-    for ep in small[tier]:
-        line, n = Counter(t.text for s in ep.sessions for t in s.turns).most_common(1)[0]
-        assert n <= 2, (ep.episode_id, line, n)
+    """A 4k prompt held one filler line 9 times (issue 28); counted as the validate gate
+    counts (case, spacing and image placeholders aside)."""
+    from memgauge.analysis._gates import repeated_lines
+
+    res = repeated_lines(small[tier])
+    assert res.verdict == "PASS" and res.max_count <= 2, res.worst
 
 
-def test_a_32k_episode_says_no_line_more_than_six_times(tmp_path):
-    """At 32k (~140 sessions, ~1,500 turns) generator 5 said its commonest lines 11-16
-    times an episode; more follow-ups, image replies, wordings of a question's repeated
-    lines and no small talk without slots bring the worst to 5-6 (design 0041). Two,
-    as at 4k and 8k, needs more small talk than the templates hold."""
+def test_a_32k_episode_says_no_line_more_than_twice(tmp_path):
+    """At 32k (~140 sessions, ~1,500 turns) generator 6 said its commonest line up to 7
+    times an episode: the episode now takes a pool session that says no line a third
+    time, from a pool three times its need (generator 7, design 0041)."""
+    from memgauge.analysis._gates import repeated_lines
+
     generate(SynthConfig(out=str(tmp_path / "b"), seed=5, tiers=["32k"], questions=3))
-    for ep in tier_episodes(tmp_path / "b", "32k"):
-        line, n = Counter(t.text for s in ep.sessions for t in s.turns).most_common(1)[0]
-        assert n <= 6, (ep.episode_id, line, n)
+    episodes = tier_episodes(tmp_path / "b", "32k")
+    res = repeated_lines(episodes)
+    assert res.verdict == "PASS" and res.max_count == 2, res.worst
+    # pool sessions are taken as they are (a copy reworded for an episode has an id of its
+    # own): no session id stands for two texts
+    texts: dict[str, str] = {}
+    for ep in episodes:
+        for s in ep.sessions:
+            text = " ".join(t.text for t in s.turns)
+            assert texts.setdefault(s.session_id, text) == text, s.session_id
+
+
+def test_whose_screenshot_is_asked_about_is_drawn_so_decoys_carry_no_wording_of_their_own():
+    """ie_previnfo's decoy was always "Screenshot of my neighbour's booking from the same
+    app": words only decoys said, most of the other sessions at 8k (seed 19, 200
+    questions: AUC 0.601). Now evidence says it as often as decoys do."""
+    from datetime import date
+
+    from memgauge.benchmarks.synth._families import FAMILIES, When
+
+    rng = random.Random(19)
+    said = Counter()
+    for _ in range(200):
+        plan = FAMILIES["ie_previnfo"].plan(rng, When(date(2025, 10, 1)))
+        [evidence], [decoy] = plan.sessions, plan.decoys
+        theirs = ["same app" in t.text for t in evidence.turns], [
+            "same app" in t.text for t in decoy.turns]
+        assert any(theirs[0]) != any(theirs[1])  # one of the two, never both
+        if any(theirs[0]):
+            assert "my own" not in plan.question and "'s " in plan.question
+        else:
+            assert "my own" in plan.question
+        said["evidence" if any(theirs[0]) else "decoy"] += 1
+    assert 70 < said["evidence"] < 130 and said["evidence"] + said["decoy"] == 200
 
 
 def test_haystack_sessions_are_dated_as_evidence_sessions_are(small):
@@ -165,7 +221,7 @@ def test_haystack_sessions_are_dated_as_evidence_sessions_are(small):
 def test_seed_5_passes_its_own_gate_clearly(tmp_path):
     """``generate synth --seed 5 --tiers 8k,32k --questions 60`` gave AUC 0.600, on the
     gate's bound (issue 28); the haystack now talks as the evidence does (generator 6:
-    0.442, interval about 0.38-0.50; the 20-seed table is in bench/RESULTS.md)."""
+    0.442; generator 7: 0.460, interval 0.41-0.52; the seed table is in bench/RESULTS.md)."""
     pytest.importorskip("sklearn")
     from memgauge.validation import indistinguishability
 

@@ -330,3 +330,56 @@ def test_render_gates_markdown():
     skipped = render_gates_markdown({"caption_proof": {"skipped": "install memgauge[ocr]"}})
     assert "SKIPPED" in skipped and "install memgauge[ocr]" in skipped
     assert render_gates_markdown({}).startswith("# Validation gates")
+
+
+# ---------------------------------------------------------------------------------------
+# 3b. repeated lines (issue 27 §2, issue 28)
+
+
+def chat_episode(qid, lines):
+    """One session whose user turns say ``lines`` in order, each answered "Sure."."""
+    turns = []
+    for k, text in enumerate(lines):
+        turns += [Turn(turn_id=f"{qid}:{2 * k}", role="user", text=text),
+                  Turn(turn_id=f"{qid}:{2 * k + 1}", role="assistant", text=f"Sure {k}.")]
+    return make_episode(qid, [Session(session_id=f"{qid}-s", turns=turns)])
+
+
+def test_repeated_lines_fails_a_line_said_three_times_in_one_episode():
+    """A 4k prompt said one filler line 9 times; a line counts the same whatever its case,
+    spacing or image placeholder."""
+    from memgauge.analysis._gates import repeated_lines
+
+    twice = chat_episode("ok", ["Look at this <image>", "look at  this", "Other."])
+    thrice = chat_episode("bad", ["Look at this <image>", "LOOK AT THIS", "look at this <image>"])
+    res = repeated_lines([twice, thrice])
+    assert (res.verdict, res.max_count, res.n_episodes, res.n_over) == ("FAIL", 3, 2, 1)
+    assert res.worst == [{"episode_id": "bad", "line": "look at this", "count": 3}]
+    passing = repeated_lines([twice])
+    assert (passing.verdict, passing.max_count, passing.worst) == ("PASS", 2, [])
+    # The same line in two episodes is two episodes' worth, not a repeat.
+    assert repeated_lines([twice, chat_episode("ok2", ["Look at this"])]).verdict == "PASS"
+    assert repeated_lines([]).verdict == "N/A"
+    assert repeated_lines([thrice], limit=3).verdict == "PASS"
+
+
+def test_repeated_lines_show_in_the_gates_markdown():
+    from memgauge.analysis._gates import repeated_lines
+
+    bad = chat_episode("bad", ["Same line."] * 4)
+    md = render_gates_markdown({"tiers": {
+        "4k": {"repeats": repeated_lines([chat_episode("ok", ["One.", "Two."])])},
+        "8k": {"repeats": repeated_lines([bad]).to_dict()}}})
+    assert "## Repeated lines — FAIL" in md and "pass if at most 2" in md
+    assert "| 4k | 1 | 1 | 0 | PASS |" in md and "| 8k | 1 | 4 | 1 | FAIL |" in md
+    assert "- 8k `bad`: 4× “same line.”" in md
+
+
+def test_the_synth_generator_counts_lines_as_the_gate_does():
+    from memgauge.analysis._gates import normalize_line
+
+    from memgauge.benchmarks.synth._text import line_key
+
+    for text in ("Look at this <image>", "  Thanks!  Got it. ", "A<image> B", "ÉTÉ in Nara",
+                 "<image>"):
+        assert line_key(text) == normalize_line(text)

@@ -10,6 +10,8 @@ from typing import Any
 
 # The gates' verdict strings (validation/_gates.py's Verdict), as the results dicts hold them.
 FAIL = "FAIL"
+PASS = "PASS"
+REPEAT_LIMIT = 2  # validation._gates.REPEAT_LIMIT: the gate writes its limit; this is the fallback
 NOT_APPLICABLE = "N/A"
 
 
@@ -150,6 +152,27 @@ def _md_oracles(tiers: Mapping[str, Any]) -> list[str]:
             "| tier | gate | value | threshold | result |", "|---|---|---|---|---|", *rows]
 
 
+def _md_repeats(tiers: Mapping[str, Any]) -> list[str]:
+    gates = {tier: t["repeats"] for tier, t in tiers.items() if t.get("repeats")}
+    if not gates:
+        return []
+    failed = any(g.get("verdict") == FAIL for g in gates.values())
+    limit = next(iter(gates.values())).get("limit", REPEAT_LIMIT)
+    out = [f"## Repeated lines — {FAIL if failed else PASS}", "",
+           (f"The most times one conversation line (case, spacing and image placeholders "
+            f"aside) occurs in one episode; pass if at most {limit}."), "",
+           "| tier | episodes | most repeats of a line | episodes over the limit | result |",
+           "|---|---:|---:|---:|---|"]
+    out += [f"| {tier} | {g.get('n_episodes')} | {g.get('max_count')} | {g.get('n_over')} | "
+            f"{_verdict(g)} |" for tier, g in gates.items()]
+    examples = [(tier, w) for tier, g in gates.items() for w in (g.get("worst") or [])[:3]]
+    if examples:
+        out += ["", "Most repeated:", ""]
+        out += [f"- {tier} `{w['episode_id']}`: {w['count']}× “{w['line']}”"
+                for tier, w in examples]
+    return out
+
+
 def _md_retrieval(tiers: Mapping[str, Any]) -> list[str]:
     rows = []
     ks: list[str] = []
@@ -189,6 +212,7 @@ def render_gates_markdown(results: Mapping[str, Any]) -> str:
               "oracle": AccuracyGateResult,
               "visual_necessity": VisualNecessityResult,
               "retrieval": {"bm25": RetrievalResult, "embed": RetrievalResult},
+              "repeats": RepeatedLinesResult,
             },
           },
           "indistinguishability": IndistinguishabilityResult,
@@ -213,7 +237,7 @@ def render_gates_markdown(results: Mapping[str, Any]) -> str:
         lines += [f"**Overall: {'PASS' if r['passed'] else 'FAIL'}**"
                   + (f" (N/A, nothing to check: {', '.join(na)})" if na else ""), ""]
     tiers = r.get("tiers") or {}
-    sections = [_md_oracles(tiers)]
+    sections = [_md_oracles(tiers), _md_repeats(tiers)]
     if r.get("indistinguishability"):
         sections.append(_md_indist(r["indistinguishability"]))
     if r.get("near_duplicates"):

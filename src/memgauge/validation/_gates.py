@@ -12,6 +12,8 @@ retrieval difficulty) are information.
   duplicates drawn from different facts (a bug).
 - :func:`caption_proof`: do the strings a question needs survive OCR of its evidence
   images? (how much a caption/OCR pipeline could recover)
+- :func:`repeated_lines`: does any line of a conversation recur more than twice in one
+  episode? (a filler line said 9 times in one 4k prompt reads as a machine's)
 - :func:`accuracy_gate` / :func:`visual_necessity_gate`: oracle runs.
 - :func:`render_gates_markdown`: all of it as Markdown.
 
@@ -49,6 +51,7 @@ __all__ = [
     "CaptionProofResult",
     "IndistinguishabilityResult",
     "NearDuplicateResult",
+    "RepeatedLinesResult",
     "Verdict",
     "VisualNecessityResult",
     "accuracy_gate",
@@ -58,6 +61,7 @@ __all__ = [
     "normalize_for_match",
     "overall_verdict",
     "rapidocr_text",
+    "repeated_lines",
     "visual_necessity_gate",
 ]
 
@@ -627,6 +631,56 @@ def caption_proof(episodes: Iterable[Episode], *, ocr: Callable[[str], str] | No
         n_questions=n, n_surviving=surviving, survival_rate=_round(surviving / n if n else None, 4),
         by_x=_rate_table(by_x), by_family=_rate_table(by_family), n_images=len(cache),
         n_without_images=without, ocr_errors=errors, failures=failures)
+
+
+# ---------------------------------------------------------------------------------------
+# 3b. Repeated lines
+
+REPEAT_LIMIT = 2
+_IMAGE_PLACEHOLDER = re.compile(r"\s*<image>")
+
+
+def normalize_line(text: str) -> str:
+    """A turn's text as repeats are counted: case, spacing and ``<image>`` placeholders
+    aside (the synth generator counts the same way: ``synth._text.line_key``)."""
+    return " ".join(_IMAGE_PLACEHOLDER.sub(" ", text).split()).casefold()
+
+
+@dataclass(frozen=True)
+class RepeatedLinesResult(_ToDict):
+    """How often one line (a user or assistant turn's text, :func:`normalize_line`) recurs
+    within one episode. ``max_count``: the most times any line occurs in any episode; PASS
+    iff it is at most ``limit``; N/A when no episode has a turn with text.
+    ``n_over``: episodes holding some line more than ``limit`` times; ``worst``: up to 20
+    ``{"episode_id", "line", "count"}``, the most repeated first (one per episode)."""
+
+    max_count: int
+    limit: int
+    verdict: Verdict
+    n_episodes: int
+    n_over: int
+    worst: list[dict[str, Any]] = field(default_factory=list)
+
+
+def repeated_lines(episodes: Iterable[Episode], *, limit: int = REPEAT_LIMIT,
+                   ) -> RepeatedLinesResult:
+    """Gate on repeated conversation lines: no line more than ``limit`` times an episode."""
+    worst: list[tuple[int, str, str]] = []
+    n = 0
+    for ep in episodes:
+        n += 1
+        counts = Counter(normalize_line(t.text) for s in ep.sessions for t in s.turns)
+        counts.pop("", None)
+        if counts:
+            text, count = counts.most_common(1)[0]
+            worst.append((count, ep.episode_id, text))
+    worst.sort(key=lambda w: (-w[0], w[1]))
+    top = worst[0][0] if worst else 0
+    return RepeatedLinesResult(
+        max_count=top, limit=limit, verdict=_verdict_of(bool(worst), top <= limit),
+        n_episodes=n, n_over=sum(w[0] > limit for w in worst),
+        worst=[{"episode_id": e, "line": t, "count": c}
+               for c, e, t in worst[:MAX_LISTED] if c > limit])
 
 
 # ---------------------------------------------------------------------------------------

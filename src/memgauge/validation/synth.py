@@ -30,6 +30,7 @@ from ._gates import (
     indistinguishability,
     near_duplicates,
     overall_verdict,
+    repeated_lines,
     visual_necessity_gate,
 )
 
@@ -123,6 +124,8 @@ def validate(root: str | Path, *, ocr: bool | None = None,
             "visual_necessity": _plain(visual_necessity_gate(list(text_only))),
             "retrieval": {name: _plain(retrieval_recall(episodes, retriever=name))
                           for name in ("bm25", "embed")},
+            # every episode as a model reads it (a timeline: the whole conversation)
+            "repeats": _plain(repeated_lines(episodes)),
         }
     largest = tiers[-1]
     say("indistinguishability")
@@ -154,7 +157,8 @@ def validate(root: str | Path, *, ocr: bool | None = None,
         results["caption_proof"] = {"skipped": "install memgauge[ocr] (rapidocr) to run it"}
     gates = {name: results[name] for name in ("indistinguishability", "near_duplicates")}
     for tier, t in results["tiers"].items():
-        gates.update({f"{tier} {name}": t[name] for name in ("oracle", "visual_necessity")})
+        gates.update({f"{tier} {name}": t[name]
+                      for name in ("oracle", "visual_necessity", "repeats")})
     results.update(overall_verdict(gates))
     out = root / "validation"
     out.mkdir(parents=True, exist_ok=True)

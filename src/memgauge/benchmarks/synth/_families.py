@@ -178,18 +178,25 @@ def plan_ie_previnfo(rng: random.Random, when: When) -> QuestionPlan:
     facts = {"app": app, "title": "Confirmation" if kind == "booking" else "Your parcel",
              "fields": fields, "accent": rng.choice(W.COLOURS)}
     (t1,) = when.days(rng, 1)
-    s = chat_session(rng, inserts=[_needle(share_image(rng, "app_ui", facts, line=share))])
     label = "Reference" if kind == "booking" else "Tracking"
-    # A decoy that differs only in the small print: someone else's screenshot from the same
-    # app, the same card, the code two characters off.
+    # A decoy that differs only in the small print: a screenshot of the same card from the
+    # same app, the code two characters off.
     digits = list(ref[3:])
     for i in rng.sample(range(len(digits)), 2):
         digits[i] = rng.choice([d for d in "0123456789" if d != digits[i]])
     twin_ref = ref[:3] + "".join(digits)
     twin = {**facts, "fields": [[k, twin_ref if k == label else v] for k, v in fields]}
     owner = rng.choice(W.OWNERS)
-    decoy = chat_session(rng, inserts=[share_image(rng, "app_ui", twin, line=line(
-        "someone_else", owner=owner, what="booking" if kind == "booking" else "parcel"))])
+    theirs = line("someone_else", owner=owner, what=kind)
+    # Whose screenshot is asked about is drawn: half the time someone else's, the user's
+    # own the decoy. (Always the user's own, "screenshot of my neighbour's booking from the
+    # same app" was said only by decoys, most of the other sessions at 8k: seed 19 at 200
+    # questions read evidence by it at AUC 0.60; design 0041.)
+    if rng.random() < 0.5:
+        q = q.replace("my own", f"{owner}'s")
+        share, theirs = theirs, share
+    s = chat_session(rng, inserts=[_needle(share_image(rng, "app_ui", facts, line=share))])
+    decoy = chat_session(rng, inserts=[share_image(rng, "app_ui", twin, line=theirs)])
     return QuestionPlan(
         decoys=[_decoy(decoy, when.days(rng, 1)[0])],
         family="ie_previnfo", ability=Ability.INFORMATION_EXTRACTION, subtype="previnfo",
@@ -214,12 +221,12 @@ def plan_ie_scene(rng: random.Random, when: When) -> QuestionPlan:
     facts = W.scene_facts(rng)
     (t1,) = when.days(rng, 1)
     s = chat_session(rng, inserts=[_needle(share_image(
-        rng, "scene", facts, line=line("arranged", thing=thing)))])
+        rng, "scene", facts, line=line("arranged", variant=rng.randrange(4), thing=thing)))])
     # A decoy differing only at the scene level: same objects, another table-top colour.
     other = rng.choice([t for t in _arranged(when) if t != thing])
     twin = {**facts, "background": rng.choice([c for c in W.COLOURS if c != facts["background"]])}
-    decoy = chat_session(rng, inserts=[share_image(rng, "scene", twin,
-                                                   line=line("arranged", thing=other))])
+    said = line("arranged", variant=rng.randrange(4), thing=other)
+    decoy = chat_session(rng, inserts=[share_image(rng, "scene", twin, line=said)])
     return QuestionPlan(
         decoys=[_decoy(decoy, when.days(rng, 1)[0])],
         family="ie_scene", ability=Ability.INFORMATION_EXTRACTION, subtype="previnfo",
@@ -443,13 +450,13 @@ def plan_tr_date(rng: random.Random, when: When) -> QuestionPlan:
     facts = {"year": target.year, "month": target.month, "marked_day": target.day,
              "marker_colour": rng.choice(["red", "blue", "green", "orange", "purple"])}
     s = chat_session(rng, inserts=[_needle(share_image(
-        rng, "calendar", facts, line=line("calendar", what=what)))])
+        rng, "calendar", facts, line=line("calendar", variant=rng.randrange(4), what=what)))])
     # A decoy differing only in the marked cell: same month, another day, another event.
     other = rng.choice([w for w in W.APPOINTMENTS if w != what])
     days_in = [d for d in range(1, 29) if d != target.day]
     twin = {**facts, "marked_day": rng.choice(days_in)}
-    decoy = chat_session(rng, inserts=[share_image(rng, "calendar", twin,
-                                                   line=line("calendar", what=other))])
+    said = line("calendar", variant=rng.randrange(4), what=other)
+    decoy = chat_session(rng, inserts=[share_image(rng, "calendar", twin, line=said)])
     return QuestionPlan(
         decoys=[_decoy(decoy, when.days(rng, 1)[0])],
         family="tr_date", ability=Ability.TEMPORAL_REASONING, subtype="temporal_info_extraction",
@@ -558,7 +565,8 @@ def plan_msr_scenes(rng: random.Random, when: When) -> QuestionPlan:
     for thing, bg, d in zip(things, backgrounds, when.days(rng, 3), strict=True):
         facts = {**W.scene_facts(rng), "background": bg}
         sessions.append(_evidence(chat_session(rng, inserts=[_needle(share_image(
-            rng, "scene", facts, line=line("arranged", thing=thing)))]), d))
+            rng, "scene", facts,
+            line=line("arranged", variant=rng.randrange(4), thing=thing)))]), d))
     listed = ", the ".join(things[:-1]) + f" and the {things[-1]}"
     return QuestionPlan(
         family="msr_scenes", ability=Ability.MULTI_SESSION_REASONING, subtype="counting",
@@ -624,7 +632,8 @@ def plan_ku_scene(rng: random.Random, when: When) -> QuestionPlan:
     backgrounds = _distinct_colours(rng, len(days))
     sessions = [_evidence(chat_session(rng, inserts=[_needle(share_image(
         rng, "scene", {**W.scene_facts(rng), "background": bg},
-        line=line("arranged", thing=thing)))]), d) for bg, d in zip(backgrounds, days, strict=True)]
+        line=line("arranged", variant=rng.randrange(4), thing=thing)))]), d)
+        for bg, d in zip(backgrounds, days, strict=True)]
     return QuestionPlan(
         family="ku_scene", ability=Ability.KNOWLEDGE_UPDATE, subtype=None,
         answer_type=AnswerType.FREE_TEXT,

@@ -9,6 +9,7 @@ evidence lands at uniformly random positions and update chains keep their order.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import random
@@ -43,7 +44,14 @@ from ._families import (
     with_image_dependency,
 )
 from ._haystack import STYLE_WEIGHTS, family_session, haystack_session
-from ._text import SessionPlan, chat_session, limit_repeats, lines_fit
+from ._text import (
+    MAX_REPEATS,
+    SessionPlan,
+    chat_session,
+    limit_repeats,
+    line_key,
+    lines_fit,
+)
 from ._world import BASE_WORLD, World
 
 # 2: image_dependency from the facts an answer needs; 3: fillers share-worded; 4: a timeline's
@@ -53,10 +61,20 @@ from ._world import BASE_WORLD, World
 # design 0041): every benchmark's text and digest change, the demo's included; 6: sessions
 # carry the family they were drawn as (the gate's folds), more small-talk follow-ups,
 # image replies and wordings of a question's repeated lines, no small-talk line without
-# slots (issue 28, 0041): every benchmark's text and digest change again, the demo's included
-GENERATOR_VERSION = "6"
+# slots (issue 28, 0041): every benchmark's text and digest change again, the demo's included;
+# 7: no line more than twice in a per-question episode at any tier (a pool three times the
+# need, scanned for a session saying no line a third time; share lines take their other
+# wordings; the timeline as it was), whose screenshot ie_previnfo asks about drawn (decoys said
+# words no evidence did), more wordings of the calendar and table-top lines (issue 28,
+# issue 27 §2, 0041): every benchmark's text and digest change again, the demo's included
+GENERATOR_VERSION = "7"
 TOLERANCE = 0.03
-LOOKAHEAD = 60  # pool sessions looked at for the next one of an episode
+# Pool sessions per kind: one per this many tokens of the largest tier (at least
+# MIN_POOL). Three times as many as an episode uses, so that one which says no line a third
+# time is nearly always there: reworded copies of a pool session, one per episode, shared
+# its other words among dozens of "other" sessions and read at AUC 0.78 (design 0041).
+POOL_TOKENS_PER_SESSION = 50
+MIN_POOL = 192
 LAYOUTS = ("per-question", "timeline")
 FAMILY_CYCLE = (*DEFAULT_FAMILIES, AR_FAMILY)  # the default set
 KNOWN_FAMILIES = (*FAMILIES, AR_FAMILY)
@@ -178,6 +196,14 @@ class PoolEntry:
     text_tokens: int
     lines: list[str] = field(default_factory=list)  # its turns' texts (repeats are capped)
 
+    def fits(self, counts: Counter[str]) -> bool:
+        """Whether its lines keep an episode's ``counts`` within ``MAX_REPEATS``."""
+        if self._keys is None:
+            self._keys = Counter(map(line_key, self.lines))
+        return all(counts[k] + n <= MAX_REPEATS for k, n in self._keys.items())
+
+    _keys: Counter[str] | None = field(default=None, repr=False, compare=False)
+
 
 class HaystackPool:
     """Shared haystack sessions, generated on demand (deterministically, in order)."""
@@ -217,6 +243,25 @@ class HaystackPool:
 
     store_tokens: Callable[[ImageRef], int] = staticmethod(lambda im: 0)  # set by the generator
 
+    def reworded_copy(self, with_image: bool, index: int, lines: Counter[str], tag: str,
+                      ) -> PoolEntry | None:
+        """The ``index``-th pool session with the lines that would say something a third
+        time in the episode (``lines``) redrawn or reworded as every question's evidence
+        is (``limit_repeats``), under an id of its own (``tag``: the episode's); None if
+        that is not enough."""
+        plan, keys = self.plans[with_image][index]
+        plan = copy.deepcopy(plan)
+        limit_repeats([plan], random.Random(f"{tag}:{with_image}:{index}"), Counter(lines))
+        texts = [t.text for t in plan.turns]
+        if not lines_fit(texts, lines):
+            return None
+        sid = f"{'h' if with_image else 'f'}{index}:{tag}"
+        session = _to_session(plan, sid, self.store, index, "haystack", _STAND_IN)
+        tokens = self.count(session)
+        img_tokens = sum(self.store_tokens(im) for t in session.turns for im in t.images)
+        return PoolEntry(session, keys, tokens, sum(len(t.images) for t in session.turns),
+                         tokens - img_tokens, texts)
+
     def get(self, with_image: bool, index: int) -> PoolEntry:
         bucket = self.with_images if with_image else self.fillers
         while len(bucket) <= index:
@@ -243,7 +288,11 @@ class Generator:
         if unknown:
             raise ConfigError(f"unknown question families {unknown}; known: {list(KNOWN_FAMILIES)}")
         self.families = families
-        size = max(64, int(max(self.targets.values()) / 150))
+        largest = max(self.targets.values())
+        # (a timeline keeps its pool as it was: three times as many styled sessions there
+        # scored 0.611 on tests/synth/test_timeline_world's thirty plans; design 0041)
+        size = (max(64, int(largest / 150)) if config.layout == "timeline"
+                else max(MIN_POOL, int(largest / POOL_TOKENS_PER_SESSION)))
         # The haystack talks like the evidence of these (refusals' sources: the defaults).
         answerable = [f for f in families if f != AR_FAMILY] or list(DEFAULT_FAMILIES)
         self.pool = HaystackPool(config.seed, self.store, self._session_tokens, size,
@@ -258,9 +307,10 @@ class Generator:
 
     # -- planning ---------------------------------------------------------------------------
     def _top_up(self, sid: str, rng: random.Random, room: float,
-                lines: Counter[str]) -> PoolEntry | None:
+                lines: Counter[str] | None = None) -> PoolEntry | None:
         """A text-only chat that fits ``room``, its lines kept within the episode's cap
-        (``lines``: the episode's so far)."""
+        (``lines``: the episode's so far, keyed by ``line_key``)."""
+        lines = lines or Counter()
         for n in range(6, 0, -1):
             plan = chat_session(random.Random(f"{sid}:{n}"), n_exchanges=n)
             plan.role = "filler"
@@ -273,26 +323,32 @@ class Generator:
         return None
 
     def _next_from_pool(self, with_image: bool, queue: list[int], exclude: set[str],
-                        room: float, lines: Counter[str]) -> PoolEntry | None:
+                        room: float, lines: Counter[str], tag: str) -> PoolEntry | None:
         """The next pool session of ``queue`` that shares no key with ``exclude`` and fits
-        ``room`` (those that do not are dropped from it), preferring among the next
-        ``LOOKAHEAD`` one that keeps every line of the episode (``lines``) within
-        ``MAX_REPEATS``; the first that fits otherwise (a top-up instead would be plainer
-        than any pool session, and a tell)."""
-        fallback = None
-        k = scanned = 0
-        while k < len(queue) and scanned < LOOKAHEAD:
+        ``room`` (those that do not are dropped from it) and keeps every line of the
+        episode (``lines``) within ``MAX_REPEATS``: one as it is if the queue holds one;
+        else (rarely) the first that fits with its repeated lines redrawn for this episode.
+        Taking it as it is said one line up to seven times in a 32k episode; a top-up
+        instead would be plainer than any pool session, and a tell."""
+        first = None
+        k = 0
+        while k < len(queue):
             cand = self.pool.get(with_image, queue[k])
-            scanned += 1
             if cand.keys & exclude or cand.tokens > room:
                 del queue[k]
-            elif lines_fit(cand.lines, lines):
+            elif cand.fits(lines):
                 del queue[k]
                 return cand
             else:
-                fallback = k if fallback is None else fallback
+                first = k if first is None else first
                 k += 1
-        return None if fallback is None else self.pool.get(with_image, queue.pop(fallback))
+        if first is None:
+            return None
+        entry = self.pool.reworded_copy(with_image, queue[first], lines, tag)
+        if entry is not None and entry.tokens <= room:
+            del queue[first]
+            return entry
+        return None
 
     def plans(self, limit: int | None = None,
               ) -> Iterator[tuple[str, QuestionPlan, date, random.Random]]:
@@ -372,11 +428,11 @@ class Generator:
         low, high = target * (1 - TOLERANCE / 3), target * (1 + TOLERANCE / 3)
         fills = 0
         hay_keys = {base_key(k) for k in plan.exclusive}
-        lines = Counter(t.text for s in chosen for t in s.turns)
+        lines = Counter(line_key(t.text) for s in chosen for t in s.turns)
         while total < low:
             want_image = text_tokens >= self.config.text_tokens_per_image * (n_images + 1)
             entry = self._next_from_pool(want_image, queues[want_image], hay_keys, high - total,
-                                         lines)
+                                         lines, f"{qid}:{tier}")
             if entry is None:  # nothing fits the remaining room: a text-only top-up session
                 entry = self._top_up(f"{qid}:{tier}:fill{fills}", hay_rng, high - total, lines)
                 fills += 1
@@ -384,7 +440,7 @@ class Generator:
                     break
             when = session_time(hay_rng, qdate, hay_rng.randint(*EVIDENCE_DAYS))
             stamps.append((when, entry.session))
-            lines.update(entry.lines)
+            lines.update(map(line_key, entry.lines))
             total += entry.tokens
             text_tokens += entry.text_tokens
             n_images += entry.images

@@ -238,7 +238,8 @@ def _styled(rng: random.Random, style: str, world: W.World = W.BASE_WORLD,
     if style == "calendar":
         facts, _, _ = decoy_image(rng, "calendar")
         what = rng.choice(world.appointments)
-        return [share_image(rng, "calendar", facts, line=line("calendar", what=what))], {
+        said = line("calendar", variant=rng.randrange(4), what=what)
+        return [share_image(rng, "calendar", facts, line=said)], {
             f"what:{what}"}
     if style == "receipt":
         facts, keys, place = decoy_image(rng, "receipt", world)
@@ -246,7 +247,7 @@ def _styled(rng: random.Random, style: str, world: W.World = W.BASE_WORLD,
     if style == "arranged":
         thing = rng.choice(world.arranged)
         return [share_image(rng, "scene", W.scene_facts(rng),
-                            line=line("arranged", thing=thing))], {
+                            line=line("arranged", variant=rng.randrange(4), thing=thing))], {
             f"arranged:{thing}"}
     raise ValueError(f"unknown haystack style {style!r}")
 

@@ -46,6 +46,7 @@ async def _rewrite(model: ChatModel, turn: TurnPlan, config: GenerateConfig,
     text = out.text.strip()
     if accepted(turn.text, text, turn.keep):
         turn.text = text
+        turn.wordings = ()  # the template's other wordings would undo the rewrite
         stats["rewritten"] += 1
     else:
         stats["rejected"] += 1

@@ -9,6 +9,7 @@ indistinguishable from haystack ones by construction.
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -471,6 +472,14 @@ LINE_VARIANTS: dict[str, tuple[str, ...]] = {
     "parcel": ("Tracking screenshot for my parcel <image>",
                "The app says my parcel is on the way <image>",
                "Parcel update from the app <image>"),
+    # (one wording each, the lines of a question's evidence and of its decoy were the same
+    # few words among most of the other sessions of an 8k tier: seed 19, design 0041)
+    "calendar": ("Circled my {what} on the calendar <image>",
+                 "The {what} is on the calendar now <image>",
+                 "Calendar photo, my {what} is marked <image>"),
+    "arranged": ("Laid out the {thing} on the table like this <image>",
+                 "This is the {thing} set out on the table <image>",
+                 "Put the {thing} out on the table, have a look <image>"),
     "parking_first": ("Saving where I parked the car <image>",
                       "Left the car here today <image>",
                       "Parked up, here's the spot <image>",
@@ -492,9 +501,11 @@ CHAINS: dict[str, tuple[str, tuple[str, ...]]] = {
     "desk": ("desk_first", ("desk_swap", "desk_swap_new", "desk_swap_replaced")),
 }
 class Phrase(str):
-    """Text with the phrases an optional LLM naturaliser must keep verbatim."""
+    """Text with the phrases an optional LLM naturaliser must keep verbatim, and the
+    other wordings of the same line (same slot values) an episode may say instead."""
 
     keep: tuple[str, ...] = ()
+    wordings: tuple[str, ...] = ()
 
 
 def line(template_name: str, /, variant: int = 0, **slots: str) -> Phrase:
@@ -504,6 +515,9 @@ def line(template_name: str, /, variant: int = 0, **slots: str) -> Phrase:
     template = wordings[variant % len(wordings)]
     phrase = Phrase(template.format(**slots))
     phrase.keep = tuple(str(v) for k, v in slots.items() if "{" + k + "}" in template)
+    if len(wordings) > 1:  # (a wording that drops a slot would lose a kept phrase)
+        phrase.wordings = tuple(w.format(**slots) for w in wordings
+                                if all(v in w.format(**slots) for v in phrase.keep))
     return phrase
 
 
@@ -577,6 +591,9 @@ class TurnPlan:
     # "topic" or "follow_up" (a small-talk exchange) or "share_reply:<kind>": lines
     # limit_repeats may redraw
     source: str = ""
+    # other wordings of this line with the same slot values (a share line's): what
+    # limit_repeats may say instead when this wording is already in the episode twice
+    wordings: tuple[str, ...] = ()
 
 
 @dataclass
@@ -661,11 +678,29 @@ def chat_session(rng: random.Random, *, topic: str | None = None, n_exchanges: i
 
 MAX_REPEATS = 2  # how often one line may occur in an episode
 _REDRAWS = 40
+_PLACEHOLDER = re.compile(r"\s*<image>")
+
+
+def line_key(text: str) -> str:
+    """A turn's text as repeats are counted: case, spacing and image placeholders aside
+    (the validate gate counts the same way)."""
+    return " ".join(_PLACEHOLDER.sub(" ", text).split()).casefold()
 
 
 def lines_fit(session_texts: list[str], counts: Counter[str], limit: int = MAX_REPEATS) -> bool:
-    """Whether adding these lines to an episode's ``counts`` keeps each within ``limit``."""
-    return all(counts[t] + n <= limit for t, n in Counter(session_texts).items())
+    """Whether adding these lines to an episode's ``counts`` (keyed by :func:`line_key`)
+    keeps each within ``limit``."""
+    return all(counts[t] + n <= limit for t, n in Counter(map(line_key, session_texts)).items())
+
+
+def _reword(rng: random.Random, turn: TurnPlan, counts: Counter[str], limit: int) -> None:
+    """Say ``turn`` in another of its wordings that the episode holds fewer than ``limit``
+    times (as it was if there is none); an image-less turn keeps no placeholder."""
+    free = [w for w in turn.wordings if counts[line_key(w)] < limit]
+    if counts[line_key(turn.text)] < limit or not free:
+        return
+    text = rng.choice(free)
+    turn.text = text if turn.images else _PLACEHOLDER.sub("", text).strip()
 
 
 def limit_repeats(sessions: list[SessionPlan], rng: random.Random,
@@ -686,16 +721,18 @@ def limit_repeats(sessions: list[SessionPlan], rng: random.Random,
                         break
                     pair = _redraw(rng, session, pair)
                 turns[i:i + 2] = pair
-                counts.update(t.text for t in pair)
+                counts.update(line_key(t.text) for t in pair)
                 i += 2
                 continue
             if turns[i].source.startswith("share_reply"):
                 replies = _share_replies(turns[i].source.partition(":")[2])
                 for _ in range(_REDRAWS):
-                    if counts[turns[i].text] < limit:
+                    if counts[line_key(turns[i].text)] < limit:
                         break
                     turns[i].text = rng.choice(replies)
-            counts[turns[i].text] += 1
+            elif turns[i].wordings:
+                _reword(rng, turns[i], counts, limit)
+            counts[line_key(turns[i].text)] += 1
             i += 1
     return counts
 
@@ -711,17 +748,24 @@ def share_image(rng: random.Random, kind: str, facts: dict[str, Any], *, line: s
     of its kind's share lines, else a random one) and the assistant's reply."""
     if line is not None:
         text, keep = line, tuple(getattr(line, "keep", ()))
+        wordings = tuple(getattr(line, "wordings", ()))
     else:
         lines = SHARE_LINES[kind]
         template = rng.choice(lines) if variant is None else lines[variant % len(lines)]
         text = template.format(place=place)
         keep = (place,) if place in text else ()
-    if "<image>" not in text:
-        text = f"{text} <image>"
+        # (the kind's other share lines that keep what this one names)
+        wordings = tuple(w for w in (t.format(place=place) for t in lines)
+                         if all(k in w for k in keep))
+    text, wordings = _with_placeholder(text), tuple(map(_with_placeholder, wordings))
     return [TurnPlan("user", str(text), images=[(kind, facts)], facts=list(text_facts or []),
-                     keep=keep),
+                     keep=keep, wordings=wordings if len(wordings) > 1 else ()),
             TurnPlan("assistant", reply or rng.choice(_share_replies(kind)),
                      source="" if reply else f"share_reply:{kind}")]
+
+
+def _with_placeholder(text: str) -> str:
+    return text if "<image>" in text else f"{text} <image>"
 
 
 def say(role: str, text: str, facts: list[dict[str, Any]] | None = None,
