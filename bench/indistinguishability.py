@@ -10,7 +10,8 @@ generated with ``--questions N`` holds. Prints, per seed, size and tier, the gat
 (evidence vs all other sessions, fillers included) with its 95 % bootstrap interval, the
 AUC without fillers, the most times one line occurs in an episode (``max repeats``, the
 worst episode, counted as ``memgauge validate``'s repeated-lines gate counts) and the
-classifier's strongest evidence n-grams; then a summary per size and tier (mean, mean |AUC - 0.5|, worst, passes, worst repeats).
+classifier's strongest evidence n-grams; then a summary per size and tier (mean, mean
+|AUC - 0.5|, worst, passes, worst repeats).
 
 ``--null N`` adds, per row, the gate's AUC on the same sessions with their texts shuffled N
 times (labels and groups kept; as bench/memeye_auc_noise.py does): what the gate gives a
