@@ -55,7 +55,7 @@ class RunSummary:
 
 
 def run(config: RunConfig | None = None, /, *,
-        on_progress: Callable[[RunResult, Record], None] | None = None,
+        on_progress: Callable[[RunResult, Record | None], None] | None = None,
         on_checked: Callable[[RunConfig], None] | None = None,
         **fields: Any) -> RunSummary:
     """Run ``config`` (a :class:`~memgauge.runner.RunConfig`, or its fields given flat as

@@ -325,7 +325,8 @@ class _FastArray:
         """Append to the buffer (dropping what lies before ``pos``); False at EOF."""
         if self.eof:
             return False
-        chunks = [memoryview(self.buf)[self.pos:]]  # joined below: one copy, not two
+        # joined below: one copy, not two
+        chunks: list[bytes | memoryview] = [memoryview(self.buf)[self.pos:]]
         got = 0
         while True:
             chunk = self.reader.read(max(self.CHUNK, at_least - got))

@@ -134,7 +134,7 @@ def system(name: str, options: dict[str, tuple[type, str]] | None = None,
     ``needs(options)`` names what it needs of the run: ``NEEDS_MODEL``, ``NEEDS_PROGRAM``.
     ``kind(options)`` says what it is in the reports' comparison: ``long_context``,
     ``memory_agent`` (the default) or ``baseline``."""
-    return _register("system", name, options, requires, needs, kind)
+    return _register("system", name, options, requires, needs, system_kind=kind)
 
 
 def uses_model(options: dict[str, Any]) -> set[str]:
@@ -209,7 +209,8 @@ def _load_plugins(kind: str) -> None:
         ep.load()
 
 
-def lookup(kind: str, name: str) -> Callable[..., Any]:
+# Any: a factory, carrying the registry_* attributes its decorator set
+def lookup(kind: str, name: str) -> Any:
     if kind == "system" and name.startswith(("http://", "https://")):
         import importlib  # a service (docs/memory-protocol.md); by string, as above
 

@@ -115,6 +115,7 @@ build_image = _fast_builder(ImageRef, ("source", "path", "url", "sha256", "width
                                        "captions", "missing", "meta"))
 # parse_turns inlines build_turn when the shortcut applies.
 _TURN_PARTS = _parts(Turn) if getattr(build_turn, "fast", False) else None
+_NO_TURN_PARTS: tuple[Any, ...] = (None,) * 5  # never called: parse_turns checks ``fast``
 _TURN_FIELD_SET = _AllFieldsSet(TURN_FIELDS)  # shared by every turn
 
 
@@ -171,7 +172,7 @@ def parse_turns(turns: Any, sess_no: int, field: str, ctx: ItemContext,
     # Inlined build_turn (see _fast_builder): this loop runs ~380,000 times on the 256K tier.
     # A turn's position (for error fields) is len(out).
     fast = _TURN_PARTS is not None
-    new, set_dict, set_fields, set_extra, set_private = _TURN_PARTS or (None,) * 5
+    new, set_dict, set_fields, set_extra, set_private = _TURN_PARTS or _NO_TURN_PARTS
     fieldset = _TURN_FIELD_SET
     # the shared turn-id list is at least as long as the turns
     for turn_id, turn in zip(_turn_ids(sess_no, len(turns)), turns, strict=False):

@@ -111,8 +111,8 @@ def retry_advice(errors: int, permanent: int) -> str:
 def permanent_count(run_dir: str | Path) -> int:
     """The run's failed questions whose failure a rerun repeats (``PERMANENT_KINDS``, and
     ingest failures: a rerun reads the same cached replies)."""
-    from .runner import read_records
-    from .schema import INGEST_FAILED
+    from ..runner import read_records
+    from ..schema import INGEST_FAILED
 
     try:
         records = read_records(run_dir).values()

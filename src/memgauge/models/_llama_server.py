@@ -144,14 +144,14 @@ class LlamaServer:
             server = cls(options=options, address=address, props=_get_json(address, "/props"),
                          models=_get_json(address, "/v1/models"), engine_version=version,
                          _proc=proc, _log=log, start_limit_s=limit.seconds)
+            _RUNNING.add(server)
+            return server
         finally:
             if server is None:
                 _terminate(proc)
                 log.close()
                 with contextlib.suppress(OSError):
                     os.unlink(log.name)
-        _RUNNING.add(server)
-        return server
 
     def stop(self) -> None:
         """Stop the server (only the process that started it does; forked children don't)."""

@@ -237,9 +237,9 @@ class LocalModel(OpenAICompatModel):
         req = urllib.request.Request(f"{self.server.base_url}/chat/completions", data=body,
                                      headers={"Content-Type": "application/json"})
         t0 = time.perf_counter()
+        # as long as start-up was allowed: scaled to the load, at least --timeout
+        limit = max(60.0, self.settings.timeout_s, self.server.start_limit_s)
         try:
-            # as long as start-up was allowed: scaled to the load, at least --timeout
-            limit = max(60.0, self.settings.timeout_s, self.server.start_limit_s)
             with urllib.request.urlopen(req, timeout=limit) as r:
                 reply = json.loads(r.read())
         except urllib.error.HTTPError as exc:

@@ -23,7 +23,7 @@ __all__ = ["DPI", "MARKERS", "Plots", "colors_for", "figure_legend", "heatmap",
 DPI = 100
 LEGEND_SHARE = 0.96  # of the figure's width a legend may take: a margin on each side
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-_MPL_RC = {
+_MPL_RC: dict[Any, Any] = {  # matplotlib's stubs key it by a Literal of every rc name
     "text.parse_math": False,  # run names and abilities are text, never mathtext
     "font.size": 9,
     "axes.titlesize": 10,
@@ -79,7 +79,7 @@ def short(text: str, limit: int = 28) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def heatmap(plots: Plots, ax: Any, grid: Mapping[str, Mapping[str, Cell]],
+def heatmap(plots: Plots, ax: Any, grid: Mapping[str, Mapping[str, Any]],
              rows: Sequence[str], cols: Sequence[str], title: str) -> None:
     """Accuracy cells coloured 0–1 and annotated with the percentage and n."""
     import numpy as np

@@ -34,7 +34,7 @@ class Answering(Preparing):
     """The part of :class:`Runner` that answers the questions."""
 
     budget: Budget | None
-    on_progress: Callable[[RunResult, Record], None] | None
+    on_progress: Callable[[RunResult, Record | None], None] | None
 
     # complexity above 15 kept: the answer loop with its gate, budget and breaker (design 0048)
     async def answer(self, s: Setup, done_ok: frozenset[str], result: RunResult, *,  # noqa: C901

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..benchmarks._base import PartReading
 from ..cache import ResponseCache
+from ..models import aclose_if_closable
 from ._manifest import package_versions
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ def part_stats(setup: Setup) -> dict[str, Any] | None:
     if isinstance(bench, PartReading) and bench.supports_parts:
         return {"part": True, **bench.stats()}
     # every worker read the whole file: any one worker's manifest describes the run
-    return {"part": False, "manifest": bench.manifest()}
+    return {"part": False, "manifest": setup.bench.manifest()}
 
 
 def hash_inputs(s: Setup, out: dict[str, Any]) -> None:
@@ -33,7 +34,7 @@ def hash_inputs(s: Setup, out: dict[str, Any]) -> None:
     bench = s.bench
     if isinstance(bench, PartReading) and bench.supports_parts:
         try:
-            out["manifest"] = bench.manifest()  # hashes the inputs (counts come from workers)
+            out["manifest"] = s.bench.manifest()  # hashes the inputs (counts come from workers)
         except Exception:  # noqa: BLE001 - the manifest keeps what it had
             out["manifest"] = None
 
@@ -78,6 +79,6 @@ async def judge_earlier(runner: Runner, s: Setup, manifest: dict[str, Any],
     try:
         await runner.judge_earlier(judging, manifest, earlier)
     finally:
-        await judging.model.aclose()
+        await aclose_if_closable(judging.model)
         if cache is not None:
             cache.close()

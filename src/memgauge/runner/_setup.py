@@ -82,7 +82,7 @@ class Setup:
         await aclose_if_closable(self.model)
         await aclose_if_closable(self.probe)  # a system's own connections (a memory service)
         if self.judging is not None:
-            await self.judging.model.aclose()
+            await aclose_if_closable(self.judging.model)
         if self.captions is not None:
             await self.captions.aclose()
         return first

@@ -554,10 +554,10 @@ def build_factory(config: Any) -> tuple[Callable[[], Any], list[Any]]:
             label_images=c.label_images, max_context_tokens=c.max_context_tokens,
             overflow=c.overflow, count_tokens=c.count_tokens,
             options=c.effective_system_options(), cache=cache, api_key_env=c.api_key_env)
-        factory = lookup("system", c.system)(ctx)
+        factory: Any = lookup("system", c.system)(ctx)
+        endpoints = factory.endpoints() if isinstance(factory, SendsToEndpoints) else []
         check([(model, MODEL)] + [(e, Role(e.label, e.url_flag, e.key_flag))
-                                  for e in (factory.endpoints()
-                                            if isinstance(factory, SendsToEndpoints) else [])],
+                                  for e in endpoints],
               {})
     except BaseException:
         release_if_releasable(model)

@@ -437,7 +437,8 @@ class LangMemSystem:
     def _chat_model(self, m: SimpleNamespace) -> Any:
         e = self.endpoint
         # read now, after the run's pre-flight: what the server serves is part of it
-        cache = (m.RunCache(self.ctx.cache, self.ctx.model.cache_identity())
+        model: Any = self.ctx.model  # an OpenAIEndpoint: __init__ refused any other model
+        cache = (m.RunCache(self.ctx.cache, model.cache_identity())
                  if self.ctx.cache is not None else False)
         import httpx
 
