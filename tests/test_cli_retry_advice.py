@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from helpers.report_runs import rec, write_run
-from memgauge.cli._execute import permanent_count, retry_advice
 
+from memgauge.cli._execute import permanent_count, retry_advice
 from memgauge.schema import ErrorInfo, Response
 
 
