@@ -555,7 +555,8 @@ def build_factory(config: Any) -> tuple[Callable[[], Any], list[Any]]:
             overflow=c.overflow, count_tokens=c.count_tokens,
             options=c.effective_system_options(), cache=cache, api_key_env=c.api_key_env)
         factory: Any = lookup("system", c.system)(ctx)
-        endpoints = factory.endpoints() if isinstance(factory, SendsToEndpoints) else []
+        probe: Any = factory  # narrowed here only: the factory is returned as made
+        endpoints = probe.endpoints() if isinstance(probe, SendsToEndpoints) else []
         check([(model, MODEL)] + [(e, Role(e.label, e.url_flag, e.key_flag))
                                   for e in endpoints],
               {})
