@@ -152,7 +152,7 @@ def small(tmp_path_factory):
 def test_no_line_more_than_twice_in_an_episode(small, tier):
     """A 4k prompt held one filler line 9 times (issue 28); counted as the validate gate
     counts (case, spacing and image placeholders aside)."""
-    from memgauge.analysis._gates import repeated_lines
+    from memgauge.validation._gates import repeated_lines
 
     res = repeated_lines(small[tier])
     assert res.verdict == "PASS" and res.max_count <= 2, res.worst
@@ -162,7 +162,7 @@ def test_a_32k_episode_says_no_line_more_than_twice(tmp_path):
     """At 32k (~140 sessions, ~1,500 turns) generator 6 said its commonest line up to 7
     times an episode: the episode now takes a pool session that says no line a third
     time, from a pool three times its need (generator 7, design 0041)."""
-    from memgauge.analysis._gates import repeated_lines
+    from memgauge.validation._gates import repeated_lines
 
     generate(SynthConfig(out=str(tmp_path / "b"), seed=5, tiers=["32k"], questions=3))
     episodes = tier_episodes(tmp_path / "b", "32k")

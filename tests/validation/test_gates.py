@@ -348,7 +348,7 @@ def chat_episode(qid, lines):
 def test_repeated_lines_fails_a_line_said_three_times_in_one_episode():
     """A 4k prompt said one filler line 9 times; a line counts the same whatever its case,
     spacing or image placeholder."""
-    from memgauge.analysis._gates import repeated_lines
+    from memgauge.validation._gates import repeated_lines
 
     twice = chat_episode("ok", ["Look at this <image>", "look at  this", "Other."])
     thrice = chat_episode("bad", ["Look at this <image>", "LOOK AT THIS", "look at this <image>"])
@@ -364,7 +364,7 @@ def test_repeated_lines_fails_a_line_said_three_times_in_one_episode():
 
 
 def test_repeated_lines_show_in_the_gates_markdown():
-    from memgauge.analysis._gates import repeated_lines
+    from memgauge.validation._gates import repeated_lines
 
     bad = chat_episode("bad", ["Same line."] * 4)
     md = render_gates_markdown({"tiers": {
@@ -376,9 +376,8 @@ def test_repeated_lines_show_in_the_gates_markdown():
 
 
 def test_the_synth_generator_counts_lines_as_the_gate_does():
-    from memgauge.analysis._gates import normalize_line
-
     from memgauge.benchmarks.synth._text import line_key
+    from memgauge.validation._gates import normalize_line
 
     for text in ("Look at this <image>", "  Thanks!  Got it. ", "A<image> B", "ÉTÉ in Nara",
                  "<image>"):
