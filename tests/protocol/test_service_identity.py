@@ -3,7 +3,7 @@ system in the report, named by the service's /info name and version (design 0051
 
 from __future__ import annotations
 
-from helpers import served
+from helpers.memory_service import served
 
 from memgauge.analysis import build_tables, load_runs
 from memgauge.runner import RunConfig, Runner
@@ -24,7 +24,7 @@ def test_the_same_service_at_two_ports_and_timeouts_is_one_system(synth, tmp_pat
 
 
 def test_no_cache_line_for_a_service_whose_answers_no_cache_serves(synth, tmp_path) -> None:
-    from stub_server import StubServer
+    from helpers.stub_server import StubServer
     from typer.testing import CliRunner
 
     from memgauge.cli import app

@@ -79,3 +79,21 @@ def test_a_session_whose_summary_fails_is_still_found_by_its_own_text() -> None:
         ("s2", "summary", "unparsable")]
     # issue 29: the question whose evidence is s2 is an ingest_failed error, not a score
     assert needs_s2.error is not None and needs_s2.error.kind == "ingest_failed"
+
+
+def test_a_summary_cut_at_the_token_limit_is_kept_as_far_as_it_went() -> None:
+    """SmolLM2 repeated itself until the limit cut its JSON inside the string (the demo's
+    summary-memory run failed every question on it): what it wrote before the cut is kept."""
+    def fn(messages: list[Message], qid: str | None) -> str:
+        if qid is not None:
+            return "ok"
+        if "Summarise one session" in system_text(messages):
+            if "guitar" in text_of(messages):
+                return '{\n  "summary": "A red guitar for 300 dollars, 10:00am, 10:00am, 10:0'
+            return '{"summary": "other things"}'
+        return '{"profile": "p"}'
+
+    [r], _, agent = run_agent("summary-memory", fn, _sessions(),
+                              [question("guitar?", "q1", ("s2",))], options={"top_k": 1})
+    assert agent.entries[1].summary == "A red guitar for 300 dollars, 10:00am, 10:00am, 10:0"
+    assert r.error is None and not r.meta.get("ingest_failures")

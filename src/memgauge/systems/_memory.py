@@ -131,6 +131,32 @@ JSON_FRAME_TOKENS = 12  # the braces, key, quotes and line breaks around a reply
 INGEST_MIN_TOKENS = 128
 
 
+# How a reply that the token limit cut inside its JSON is closed, tried in this order: a
+# small model repeating itself ("10:00am, 10:00am, ...") runs a schema's string to the limit
+# (its maxLength is counted at a low guess of characters a token, but repeats run shorter).
+# What it wrote before the cut is what it remembered; the value is kept, cut.
+_CLOSERS = ('"}', '"]}', '"}]}', "]}", "}")
+
+
+def closed_at_limit(text: str) -> str:
+    """``text`` (a JSON reply cut at the token limit) closed by the first closer that makes
+    it parse; unchanged (and still unreadable) when none does or it did not start as JSON.
+
+    >>> closed_at_limit('{"summary": "Morning! I started climbing, 10:00am, 10:0')
+    '{"summary": "Morning! I started climbing, 10:00am, 10:0"}'
+    """
+    body = text.strip()
+    if not body.startswith("{"):
+        return text
+    for closer in _CLOSERS:
+        try:
+            json.loads(body + closer)
+        except ValueError:
+            continue
+        return body + closer
+    return text
+
+
 def string(tokens: int, *, nullable: bool = False) -> dict[str, Any]:
     """A JSON string of at most ``tokens`` tokens (by the low guess), or null."""
     out: dict[str, Any] = {"type": ["string", "null"] if nullable else "string",
@@ -416,6 +442,8 @@ class Caller:
 
     def _read(self, text: str, pick: Callable[[dict[str, Any]], T | None]) -> T | None:
         value = first(json_replies(text), pick)
+        if value is None:
+            value = first(json_replies(closed_at_limit(text)), pick)
         self.ledger.json_replies += 1
         self.ledger.unreadable += value is None
         return value
