@@ -15,14 +15,14 @@ REPEAT_LIMIT = 2  # validation._gates.REPEAT_LIMIT: the gate writes its limit; t
 NOT_APPLICABLE = "N/A"
 
 
-def _plain(obj: Any) -> Any:
+def plain_data(obj: Any) -> Any:
     """Result dataclasses as plain dicts and lists (the gates hand over either)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {f.name: plain_data(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, Mapping):
-        return {str(k): _plain(v) for k, v in obj.items()}
+        return {str(k): plain_data(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [_plain(v) for v in obj]
+        return [plain_data(v) for v in obj]
     return obj
 
 
@@ -223,7 +223,7 @@ def render_gates_markdown(results: Mapping[str, Any]) -> str:
     Gates show PASS/FAIL against their thresholds (N/A with nothing to check); reports
     show INFO.
     """
-    r = _plain(results)
+    r = plain_data(results)
     lines = ["# Validation gates", ""]
     bench = r.get("benchmark") or {}
     if bench:

@@ -23,7 +23,6 @@ Optional dependencies are imported lazily: ``pip install 'memgauge[validate]'``
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import math
@@ -40,6 +39,7 @@ import numpy as np
 
 from memgauge.captioners.ocr import rapidocr_text
 from memgauge.errors import InputError
+from memgauge.report._gates_md import plain_data as _plain
 from memgauge.retrieval._sessions import require, session_text
 from memgauge.schema import Episode, Record
 
@@ -72,16 +72,6 @@ def _round(x: float | None, nd: int = 6) -> float | None:
     if x is None or not math.isfinite(x):
         return None
     return round(float(x), nd)
-
-
-def _plain(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, Mapping):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_plain(v) for v in obj]
-    return obj
 
 
 class _ToDict:
