@@ -113,7 +113,8 @@ def test_other_models_keep_o200k_and_no_limit():
 
 
 def test_model_option_with_an_openai_model_is_an_error():
-    with pytest.raises(ConfigError, match="--model-option applies to local: models only"):
+    # the library names its field; the command line names its flag (next test)
+    with pytest.raises(ConfigError, match="model_options applies to local: models only"):
         _cfg(model="openai:gpt-4o-mini", model_options={"n_ctx": "2048"}).resolved()
     with pytest.raises(ConfigError, match="apply to local: models"):
         create_model("openai:m", ModelSettings(base_url="http://127.0.0.1:9/v1",
