@@ -8,7 +8,6 @@ other gates read the episodes directly. Results go to ``DIR/validation/gates.jso
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +20,7 @@ from ..benchmarks.synth._loader import manifest_tiers
 from ..benchmarks.synth._timeline import per_question_view
 from ..errors import InputError
 from ..registry import lookup
+from ..report._gates_md import plain_data as _plain
 from ..report._gates_md import render_gates_markdown
 from ..retrieval._sessions import retrieval_recall
 from ..runner import RunConfig, Runner, read_records
@@ -33,16 +33,6 @@ from ._gates import (
     repeated_lines,
     visual_necessity_gate,
 )
-
-
-def _plain(obj: Any) -> Any:
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {k: _plain(v) for k, v in dataclasses.asdict(obj).items()}
-    if isinstance(obj, dict):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_plain(v) for v in obj]
-    return obj
 
 
 def tier_episodes(root: Path, tier: str) -> list[Any]:
