@@ -29,10 +29,10 @@ def test_list_names_everything_the_flags_can_name_with_options() -> None:
     assert set(rag["options"]) == {"top_k", "reader"}
     local = next(e for e in cat["models"] if e["name"] == "local")
     assert "n_ctx" in local["options"] and "smollm2" in local["catalogue"]
-    from memgauge.registry import _REGISTRY
+    from memgauge.registry import _KINDS, registrations
 
-    ours = {(k + "s", n) for k in _REGISTRY for n, fn in _REGISTRY[k].items()
-            if fn.__module__.startswith("memgauge.")}  # tests may register their own
+    ours = {(k + "s", r.name) for k in _KINDS for r in registrations(k)
+            if r.factory.__module__.startswith("memgauge.")}  # tests may register their own
     assert all(e["help"] for group, entries in cat.items() for e in entries
                if (group, e["name"]) in ours), "every built-in entry has help"
     text = runner.invoke(app, ["list"]).output
@@ -42,17 +42,17 @@ def test_list_names_everything_the_flags_can_name_with_options() -> None:
 def test_the_listed_options_are_the_ones_the_system_accepts(tmp_path: Path) -> None:
     from memgauge.errors import ConfigError
     from memgauge.models.none import NoModel
-    from memgauge.registry import _REGISTRY
+    from memgauge.registry import registrations
     from memgauge.systems import SystemContext
 
-    for name in names("system"):
-        fn = _REGISTRY["system"][name]
+    for registered in registrations("system"):
+        name, fn = registered.name, registered.factory
         if not fn.__module__.startswith("memgauge."):
             continue  # registered by another test
         with pytest.raises(ConfigError, match="its options: (.*)") as exc:
             fn(SystemContext(model=NoModel(), options={"no_such_key": "1"}))
         said = exc.value.args[0].split("its options: ")[1].rstrip(")")
-        listed = sorted(fn.registry_options) or ["none"]
+        listed = sorted(registered.options) or ["none"]
         assert said == ", ".join(listed), name
 
 

@@ -128,15 +128,15 @@ def answers_cacheable(identity: Mapping[str, Any]) -> bool:
     model (as it declares, design 0043), and there is one. A memory service (http://) or an
     oracle sends memgauge's cache nothing, so "0 of N from the cache" would say nothing."""
     from .errors import ConfigError
-    from .registry import NEEDS_MODEL, lookup
+    from .registry import NEEDS_MODEL, registration
 
     model = str(identity.get("model") or "")
     options = identity.get("system_options")
     try:
-        factory = lookup("system", str(identity.get("system") or ""))
+        declared = registration("system", str(identity.get("system") or "")).needs
     except ConfigError:  # a plugin not installed here: say what the records say
         return True
-    needs = factory.registry_needs(options if isinstance(options, dict) else {})
+    needs = declared(options if isinstance(options, dict) else {})
     return NEEDS_MODEL in needs and not model.startswith("none:")
 
 

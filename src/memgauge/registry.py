@@ -11,7 +11,9 @@ records (``memgauge run``) and fills in the records that lack it (``memgauge sco
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from .errors import ConfigError
@@ -19,7 +21,6 @@ from .errors import ConfigError
 F = TypeVar("F", bound=Callable[..., Any])
 
 _KINDS = ("benchmark", "system", "scorer", "rubric", "model", "captioner")
-_REGISTRY: dict[str, dict[str, Callable[..., Any]]] = {k: {} for k in _KINDS}
 _loaded_plugins: set[str] = set()
 
 
@@ -61,20 +62,43 @@ def baseline(options: dict[str, Any]) -> str:
     return BASELINE
 
 
+def no_requirements(options: dict[str, Any]) -> list[Requirement]:
+    return []
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What the registry knows of one registered plugin: its factory and what its decorator
+    declared. Every field but the first three has the default a plugin registered without
+    it gets (an entry point's ``@system("x")`` with no options: no options, nothing
+    required, no needs, a memory agent)."""
+
+    kind: str  # benchmark, system, scorer, rubric, model or captioner
+    name: str
+    factory: Callable[..., Any]
+    # A system's ``--system-option`` keys: ``key: (type, help)``.
+    options: Mapping[str, tuple[type, str]] = field(default_factory=lambda: MappingProxyType({}))
+    requires: Requires = no_requirements  # a system's optional packages for its options
+    needs: Needs = no_needs  # what a system needs of the run (NEEDS_MODEL, NEEDS_PROGRAM)
+    system_kind: Kind = memory_agent  # what a system is in the reports' comparison
+    judge_rubric: str | None = None  # a benchmark's rubric for open-ended answers (auto)
+
+
+_REGISTRY: dict[str, dict[str, Registration]] = {k: {} for k in _KINDS}
+
+
 def _register(kind: str, name: str, options: dict[str, tuple[type, str]] | None = None,
-              requires: Requires | None = None, needs: Needs = no_needs,
+              requires: Requires = no_requirements, needs: Needs = no_needs,
               judge_rubric: str | None = None,
               system_kind: Kind = memory_agent) -> Callable[[F], F]:
     def deco(fn: F) -> F:
-        if name in _REGISTRY[kind] and _REGISTRY[kind][name] is not fn:
+        known = _REGISTRY[kind].get(name)
+        if known is not None and known.factory is not fn:
             raise ValueError(f"{kind} {name!r} is registered twice")
-        _REGISTRY[kind][name] = fn
-        fn.registry_name = name  # type: ignore[attr-defined]
-        fn.registry_options = dict(options or {})  # type: ignore[attr-defined]
-        fn.registry_requires = requires  # type: ignore[attr-defined]
-        fn.registry_needs = needs  # type: ignore[attr-defined]
-        fn.registry_judge_rubric = judge_rubric  # type: ignore[attr-defined]
-        fn.registry_kind = system_kind  # type: ignore[attr-defined]
+        _REGISTRY[kind][name] = Registration(
+            kind, name, fn, options=MappingProxyType(dict(options or {})),
+            requires=requires or no_requirements, needs=needs, system_kind=system_kind,
+            judge_rubric=judge_rubric)
         return fn
 
     return deco
@@ -118,14 +142,14 @@ def judge_rubric_of(benchmark_name: str, answer_type: str) -> str:
     if answer_type != "free_text":
         return DEFAULT_RUBRIC
     try:
-        declared = lookup("benchmark", benchmark_name).registry_judge_rubric
+        declared = registration("benchmark", benchmark_name).judge_rubric
     except ConfigError:  # a record of a plugin's benchmark no longer installed
         return DEFAULT_RUBRIC
     return declared or DEFAULT_RUBRIC
 
 
 def system(name: str, options: dict[str, tuple[type, str]] | None = None,
-           requires: Requires | None = None, needs: Needs = no_needs,
+           requires: Requires = no_requirements, needs: Needs = no_needs,
            kind: Kind = memory_agent) -> Callable[[F], F]:
     """Register a system factory. ``options`` declares its ``--system-option`` keys, each
     ``key: (type, help)`` (``memgauge list`` shows them; the factory checks them with
@@ -209,12 +233,20 @@ def _load_plugins(kind: str) -> None:
         ep.load()
 
 
-# Any: a factory, carrying the registry_* attributes its decorator set
 def lookup(kind: str, name: str) -> Any:
+    """The factory registered as ``name`` of ``kind`` (Any: each kind's factory takes its
+    own arguments); a :class:`ConfigError` naming the known ones for an unknown name."""
+    return registration(kind, name).factory
+
+
+def registration(kind: str, name: str) -> Registration:
+    """What ``name`` of ``kind`` was registered with: its factory and declarations. A
+    system named by an ``http://`` or ``https://`` URL is the memory service there."""
     if kind == "system" and name.startswith(("http://", "https://")):
         import importlib  # a service (docs/memory-protocol.md); by string, as above
 
-        return importlib.import_module("memgauge.systems.http_system").for_url(name)
+        return importlib.import_module("memgauge.systems.http_system").registration_for_url(
+            name)
     _load_builtins()
     _load_lazy(kind, name)
     if name not in _REGISTRY[kind]:
@@ -231,10 +263,10 @@ def system_kind(name: str, options: dict[str, Any]) -> str:
     baseline), as declared where it is registered; a system not installed here (a plugin
     of another machine's run) counts as a memory agent."""
     try:
-        factory = lookup("system", name)
+        declared = registration("system", name).system_kind
     except ConfigError:
         return MEMORY_AGENT
-    return factory.registry_kind(options)
+    return declared(options)
 
 
 def names(kind: str) -> list[str]:
@@ -242,6 +274,11 @@ def names(kind: str) -> list[str]:
     _load_lazy(kind)
     _load_plugins(kind)
     return sorted(_REGISTRY[kind])
+
+
+def registrations(kind: str) -> list[Registration]:
+    """Every registered plugin of ``kind`` (built in, lazy built-ins, plugins), by name."""
+    return [_REGISTRY[kind][name] for name in names(kind)]
 
 
 def known_names(kind: str) -> list[str]:

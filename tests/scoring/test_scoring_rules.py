@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memgauge import scoring
-from memgauge.registry import _REGISTRY
+from memgauge.registry import lookup
 from memgauge.schema import Ability, AnswerType, Question, Score
 from memgauge.scoring import (
     Scorer,
@@ -65,9 +65,8 @@ def test_public_api() -> None:
 
 
 def test_scorers_are_registered_and_follow_the_protocol() -> None:
-    reg = _REGISTRY["scorer"]
     for name, cls in (("rule", TypedRuleScorer), ("subem", SubEMScorer), ("f1", TokenF1Scorer)):
-        made = reg[name]()
+        made = lookup("scorer", name)()
         assert isinstance(made, cls)
         assert isinstance(made, Scorer)
         assert made.name == name and made.version == ("4" if name == "rule" else "2")

@@ -34,18 +34,18 @@ def _summary(fn: Any) -> str:
 def catalogue() -> dict[str, list[dict[str, Any]]]:
     """Everything ``--bench``, ``--system``, ``--model``, ``--judge`` and the scorers can
     name, with a line of help and the options each takes."""
-    from ..registry import _REGISTRY, names
+    from ..registry import registrations
 
     out: dict[str, list[dict[str, Any]]] = {}
     for kind in ("benchmark", "system", "model", "scorer", "rubric"):
         entries = []
-        for name in names(kind):
-            fn = _REGISTRY[kind][name]
+        for registered in registrations(kind):
+            name, fn = registered.name, registered.factory
             entry: dict[str, Any] = {"name": name, "help": _summary(fn)}
             if kind in ("scorer", "rubric"):  # a class's docstring, or its factory's
                 entry["help"] = entry["help"] or _summary(fn if isinstance(fn, type)
                                                           else type(fn()))
-            options = getattr(fn, "registry_options", None)
+            options = registered.options
             if options:
                 entry["options"] = {k: help_ for k, (_, help_) in options.items()}
             if kind == "model" and name == "local":

@@ -22,7 +22,7 @@ from ..cache import ResponseCache
 from ..errors import ConfigError, ConfigFieldError
 from ..media import ImageEncoder, ImagePolicy
 from ..models import ModelSettings
-from ..registry import lookup
+from ..registry import registration
 from ..runfolder import holds_benchmark
 from ..scoring import JudgeOptions
 from ._budget import make_budget
@@ -339,7 +339,7 @@ class RunConfig(BaseModel):
 
         options = self.effective_system_options()
         try:
-            declared = getattr(lookup("system", self.system), "registry_options", None)
+            declared = registration("system", self.system).options
         except ConfigError:
             declared = None  # not a registered name (an http:// system): it says itself
         if declared is not None and (missing := [k for k in given if k not in declared]):

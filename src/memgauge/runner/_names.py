@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
-from ..registry import NEEDS_MODEL, lookup, missing_extras
+from ..registry import NEEDS_MODEL, lookup, missing_extras, registration
 
 
 def _provider(spec: str | None, flag: str) -> str | None:
@@ -26,7 +26,7 @@ def check_names(config: Any) -> None:
     the system's options need; a :class:`ConfigError` for the first that is wrong. Nothing
     is loaded, started or sent."""
     lookup("benchmark", config.bench)
-    factory = lookup("system", config.system)
+    registration("system", config.system)
     for kind, spec, flag in (("model", config.model, "--model"),
                              ("model", config.judge, "--judge"),
                              ("captioner", config.captioner, "--captioner")):
@@ -34,18 +34,16 @@ def check_names(config: Any) -> None:
             _provider(spec, flag))
         if provider:
             lookup(kind, provider)
-    if (NEEDS_MODEL in system_needs(factory, config)
+    if (NEEDS_MODEL in system_needs(config)
             and _provider(config.model, "--model") == "none"):
         raise ConfigError(f"--system {config.system} asks its model for answers (or ingest), "
                           "and --model none: is no model: name one (--model "
                           "openai:<name> with --base-url, or --model local:smollm2)")
-    requires = getattr(factory, "registry_requires", None)
-    if requires is not None:
-        missing_extras(requires(config.effective_system_options()),
-                       f"--system {config.system}")
+    requires = registration("system", config.system).requires
+    missing_extras(requires(config.effective_system_options()), f"--system {config.system}")
 
 
-def system_needs(factory: Any, config: Any) -> set[str]:
+def system_needs(config: Any) -> set[str]:
     """What ``--system`` declares it needs of the run for its options (design 0043);
-    nothing for a factory registered without ``needs`` (a plugin's, a test's)."""
-    return factory.registry_needs(config.effective_system_options())
+    nothing for a system registered without ``needs`` (a plugin's, a test's)."""
+    return registration("system", config.system).needs(config.effective_system_options())

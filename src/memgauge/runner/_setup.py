@@ -308,7 +308,7 @@ class Preparing:
         cut = functools.partial(_history_cut, c.protocol)
         found = survey(self._episodes(self.make_bench(), None), c.limit,
                        sizer(s.probe, c.overflow, c.max_context_tokens), cut)
-        needs = system_needs(lookup("system", c.system), c)
+        needs = system_needs(c)
         check(found, c, needs_program=NEEDS_PROGRAM in needs,
               tokenizer=s.counter.describe()["text_tokenizer"])
         return found

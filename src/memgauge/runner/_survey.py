@@ -116,9 +116,9 @@ def check(found: Survey, config: Any, *, needs_program: bool, tokenizer: str) ->
 def _options_needing_program(config: Any) -> list[str]:
     """The ``key=value`` system options without which the system would not need a gold
     program (rag's ``reader=oracle``); none when it needs one whatever its options."""
-    from ..registry import NEEDS_PROGRAM, lookup
+    from ..registry import NEEDS_PROGRAM, registration
 
-    needs = lookup("system", config.system).registry_needs
+    needs = registration("system", config.system).needs
     options = config.effective_system_options()
     return [f"{k}={v}" for k, v in options.items()
             if NEEDS_PROGRAM not in needs({o: w for o, w in options.items() if o != k})]

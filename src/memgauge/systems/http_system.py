@@ -21,8 +21,10 @@ import re
 import secrets
 import tempfile
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -36,7 +38,7 @@ from ..models._http import ConnectError, HttpClient, HttpError, TlsVerifyError, 
 from ..models._preflight import PREFLIGHT_TIMEOUT_S, _run
 from ..models.openai_compat import _retry_after, bounded, classify_error
 from ..prompt import CAPTION_KINDS
-from ..registry import memory_agent, no_needs
+from ..registry import Registration, memory_agent, no_needs
 from ..schema import (
     Episode,
     ErrorInfo,
@@ -523,8 +525,16 @@ def read_token(env: str, option: str) -> str:
     return token
 
 
-def for_url(url: str):  # type: ignore[no-untyped-def]
-    """The system factory for the service at ``url`` (what ``lookup`` returns for it)."""
+def registration_for_url(url: str) -> Registration:
+    """The registry's record of the service at ``url`` (what ``registration`` and
+    ``lookup`` return for it): its options are ``OPTIONS``, it needs nothing of the run
+    (the service answers) and is a memory agent."""
+    return Registration("system", url, for_url(url), options=MappingProxyType(dict(OPTIONS)),
+                        needs=no_needs, system_kind=memory_agent)
+
+
+def for_url(url: str) -> Callable[[SystemContext], SystemFactory]:
+    """The system factory for the service at ``url``."""
     parts = urlsplit(url)
     try:
         parts.port  # noqa: B018 - raises for a port that is not a number
@@ -576,8 +586,4 @@ def for_url(url: str):  # type: ignore[no-untyped-def]
 
         return make
 
-    build.registry_name = url  # type: ignore[attr-defined]
-    build.registry_options = dict(OPTIONS)  # type: ignore[attr-defined]
-    build.registry_needs = no_needs  # type: ignore[attr-defined]  # the service answers
-    build.registry_kind = memory_agent  # type: ignore[attr-defined]
     return build
