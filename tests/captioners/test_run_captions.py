@@ -123,3 +123,26 @@ def test_cli_refuses_a_malformed_captions_file_before_any_request(tmp_path):
     assert str(bad) in result.output and "line 2" in result.output
     assert "sha256" in result.output and "Traceback" not in result.output
     assert stub.requests == []
+
+
+def test_a_vlm_captioners_endpoint_is_checked_before_the_first_question(tmp_path):
+    # ModelCaptioner: the captioner's model is pre-flighted with the run's (issue 26)
+    import socket
+
+    from memgauge.captioners import ModelCaptioner, create_captioner
+    from memgauge.captioners._base import CaptionerSettings
+
+    assert isinstance(create_captioner("openai:v", CaptionerSettings(base_url="http://x")),
+                      ModelCaptioner)
+    assert not isinstance(create_captioner("gold"), ModelCaptioner)
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    colour_png(tmp_path / "img" / "a.png", "blue")
+    data = write_items(tmp_path, ["img/a.png"])
+    with StubServer(answer=_vlm) as stub:
+        with pytest.raises(ConfigError, match="--captioner-base-url"):
+            run(_config(tmp_path, data, stub.base_url, "run", captioner="openai:stub-vlm",
+                        captioner_base_url=closed))
+        assert not any(_is_caption_request(b) for b in stub.requests)
+        assert len(stub.requests) <= 1  # at most the answer model's pre-flight

@@ -72,3 +72,16 @@ def test_report_of_folders_without_any_records_is_still_an_error(tmp_path):
     assert res.exit_code == 2 and "is not a run folder" in res.output
     missing = CliRunner().invoke(app, ["report", str(tmp_path / "typo")])
     assert missing.exit_code == 2
+
+
+def test_a_runner_that_never_prepared_unlocks_nothing(tmp_path):
+    # the ray and worker paths unlock in a finally, also when preparing never ran
+    from memgauge.runner import RunConfig
+    from memgauge.runner._execute import Runner
+
+    runner = Runner(RunConfig(bench="memlens", data=str(tmp_path / "none.json"),
+                              out=str(tmp_path / "r"), model="none:", system="long-context",
+                              progress=False))
+    runner.unlock()
+    runner.unlock()
+    assert not (tmp_path / "r").exists()

@@ -9,9 +9,10 @@ from ._base import (
     CaptionerSettings,
     CaptionFailed,
     CaptionStage,
+    ModelCaptioner,
     create_captioner,
     episode_images,
 )
 
 __all__ = ["PROMPTS", "Caption", "CaptionCounts", "CaptionFailed", "CaptionStage", "Captioner",
-           "CaptionerSettings", "create_captioner", "episode_images"]
+           "CaptionerSettings", "ModelCaptioner", "create_captioner", "episode_images"]

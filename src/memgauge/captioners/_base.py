@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..cache import ResponseCache, cache_key
 from ..errors import ConfigError, MemgaugeError
 from ..media import ImagePolicy
+from ..models import ChatModel
 from ..registry import lookup
 from ..schema import Episode, ImageRef
 
@@ -81,6 +82,15 @@ class Captioner(Protocol):
     async def caption(self, ref: ImageRef, sha256: str | None) -> Caption | None: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class ModelCaptioner(Protocol):
+    """A captioner that asks a chat model (a VLM: ``openai:``, ``local:``). The run
+    pre-flights ``model``'s endpoint with the run's others before the first question; a
+    captioner without one (``gold``, ``ocr``, ``file:``) has no endpoint to check."""
+
+    model: ChatModel
 
 
 def create_captioner(spec: str, settings: CaptionerSettings | None = None) -> Captioner:

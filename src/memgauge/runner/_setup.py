@@ -106,6 +106,7 @@ class Preparing:
     run_dir: Path
     _endpoints: dict[tuple[str, str], Any]
     _made_dir: bool
+    _lock: RunLock | None = None  # held from prepare() to unlock()
 
     def _check_identity(self) -> dict[str, Any] | None:
         prior = load_manifest(self.run_dir)
@@ -138,7 +139,7 @@ class Preparing:
             raise
 
     def unlock(self) -> None:
-        lock, self._lock = getattr(self, "_lock", None), None
+        lock, self._lock = self._lock, None
         if lock is not None:
             lock.release()
             self._remove_unused_folder(lock.path)
@@ -258,12 +259,12 @@ class Preparing:
     def _preflight(self, s: Setup) -> None:
         """One request per distinct endpoint before the first question (models/_preflight.py).
         The findings are kept on the runner: a worker process's setup asks nothing again."""
+        from ..captioners import ModelCaptioner
         from ..models._preflight import JUDGE, MODEL, Role, check
 
         models = [(s.model, MODEL)] + ([(s.judging.model, JUDGE)] if s.judging else [])
-        captioner_model = getattr(s.captions.captioner, "model", None) if s.captions else None
-        if captioner_model is not None:
-            models.append((captioner_model,
+        if s.captions and isinstance(s.captions.captioner, ModelCaptioner):
+            models.append((s.captions.captioner.model,
                            Role("captioner", "--captioner-base-url", "--api-key-env")))
         endpoints = s.new_system.endpoints() if isinstance(s.new_system, SendsToEndpoints) \
             else []
