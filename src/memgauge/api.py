@@ -33,6 +33,7 @@ from .errors import ConfigError, ConfigFieldError
 if TYPE_CHECKING:
     from .runner import RunConfig, RunResult
     from .schema import Record
+    from .scoring._batch import StagedCache
 
 
 @dataclass
@@ -174,11 +175,14 @@ def score(config: ScoreConfig | None = None, /, *,
         base_url=c.judge_base_url, api_key_env=c.api_key_env, concurrency=c.concurrency,
         timeout_s=c.timeout_s, cache=cache, model_options=dict(c.judge_model_options),
         options_flag="--judge-model-option"))
+    counted: ResponseCache | StagedCache | None = cache  # the judge's cache hits and misses
     try:
         if c.batch:
             from .scoring._batch import BatchJudgeModel
 
-            model = BatchJudgeModel.like(model)
+            batch = BatchJudgeModel.like(model)
+            # a batch replays each call once per round: its staged view counts each once
+            model, counted = batch, batch.staged or cache
         from .models._preflight import Role
         from .models._preflight import check as preflight
         from .runner import load_manifest, read_records
@@ -193,8 +197,6 @@ def score(config: ScoreConfig | None = None, /, *,
     finally:
         if cache is not None:
             cache.close()
-    # a batch replays each call once per round: its staged view counts each call once
-    counted = getattr(model, "staged", None) or cache
     return ScoreSummary(run_dir=Path(c.run_dir), counts=counts, budget_stop=budget.reason,
                         cache_hits=None if counted is None else counted.hits,
                         cache_misses=None if counted is None else counted.misses)
