@@ -140,6 +140,12 @@ def test_resolve_list_matches_resolve(tmp_path: Path) -> None:
     assert e.value.field == "images[1]"
 
 
+def test_the_schemas_turn_takes_the_inlined_fast_path() -> None:
+    # parse_turns inlines the builder only for a Turn the shortcut fits (_plain)
+    assert S._plain(S.Turn, S.TURN_FIELDS) and S._TURN_PARTS is not None
+    assert not S._plain(S.Turn, S.TURN_FIELDS[:-1])  # a field the builder would not set
+
+
 def test_fast_parts_equal_dataclass_parts() -> None:
     ref = ImageRef(source="x", path="/x")
     t = C._text_part("hello")

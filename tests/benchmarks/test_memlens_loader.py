@@ -194,6 +194,11 @@ def test_manifest_before_full_iteration_hashes_file():
     assert bench.manifest()["inputs"][str(MINI)] == file_sha256(MINI)
 
 
+def test_manifest_before_any_pass_hashes_file():
+    bench = memlens(BenchmarkOptions(data=str(MINI)))  # no pass: no reader to ask
+    assert bench.manifest()["inputs"][str(MINI)] == file_sha256(MINI)
+
+
 def test_image_dir_default_is_data_dir(tmp_path):
     shutil.copytree(FIX / "images", tmp_path / "images")
     shutil.copy(MINI, tmp_path / "dataset_32k.json")

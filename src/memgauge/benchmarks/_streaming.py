@@ -67,18 +67,23 @@ class _AllFieldsSet(set):
         return (set, (list(self),))
 
 
+def _plain(cls: type, fields: tuple[str, ...]) -> bool:
+    """Whether ``cls`` has exactly ``fields`` and none of the pydantic features the fast
+    builder skips (post-init, private attributes, a root model, extra fields, aliases)."""
+    return (set(cls.model_fields) == set(fields)  # type: ignore[attr-defined]
+            and not cls.__pydantic_post_init__  # type: ignore[attr-defined]
+            and not cls.__private_attributes__  # type: ignore[attr-defined]
+            and not cls.__pydantic_root_model__  # type: ignore[attr-defined]
+            and cls.model_config.get("extra") != "allow"  # type: ignore[attr-defined]
+            and not any(f.alias or f.validation_alias
+                        for f in cls.model_fields.values()))  # type: ignore[attr-defined]
+
+
 def _fast_builder(cls: type, fields: tuple[str, ...]) -> Callable[[dict[str, Any]], Any]:
     """A constructor taking a dict with exactly ``fields``. Falls back to ``model_construct``
     (which fills defaults) if the model's fields or features ever differ from what this
-    shortcut assumes."""
-    plain = (set(cls.model_fields) == set(fields)  # type: ignore[attr-defined]
-             and not cls.__pydantic_post_init__  # type: ignore[attr-defined]
-             and not cls.__private_attributes__  # type: ignore[attr-defined]
-             and not cls.__pydantic_root_model__  # type: ignore[attr-defined]
-             and cls.model_config.get("extra") != "allow"  # type: ignore[attr-defined]
-             and not any(f.alias or f.validation_alias
-                         for f in cls.model_fields.values()))  # type: ignore[attr-defined]
-    if not plain:  # pragma: no cover - guards a future schema change
+    shortcut assumes (:func:`_plain`)."""
+    if not _plain(cls, fields):  # pragma: no cover - guards a future schema change
         return lambda values: cls.model_construct(**values)  # type: ignore[attr-defined]
     new, set_dict, set_fields, set_extra, set_private = _parts(cls)
     fieldset = _AllFieldsSet(fields)  # shared by every object built here
@@ -91,7 +96,6 @@ def _fast_builder(cls: type, fields: tuple[str, ...]) -> Callable[[dict[str, Any
         set_private(obj, None)
         return obj
 
-    build.fast = True  # type: ignore[attr-defined]
     return build
 
 
@@ -114,7 +118,7 @@ build_session = _fast_builder(Session, ("session_id", "date", "turns", "meta"))
 build_image = _fast_builder(ImageRef, ("source", "path", "url", "sha256", "width", "height",
                                        "captions", "missing", "meta"))
 # parse_turns inlines build_turn when the shortcut applies.
-_TURN_PARTS = _parts(Turn) if getattr(build_turn, "fast", False) else None
+_TURN_PARTS = _parts(Turn) if _plain(Turn, TURN_FIELDS) else None
 _NO_TURN_PARTS: tuple[Any, ...] = (None,) * 5  # never called: parse_turns checks ``fast``
 _TURN_FIELD_SET = _AllFieldsSet(TURN_FIELDS)  # shared by every turn
 
@@ -305,6 +309,7 @@ class StreamingBenchmark(abc.ABC):
         self.tier = opts.tier or self.guess_tier(self.path)
         self.info = BenchmarkInfo(name=self.name, tier=self.tier)
         self._sha: str | None = None
+        self._reader: HashingReader | None = None  # the last pass's: its digest, if stopped
         self._counts = {"episodes": 0, "questions": 0, "images": 0, "missing_images": 0}
         self._missing: list[dict[str, Any]] = []
 
@@ -391,7 +396,7 @@ class StreamingBenchmark(abc.ABC):
 
     def manifest(self) -> dict[str, Any]:
         if self._sha is None:  # iteration did not finish: use (or wait for) the background hash
-            reader = getattr(self, "_reader", None)
+            reader = self._reader
             self._sha = reader.hexdigest() if reader is not None else file_sha256(self.path)
         inputs = {self.path: self._sha}
         if self.opts.question_ids:
