@@ -24,7 +24,9 @@ from memgauge.benchmarks.synth._text import (
     chat_session,
     limit_repeats,
     line,
+    as_phrase,
     line_key,
+    say,
     share_image,
 )
 from memgauge.validation.synth import gate_episodes, tier_episodes
@@ -117,6 +119,20 @@ def test_limit_repeats_says_a_share_line_in_its_other_wordings():
     limit_repeats(bare, rng)
     assert not any("<image>" in s.turns[0].text for s in bare)
     assert max(Counter(s.turns[0].text for s in bare).values()) == 2
+
+
+def test_a_plain_line_keeps_nothing_and_a_phrase_keeps_its_slots():
+    # as_phrase: a plain str is a phrase with nothing to keep and no other wordings
+    phrase = line("collection", kind="mug")
+    assert as_phrase(phrase) is phrase and phrase.keep == ("mug",)
+    assert as_phrase("Hello").keep == () and as_phrase("Hello").wordings == ()
+    rng = random.Random(1)
+    (shared, _) = share_image(rng, "entity", {}, line="Look at this")
+    assert shared.text == "Look at this <image>" and shared.keep == () and shared.wordings == ()
+    (shared, _) = share_image(rng, "entity", {}, line=phrase)
+    assert shared.keep == ("mug",) and len(shared.wordings) == 7
+    assert say("user", phrase, keep=("Tuesday",)).keep == ("Tuesday", "mug")
+    assert say("user", "plain", keep=("Tuesday",)).keep == ("Tuesday",)
 
 
 def test_a_pool_session_is_an_evidence_session_of_a_planned_question():

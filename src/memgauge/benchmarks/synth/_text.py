@@ -508,6 +508,12 @@ class Phrase(str):
     wordings: tuple[str, ...] = ()
 
 
+def as_phrase(text: str) -> Phrase:
+    """``text`` as a :class:`Phrase`: itself when it is one, else a phrase that keeps
+    nothing and has no other wordings (a plain line, a caller's own text)."""
+    return text if isinstance(text, Phrase) else Phrase(text)
+
+
 def line(template_name: str, /, variant: int = 0, **slots: str) -> Phrase:
     """``LINES[template_name]`` (or its ``variant``-th wording, counting round
     ``LINE_VARIANTS``) filled in; the slot values it uses are phrases to keep."""
@@ -747,8 +753,8 @@ def share_image(rng: random.Random, kind: str, facts: dict[str, Any], *, line: s
     """A user turn sharing an image (with an indirect line: ``line``, else the ``variant``-th
     of its kind's share lines, else a random one) and the assistant's reply."""
     if line is not None:
-        text, keep = line, tuple(getattr(line, "keep", ()))
-        wordings = tuple(getattr(line, "wordings", ()))
+        phrase = as_phrase(line)
+        text, keep, wordings = phrase, phrase.keep, phrase.wordings
     else:
         lines = SHARE_LINES[kind]
         template = rng.choice(lines) if variant is None else lines[variant % len(lines)]
@@ -771,4 +777,4 @@ def _with_placeholder(text: str) -> str:
 def say(role: str, text: str, facts: list[dict[str, Any]] | None = None,
         keep: tuple[str, ...] = ()) -> TurnPlan:
     return TurnPlan(role, str(text), facts=list(facts or []),
-                    keep=tuple(keep) + tuple(getattr(text, "keep", ())))
+                    keep=tuple(keep) + as_phrase(text).keep)
