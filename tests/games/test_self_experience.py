@@ -120,3 +120,23 @@ def test_mistakes_are_refused_before_anything_is_played(tmp_path, args, message)
     result = CliRunner().invoke(app, ["play", "crafter", *args, "--out", str(out)])
     assert result.exit_code == 2 and message in result.output, result.output
     assert not (out / "play").exists()
+
+
+@pytest.mark.parametrize(("end", "message", "replayed"), [
+    ("step_cap", None, False),  # finished: kept
+    ("player_stopped", "http_500: server error", True),  # stopped by an error: played again
+    ("player_stopped", None, False),  # the player chose to stop: a finished play
+])
+def test_a_play_stopped_by_an_error_is_played_again(tmp_path, end, message, replayed):
+    from memgauge.games._self_play import SelfExperience, needs_play
+    from memgauge.games._trajectory import TrajectoryMeta, TrajectoryWriter
+
+    plan = SelfExperience(run_dir=tmp_path, game="crafter", seed=0, steps=5, player="random")
+    writer = TrajectoryWriter(plan.trajectory_dir, TrajectoryMeta(env="crafter",
+                                                                  player="random"))
+    writer.meta.end_message = message
+    writer.finish(end)
+    written = json.loads((plan.trajectory_dir / "meta.json").read_text())
+    assert ("end_message" in written) == (message is not None)  # no null key otherwise
+    assert needs_play(plan) is replayed
+    assert plan.trajectory_dir.exists() is not replayed

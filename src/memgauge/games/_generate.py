@@ -36,7 +36,14 @@ from ..io import file_sha256
 from ._constant import MARGIN, Answer, answer_of, cap_constant
 from ._trajectory import Step, TrajectoryMeta, read_trajectory
 from ._view import question_names, shown_steps, unshown_names, view_text
-from .templates import ABILITIES, ANSWER_TYPES, NOT_ANSWERABLE, GameQuestion, templates_for
+from .templates import (
+    ABILITIES,
+    ANSWER_TYPES,
+    NOT_ANSWERABLE,
+    GameQuestion,
+    Template,
+    templates_for,
+)
 
 BENCH_FORMAT = "memgauge.games-bench/1"
 # 1: design 0032. 2: design 0039 — templates see only what the sessions render (no player
@@ -176,7 +183,7 @@ def _check(q: GameQuestion, where: str, cut: int) -> None:
         raise TemplateError(f"{where}: {'; '.join(problems)}")
 
 
-def _run_template(tmpl: Any, timeline: Any, rng: random.Random, where: str) -> list[Any]:
+def _run_template(tmpl: Template, timeline: Any, rng: random.Random, where: str) -> list[Any]:
     """The template's questions; a template that fails (a field this trajectory lacks, a
     bug) is named with the trajectory and horizon instead of ending in a traceback."""
     try:
@@ -259,7 +266,7 @@ class GenerationReport:
                 "dropped": dict(sorted(self.not_shown.items()))}
 
 
-def _from_template(tmpl: Any, timeline: Any, rng: random.Random, where: str, cut: int,
+def _from_template(tmpl: Template, timeline: Any, rng: random.Random, where: str, cut: int,
                    cap: int, shown: str | None = None,
                    report: GenerationReport | None = None) -> list[GameQuestion]:
     """A template's questions at one horizon: checked, de-duplicated (first kept), those
@@ -283,7 +290,7 @@ def _from_template(tmpl: Any, timeline: Any, rng: random.Random, where: str, cut
             continue
         unique[q.key()] = q
     kept = list(unique.values())
-    if getattr(tmpl, "values", ()):
+    if tmpl.values:
         chosen = balanced_choice(kept, tmpl.values, cap, rng)
         if report is not None:
             report.closed_kept(tmpl.id, kept, chosen, cap)

@@ -71,7 +71,7 @@ async def play(env: GameEnv, player: Player, out: str | Path, meta: TrajectoryMe
                 end = done_end
                 break
     except BaseException as exc:  # an interrupt too: keep what was written, say why
-        writer.meta.end_message = _describe(exc)  # type: ignore[attr-defined]
+        writer.meta.end_message = _describe(exc)
         writer.finish("player_stopped")
         raise
     writer.finish(end)

@@ -93,7 +93,7 @@ def needs_play(plan: SelfExperience) -> bool:
     except ValueError:
         shutil.rmtree(folder)
         return True
-    stopped_by_error = meta.end == "player_stopped" and getattr(meta, "end_message", None)
+    stopped_by_error = meta.end == "player_stopped" and meta.end_message
     if meta.end is None or stopped_by_error:
         shutil.rmtree(folder)
         return True

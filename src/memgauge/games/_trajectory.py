@@ -88,6 +88,9 @@ class TrajectoryMeta(BaseModel):
     game: dict[str, Any] = Field(default_factory=dict)  # game file name and sha256, env settings
     admissible_note: str | None = None
     frame_size: list[int] | None = None
+    # why the player stopped (end = "player_stopped"): an error's description, "interrupted";
+    # written only when set (meta.json of a finished play is as it was)
+    end_message: str | None = None
 
 
 class TrajectoryWriter:
@@ -133,7 +136,8 @@ class TrajectoryWriter:
 
     def _write_meta(self) -> None:
         tmp = self.dir / "meta.json.tmp"
-        tmp.write_text(self.meta.model_dump_json(indent=1), encoding="utf-8")
+        unset = {"end_message"} if self.meta.end_message is None else None
+        tmp.write_text(self.meta.model_dump_json(indent=1, exclude=unset), encoding="utf-8")
         os.replace(tmp, self.dir / "meta.json")
 
 

@@ -16,6 +16,7 @@ from ._base import (
 )
 from ._capabilities import (
     CacheIdentified,
+    ChoiceConstraining,
     Closable,
     Configured,
     EndpointChecked,
@@ -39,8 +40,8 @@ from .openai_compat import (
 from .replay import ReplayModel
 from .scripted import ScriptedModel
 
-__all__ = ["CacheIdentified", "ChatModel", "Closable", "Configured", "EndpointChecked",
-           "EndpointReporting",
+__all__ = ["CacheIdentified", "ChatModel", "ChoiceConstraining", "Closable", "Configured",
+           "EndpointChecked", "EndpointReporting",
            "GenerateConfig", "ImagePart", "KnownContext", "Message", "ModelError",
            "ModelOutput", "ModelSettings", "OpenAICompatModel", "OpenAIEndpoint",
            "OwnTokenizer", "Part", "Preflighted", "Releasable", "ReplayModel",

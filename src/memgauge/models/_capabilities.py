@@ -120,6 +120,16 @@ class KnownContext(Protocol):
 
 
 @runtime_checkable
+class ChoiceConstraining(Protocol):
+    """Says whether its decoding can be held to ``GenerateConfig.choices`` (a local
+    llama.cpp server's grammar: True); a game's LLM player then sends the legal actions
+    as the reply's only choices. Without it, or False: the player asks for them as
+    structured output (a JSON schema) instead."""
+
+    constrains_choices: bool
+
+
+@runtime_checkable
 class OpenAIEndpoint(Configured, Protocol):
     """An OpenAI-compatible endpoint a system's own library may call directly (LangMem):
     where, whether a key is sent, and the model's timeout and retry policy."""

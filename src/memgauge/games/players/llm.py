@@ -26,7 +26,14 @@ from collections import deque
 from pathlib import Path
 
 from ...errors import ConfigError
-from ...models import ChatModel, GenerateConfig, ImagePart, Message, TextPart
+from ...models import (
+    ChatModel,
+    ChoiceConstraining,
+    GenerateConfig,
+    ImagePart,
+    Message,
+    TextPart,
+)
 from ...schema import ImageRef
 from .._trajectory import PlayerTrace
 from ._base import Decision, Observation
@@ -123,7 +130,7 @@ class LLMPlayer:
         self.config = GenerateConfig(max_tokens=max_tokens, temperature=0.0, seed=seed)
         # Whether the model's decoding is held to the legal actions by a grammar (recorded
         # in meta.json); any other model is asked for them as structured output.
-        self.constrained = bool(getattr(model, "constrains_choices", False))
+        self.constrained = isinstance(model, ChoiceConstraining) and model.constrains_choices
         self.structured = not self.constrained
         self._history: deque[str] = deque(maxlen=history)
         self._frames: tempfile.TemporaryDirectory[str] | None = None
