@@ -349,7 +349,8 @@ def _ability_key(ability: Ability | str) -> str:
 
 
 def _is_refusal_question(record: Record) -> bool:
-    return str(getattr(record.answer_type, "value", record.answer_type)) == AnswerType.REFUSAL.value
+    # a Record's answer_type is validated to an AnswerType when read (runfolder.read_records)
+    return record.answer_type == AnswerType.REFUSAL
 
 
 def _scorer_stats(
