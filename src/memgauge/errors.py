@@ -9,6 +9,14 @@ class MemgaugeError(Exception):
     """Base class for errors memgauge raises on purpose."""
 
 
+class EpisodeFailure(MemgaugeError):
+    """A failure that stops an episode before its questions are asked (its captions could
+    not be made): the runner records each unanswered question of the episode as an error
+    of kind ``error_kind``. Any other exception there is recorded as ``system_error``."""
+
+    error_kind: str = "system_error"
+
+
 class InputError(MemgaugeError):
     """Bad input data: names where it is so the user can fix it."""
 

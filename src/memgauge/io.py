@@ -341,20 +341,12 @@ class _FastArray:
         self.pos = 0
         return got > 0
 
-    # complexity above 15 kept: the scanner's one loop over a mapped JSON array: a helper per
-    # branch is a call per item
-    def __iter__(self) -> Iterator[tuple[int, Any]]:  # noqa: C901
-        import orjson
-
-        self._loads = orjson.loads
-        self._error = orjson.JSONDecodeError
-        if not self._map():
-            self._more()
-        self.pos = self.buf.find(b"[") + 1  # the caller saw "[" first
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        self._open_array()
         sep: bytes | None = None
         index = 0
         while True:
-            while True:  # to the next item's first byte
+            while True:  # to the next item's first byte (reading on as needed)
                 buf, n = self.buf, len(self.buf)
                 pos = self.pos
                 while pos < n and buf[pos] in _WS:
@@ -375,12 +367,7 @@ class _FastArray:
             item, end = got  # end: just past the item's "}" (relative to pos)
             self.largest = max(self.largest, end)
             if sep is None:
-                sep = self._learn(end)
-                # One item per line (json.dump's usual layout): find candidates by newline
-                # (memchr speed) rather than by the whole separator.
-                if sep is not None and b"\n" in sep and \
-                        self.buf[self.pos:self.pos + end].count(b"\n") <= 2:
-                    self._nl = sep.index(b"\n")
+                sep = self._learn_layout(end)
             if type(item) is dict and _has_big_float(item):  # an integer orjson made a float
                 item = _ijson_one(self.buf[self.pos:self.pos + end])
             yield index, item
@@ -393,6 +380,26 @@ class _FastArray:
                     self.pos = i + 1
             if self.mm is not None:
                 self._advance()
+
+    def _open_array(self) -> None:
+        """Map the file (or read its start) and stand just past the array's "["."""
+        import orjson
+
+        self._loads = orjson.loads
+        self._error = orjson.JSONDecodeError
+        if not self._map():
+            self._more()
+        self.pos = self.buf.find(b"[") + 1  # the caller saw "[" first
+
+    def _learn_layout(self, end: int) -> bytes | None:
+        """After the first item: the separator to search for, and whether to find the
+        candidates by newline instead (one item per line, json.dump's usual layout: memchr
+        speed rather than a search for the whole separator)."""
+        sep = self._learn(end)
+        if sep is not None and b"\n" in sep and \
+                self.buf[self.pos:self.pos + end].count(b"\n") <= 2:
+            self._nl = sep.index(b"\n")
+        return sep
 
     def _first(self) -> tuple[Any, int] | None:
         """The first item and its exact end, via json.raw_decode on decoded text."""

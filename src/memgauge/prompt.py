@@ -11,7 +11,7 @@ text; a final user message ``{instruction}\\nQuestion Date: {date}\\nQuestion: {
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,42 +71,57 @@ def _image_or_caption(ref: ImageRef) -> Part:
     return _image_part(ref)
 
 
-# complexity above 15 kept: prompt assembly's hot path (a call per turn), kept inline
-def turn_parts(text: str, images: Sequence[ImageRef], mode: str, label_images: bool,  # noqa: C901
+def turn_parts(text: str, images: Sequence[ImageRef], mode: str, label_images: bool,
                image_offset: int) -> tuple[list[Part], int]:
     """Content parts of one turn, and the next global image number."""
-    parts: list[Part] = []
-    text_part, image_part = _text_part, _image_part
     if mode == "text" or not images:
         stripped = text.replace("<image>", "").strip()
-        if stripped:
-            parts.append(text_part(stripped))
-        return parts, image_offset + (0 if mode == "text" else len(images))
-    n = len(images)
+        return ([_text_part(stripped)] if stripped else []), \
+            image_offset + (0 if mode == "text" else len(images))
+    image_part = _image_part
     if mode == "image" and any(im.path is None and not im.url for im in images):
         image_part = _image_or_caption
     if not label_images and mode == "image":  # the common case, without the helper below
-        if "<image>" not in text:
-            parts = [image_part(im) for im in images]
-            stripped = text.strip()
-            if stripped:
-                parts.append(text_part(stripped))
-            return parts, image_offset + n
-        pieces = text.split("<image>")
-        if pieces[0].strip():
-            parts.append(text_part(pieces[0]))
-        used = 0
-        for piece in pieces[1:]:
-            if used < n:
-                parts.append(image_part(images[used]))
-                used += 1
-            if piece.strip():
-                parts.append(text_part(piece))
-        while used < n:
+        return _images_in_place(text, images, image_part), image_offset + len(images)
+    return (_labelled_or_captioned(text, images, mode, label_images, image_offset, image_part),
+            image_offset + len(images))
+
+
+def _images_in_place(text: str, images: Sequence[ImageRef],
+                     image_part: Callable[[ImageRef], Part]) -> list[Part]:
+    """Image mode, unlabelled: each image where its ``<image>`` placeholder stands, the
+    surplus after the text; with no placeholder, all of them before it."""
+    text_part, n = _text_part, len(images)
+    if "<image>" not in text:
+        parts: list[Part] = [image_part(im) for im in images]
+        stripped = text.strip()
+        if stripped:
+            parts.append(text_part(stripped))
+        return parts
+    parts = []
+    pieces = text.split("<image>")
+    if pieces[0].strip():
+        parts.append(text_part(pieces[0]))
+    used = 0
+    for piece in pieces[1:]:
+        if used < n:
             parts.append(image_part(images[used]))
             used += 1
-        return parts, image_offset + n
-    # Labelled images or caption mode:
+        if piece.strip():
+            parts.append(text_part(piece))
+    while used < n:
+        parts.append(image_part(images[used]))
+        used += 1
+    return parts
+
+
+def _labelled_or_captioned(text: str, images: Sequence[ImageRef], mode: str,
+                           label_images: bool, image_offset: int,
+                           image_part: Callable[[ImageRef], Part]) -> list[Part]:
+    """Labelled images (``[Image 3]`` before each) or caption mode, placed as in
+    :func:`_images_in_place`."""
+    parts: list[Part] = []
+    text_part, n = _text_part, len(images)
 
     def image(i: int) -> None:
         ref = images[i]
@@ -136,7 +151,7 @@ def turn_parts(text: str, images: Sequence[ImageRef], mode: str, label_images: b
         stripped = text.strip()
         if stripped:
             parts.append(text_part(stripped))
-    return parts, image_offset + n
+    return parts
 
 
 def _one_slot_maker(cls: type, name: str):

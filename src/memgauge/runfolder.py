@@ -345,57 +345,63 @@ _STRINGS = ("config_hash", "memgauge_version", "git_sha", "created", "updated", 
 _IDENTITY_STRINGS = ("bench", "model", "system", "tier", "context_mode")
 
 
-# complexity above 15 kept: one bounded parse and a check per manifest field, each naming
-# the field; to split into named checks as label_error's was (design 0048)
-def read_manifest(path: str | Path) -> dict[str, Any]:  # noqa: C901
+def read_manifest(path: str | Path) -> dict[str, Any]:
     """A run's ``manifest.json``, parsed within bounds and checked to have the shape the
     commands read; an :class:`InputError` naming the file and the field if not."""
     file = str(path)
     obj = load_document(path, what="a run manifest")
-
-    def bad(field: str | None, want: str, value: Any) -> InputError:
-        got = "null" if value is None else type(value).__name__
-        return InputError(f"expected {want}, got {got}", file=file, field=field)
-
     if not isinstance(obj, dict):
-        raise bad(None, "a JSON object", obj)
+        raise _expected(file, None, "a JSON object", obj)
     config = obj.get("config")
     if not isinstance(config, dict):
-        raise bad("config", "an object", config)
+        raise _expected(file, "config", "an object", config)
     identity = config.get("identity")
     if not isinstance(identity, dict) and is_benchmark_manifest(obj):
         raise benchmark_not_run(Path(path).parent)
     if not isinstance(identity, dict):
-        raise bad("config.identity", "an object", identity)
+        raise _expected(file, "config.identity", "an object", identity)
+    _check_identity(identity, file)
+    _check_sections(obj, file)
+    return obj
+
+
+def _expected(file: str, field: str | None, want: str, value: Any) -> InputError:
+    got = "null" if value is None else type(value).__name__
+    return InputError(f"expected {want}, got {got}", file=file, field=field)
+
+
+def _check_identity(identity: dict[str, Any], file: str) -> None:
+    """``config.identity``: its names are strings, its shard ``[i, N]``, its system
+    options an object."""
     for key in _IDENTITY_STRINGS:
         if identity.get(key) is not None and not isinstance(identity[key], str):
-            raise bad(f"config.identity.{key}", "a string", identity[key])
+            raise _expected(file, f"config.identity.{key}", "a string", identity[key])
     shard = identity.get("shard")
     if shard is not None and not (isinstance(shard, list) and len(shard) == 2 and all(
             isinstance(x, int) and not isinstance(x, bool) for x in shard)
             and 0 <= shard[0] < shard[1]):
         raise InputError(f"expected [i, N] with 0 <= i < N, got {str(shard)[:80]}", file=file,
                          field="config.identity.shard")
-    if identity.get("system_options") is not None and \
-            not isinstance(identity["system_options"], dict):
-        raise bad("config.identity.system_options", "an object", identity["system_options"])
-    for key in _OBJECTS:
-        if obj.get(key) is not None and not isinstance(obj[key], dict):
-            raise bad(key, "an object", obj[key])
-    for key in _STRINGS:
-        if obj.get(key) is not None and not isinstance(obj[key], str):
-            raise bad(key, "a string", obj[key])
-    for key in ("invocations", "merged_from"):
-        if obj.get(key) is not None and not isinstance(obj[key], list):
-            raise bad(key, "a list", obj[key])
+    options = identity.get("system_options")
+    if options is not None and not isinstance(options, dict):
+        raise _expected(file, "config.identity.system_options", "an object", options)
+
+
+def _check_sections(obj: dict[str, Any], file: str) -> None:
+    """The top-level sections: each of its type when present; the benchmark's input
+    digests strings; each judge an object."""
+    for keys, want, kind in ((_OBJECTS, "an object", dict), (_STRINGS, "a string", str),
+                             (("invocations", "merged_from"), "a list", list)):
+        for key in keys:
+            if obj.get(key) is not None and not isinstance(obj[key], kind):
+                raise _expected(file, key, want, obj[key])
     inputs = (obj.get("benchmark") or {}).get("inputs")
     if inputs is not None:
         if not isinstance(inputs, dict):
-            raise bad("benchmark.inputs", "an object", inputs)
+            raise _expected(file, "benchmark.inputs", "an object", inputs)
         for name, digest in inputs.items():
             if digest is not None and not isinstance(digest, str):
-                raise bad(f"benchmark.inputs.{name}", "a sha256 string", digest)
+                raise _expected(file, f"benchmark.inputs.{name}", "a sha256 string", digest)
     for name, judge in (obj.get("judges") or {}).items():
         if not isinstance(judge, dict):
-            raise bad(f"judges.{name}", "an object", judge)
-    return obj
+            raise _expected(file, f"judges.{name}", "an object", judge)

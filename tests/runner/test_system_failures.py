@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from memgauge.errors import EpisodeFailure
 from memgauge.registry import benchmark, system
 from memgauge.runner import RunConfig, read_records, run
 from memgauge.schema import (
@@ -73,3 +76,45 @@ def test_answers_given_before_a_failure_are_kept_and_the_rest_recorded(tmp_path)
     assert records["q-late"].status == "error"
     assert "disk full" in records["q-late"].response.error.message
     assert len((tmp_path / "r" / "records.jsonl").read_text().splitlines()) == 2
+
+
+class IndexGone(EpisodeFailure):
+    error_kind = "index_error"
+
+
+class UndeclaredKind(RuntimeError):
+    error_kind = "made_up"  # not an EpisodeFailure: the runner does not read it
+
+
+class FailsOnFirstSession(BreaksOnSecondSession):
+    name = "fails-first"
+    failure: type[Exception] = IndexGone
+
+    async def ingest(self, session):
+        raise self.failure("index gone")
+
+
+@system("fails-first-declared")
+def fails_first_declared(ctx):
+    return FailsOnFirstSession
+
+
+class FailsUndeclared(FailsOnFirstSession):
+    failure = UndeclaredKind
+
+
+@system("fails-first-undeclared")
+def fails_first_undeclared(ctx):
+    return FailsUndeclared
+
+
+@pytest.mark.parametrize(("name", "kind"), [("fails-first-declared", "index_error"),
+                                            ("fails-first-undeclared", "system_error")])
+def test_an_episode_failure_is_recorded_with_the_kind_its_class_declares(tmp_path, name, kind):
+    config = RunConfig(bench="two-questions", data="-", out=str(tmp_path / "r"),
+                       system=name, model="none:", cache=False, progress=False)
+    result = run(config)
+    assert (result.ok, result.errors) == (0, 2)
+    records = read_records(tmp_path / "r")
+    assert {r.response.error.kind for r in records.values()} == {kind}
+    assert all("index gone" in r.response.error.message for r in records.values())

@@ -214,108 +214,28 @@ class LoCoMoBenchmark:
                 raise InputError(f"{len(absent)} question id(s) in the id list are not in the "
                                  f"data: {shown}", file=self.opts.question_ids)
 
-    # complexity above 15 kept: LoCoMo's loose record checked field after field, each error naming
-    # its field
-    def _episode(self, raw: Any, index: int, path: Path) -> tuple[Episode, int]:  # noqa: C901
-        file = str(path)
-        where = f"#{index}"
-
-        def err(message: str, field: str | None = None, item: str | None = None) -> InputError:
-            return InputError(message, file=file, item=item or where, field=field)
-
+    def _episode(self, raw: Any, index: int, path: Path) -> tuple[Episode, int]:
+        """One conversation, checked field after field: each error names its field."""
+        err = _ErrorAt(str(path), f"#{index}")
         if type(raw) is not dict:
             raise err(f"expected a conversation object, got {type_name(raw)}")
-        sample_id = raw.get("sample_id")
-        if sample_id is not None and type(sample_id) not in (str, int):
-            raise err(f"expected str, got {type_name(sample_id)}", "sample_id")
-        if sample_id is not None:
-            episode_id = str(sample_id)
-        elif index == 0:
-            episode_id = path.stem
-        else:
-            episode_id = f"{path.stem}-{index}"
-        where = episode_id
+        episode_id = _episode_id(raw, index, path, err)
+        err = _ErrorAt(str(path), episode_id)
         conv = raw.get("conversation", raw)
         cprefix = "conversation." if conv is not raw else ""
         if type(conv) is not dict:
             raise err(f"expected an object, got {type_name(conv)}", "conversation")
-
-        speakers = {}
-        for key, role in (("speaker_a", "user"), ("speaker_b", "assistant")):
-            name = conv.get(key, raw.get(key))
-            if type(name) is not str:
-                raise err("missing required field" if name is None else
-                          f"expected str, got {type_name(name)}", cprefix + key)
-            speakers[name] = role
-        if len(speakers) != 2:
-            raise err("speaker_a and speaker_b have the same name", cprefix + "speaker_b")
-
+        speakers = _speakers(raw, conv, cprefix, err)
         numbers = sorted(int(m.group(1)) for k in conv if (m := _SESSION_RE.match(k)))
         dated = sorted(int(m.group(1)) for k in conv if (m := _DATE_RE.match(k)))
+        dia_session: dict[str, str] = {}  # turn id -> its session, filled by _session
         sessions: list[Session] = []
-        dia_session: dict[str, str] = {}
         n_images = 0
         for n in numbers:
-            key = f"session_{n}"
-            sid = key
-            turns_raw = conv[key]
-            if type(turns_raw) is not list:
-                raise err(f"expected a list of turns, got {type_name(turns_raw)}", cprefix + key)
-            date = conv.get(f"session_{n}_date_time")
-            if date is not None and type(date) is not str:
-                raise err(f"expected str, got {type_name(date)}", f"{cprefix}{key}_date_time")
-            turns: list[Turn] = []
-            for j, t in enumerate(turns_raw):
-                field = f"{cprefix}{key}[{j}]"
-                if type(t) is not dict:
-                    raise err(f"expected a turn object, got {type_name(t)}", field)
-                speaker = t.get("speaker")
-                role = speakers.get(speaker) if type(speaker) is str else None
-                if role is None:
-                    raise err("missing required field" if speaker is None else
-                              f"speaker {speaker!r} is neither speaker_a nor speaker_b",
-                              field + ".speaker")
-                dia_id = t.get("dia_id")
-                if type(dia_id) is not str or not dia_id:
-                    raise err("missing required field" if dia_id is None else
-                              f"expected a non-empty str, got {type_name(dia_id)}",
-                              field + ".dia_id")
-                if dia_id in dia_session:
-                    raise err(f"duplicate dia_id {dia_id!r}", field + ".dia_id")
-                dia_session[dia_id] = sid
-                text = t.get("text", "")
-                if type(text) is not str:
-                    raise err(f"expected str, got {type_name(text)}", field + ".text")
-                images: list[ImageRef] = []
-                if t.get("img_url") or t.get("blip_caption"):
-                    images.append(self._image(t, dia_id, field, err))
-                    n_images += 1
-                extra = {k: v for k, v in t.items() if k not in _TURN_KEYS}
-                turns.append(build_turn({"turn_id": dia_id, "role": role, "text": text,
-                                         "images": images, "speaker": speaker, "meta": extra}))
-            sessions.append(build_session({"session_id": sid, "date": date, "turns": turns,
-                                           "meta": {}}))
-
-        qa = raw.get("qa", conv.get("qa"))
-        if type(qa) is not list:
-            raise err("missing required field" if qa is None else
-                      f"expected list, got {type_name(qa)}", "qa")
-        questions = [self._question(q, k, episode_id, dia_session, err)
-                     for k, q in enumerate(qa)]
-        for q in questions:  # the dia_id evidence says whether a shared photo is involved
-            q.labels = inferred_labels(q, sessions)
-        if self.asked_after == "evidence":
-            order = {s.session_id: i for i, s in enumerate(sessions)}
-            for k, q in enumerate(questions):
-                q.asked_after = _after_latest_evidence(q, order)
-                for token in pointers_that_move(q, order):
-                    shown = "at the end" if q.asked_after is None else \
-                        f"after {sessions[q.asked_after].session_id}"
-                    self.inconsistencies.report(
-                        f"evidence pointer {token!r} names no turn of this conversation, so "
-                        "when to ask the question (asked_after=evidence) is unknown; without "
-                        f"it, it would be asked {shown}", file=file, item=q.question_id,
-                        field=f"qa[{k}].evidence")
+            session, images = self._session(conv, n, cprefix, speakers, dia_session, err)
+            sessions.append(session)
+            n_images += images
+        questions = self._questions(raw, conv, episode_id, sessions, dia_session, err)
         meta: dict[str, Any] = {"speaker_a": next(iter(speakers)),
                                 "speaker_b": list(speakers)[1], "file": path.name}
         orphan_dates = sorted(set(dated) - set(numbers))
@@ -325,8 +245,81 @@ class LoCoMoBenchmark:
                           benchmark=self.info, meta=meta)
         return episode, n_images
 
+    def _session(self, conv: dict[str, Any], n: int, cprefix: str, speakers: dict[str, str],
+                 dia_session: dict[str, str], err: _ErrorAt) -> tuple[Session, int]:
+        """Session ``n`` and how many images its turns carry."""
+        key = sid = f"session_{n}"
+        turns_raw = conv[key]
+        if type(turns_raw) is not list:
+            raise err(f"expected a list of turns, got {type_name(turns_raw)}", cprefix + key)
+        date = conv.get(f"session_{n}_date_time")
+        if date is not None and type(date) is not str:
+            raise err(f"expected str, got {type_name(date)}", f"{cprefix}{key}_date_time")
+        turns = [self._turn(t, f"{cprefix}{key}[{j}]", speakers, dia_session, sid, err)
+                 for j, t in enumerate(turns_raw)]
+        session = build_session({"session_id": sid, "date": date, "turns": turns, "meta": {}})
+        return session, sum(len(t.images) for t in turns)
+
+    def _turn(self, t: Any, field: str, speakers: dict[str, str], dia_session: dict[str, str],
+              sid: str, err: _ErrorAt) -> Turn:
+        if type(t) is not dict:
+            raise err(f"expected a turn object, got {type_name(t)}", field)
+        speaker = t.get("speaker")
+        role = speakers.get(speaker) if type(speaker) is str else None
+        if role is None:
+            raise err("missing required field" if speaker is None else
+                      f"speaker {speaker!r} is neither speaker_a nor speaker_b",
+                      field + ".speaker")
+        dia_id = t.get("dia_id")
+        if type(dia_id) is not str or not dia_id:
+            raise err("missing required field" if dia_id is None else
+                      f"expected a non-empty str, got {type_name(dia_id)}", field + ".dia_id")
+        if dia_id in dia_session:
+            raise err(f"duplicate dia_id {dia_id!r}", field + ".dia_id")
+        dia_session[dia_id] = sid
+        text = t.get("text", "")
+        if type(text) is not str:
+            raise err(f"expected str, got {type_name(text)}", field + ".text")
+        images: list[ImageRef] = []
+        if t.get("img_url") or t.get("blip_caption"):
+            images.append(self._image(t, dia_id, field, err))
+        extra = {k: v for k, v in t.items() if k not in _TURN_KEYS}
+        return build_turn({"turn_id": dia_id, "role": role, "text": text, "images": images,
+                           "speaker": speaker, "meta": extra})
+
+    def _questions(self, raw: dict[str, Any], conv: dict[str, Any], episode_id: str,
+                   sessions: list[Session], dia_session: dict[str, str],
+                   err: _ErrorAt) -> list[Question]:
+        qa = raw.get("qa", conv.get("qa"))
+        if type(qa) is not list:
+            raise err("missing required field" if qa is None else
+                      f"expected list, got {type_name(qa)}", "qa")
+        questions = [self._question(q, k, episode_id, dia_session, err)
+                     for k, q in enumerate(qa)]
+        for q in questions:  # the dia_id evidence says whether a shared photo is involved
+            q.labels = inferred_labels(q, sessions)
+        if self.asked_after == "evidence":
+            self._ask_after_evidence(questions, sessions, err.file)
+        return questions
+
+    def _ask_after_evidence(self, questions: list[Question], sessions: list[Session],
+                            file: str) -> None:
+        """asked_after=evidence: each question right after its latest evidence's session; a
+        pointer that names no turn is reported (where the question is asked then)."""
+        order = {s.session_id: i for i, s in enumerate(sessions)}
+        for k, q in enumerate(questions):
+            q.asked_after = _after_latest_evidence(q, order)
+            for token in pointers_that_move(q, order):
+                shown = "at the end" if q.asked_after is None else \
+                    f"after {sessions[q.asked_after].session_id}"
+                self.inconsistencies.report(
+                    f"evidence pointer {token!r} names no turn of this conversation, so "
+                    "when to ask the question (asked_after=evidence) is unknown; without "
+                    f"it, it would be asked {shown}", file=file, item=q.question_id,
+                    field=f"qa[{k}].evidence")
+
     @staticmethod
-    def _image(t: dict[str, Any], dia_id: str, field: str, err: Any) -> ImageRef:
+    def _image(t: dict[str, Any], dia_id: str, field: str, err: _ErrorAt) -> ImageRef:
         urls = t.get("img_url")
         if isinstance(urls, str):
             urls = [urls]
@@ -369,11 +362,9 @@ class LoCoMoBenchmark:
                             "captions": {"generic": caption} if caption else {},
                             "missing": False, "meta": meta})
 
-    # complexity above 15 kept: a question's fields checked one after another, each error naming
-    # its field
     @staticmethod
-    def _question(q: Any, k: int, episode_id: str, dia_session: dict[str, str],  # noqa: C901
-                  err: Any) -> Question:
+    def _question(q: Any, k: int, episode_id: str, dia_session: dict[str, str],
+                  err: _ErrorAt) -> Question:
         qid = f"{episode_id}:q{k}"
         field = f"qa[{k}]"
         if type(q) is not dict:
@@ -387,61 +378,8 @@ class LoCoMoBenchmark:
             raise err("missing required field" if category is None else
                       f"expected a category 1-5, got {category!r}", field + ".category", qid)
         meta: dict[str, Any] = {"category": category}
-
-        def as_str(key: str) -> str | None:
-            v = q.get(key)
-            if v is None:
-                return None
-            if type(v) is str:
-                return v
-            if type(v) in (int, float):
-                return str(int(v)) if type(v) is float and v.is_integer() else str(v)
-            raise err(f"expected str, got {type_name(v)}", f"{field}.{key}", qid)
-
-        if category == 5:
-            adversarial = as_str("adversarial_answer")
-            if adversarial is not None:
-                meta["adversarial_answer"] = adversarial
-            original = as_str("answer")
-            if original is not None:  # two items in 26.json carry one; recorded, not used
-                meta["original_answer"] = original
-            answer, answer_type = ADVERSARIAL_GOLD, AnswerType.REFUSAL
-        else:
-            answer = as_str("answer")
-            if answer is None:
-                raise err("missing required field", field + ".answer", qid)
-            answer_type = AnswerType.FREE_TEXT
-
-        evidence: list[EvidenceRef] = []
-        raw_ev = q.get("evidence")
-        if raw_ev is None:
-            raw_ev = []
-        if type(raw_ev) is not list:
-            raise err(f"expected list, got {type_name(raw_ev)}", field + ".evidence", qid)
-        bad: list[Any] = []
-        repaired: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        for entry in raw_ev:
-            if type(entry) is not str:
-                bad.append(entry)
-                continue
-            got = []
-            for token in _SPLIT_RE.split(entry.strip()):
-                m = _DIA_RE.match(token)
-                dia = f"D{int(m.group(1))}:{int(m.group(2))}" if m else None
-                if dia is None or dia not in dia_session:
-                    bad.append(token)
-                    continue
-                got.append(dia)
-                if dia not in seen:
-                    seen.add(dia)
-                    evidence.append(EvidenceRef(session_id=dia_session[dia], turn_id=dia))
-            if got and got != [entry]:
-                repaired.append({"raw": entry, "as": got})
-        if bad:
-            meta["bad_evidence"] = bad
-        if repaired:
-            meta["evidence_repaired"] = repaired
+        answer, answer_type = _answer(q, category, field, qid, err, meta)
+        evidence = _evidence(q, field, qid, dia_session, err, meta)
         return Question(question_id=qid, text=text, answer=answer, answer_type=answer_type,
                         ability=CATEGORIES[category], subtype=f"category_{category}",
                         evidence=evidence, meta=meta)
@@ -482,3 +420,106 @@ class LoCoMoBenchmark:
 def locomo(opts: BenchmarkOptions) -> LoCoMoBenchmark:
     """LoCoMo: a conversation file, a folder of them, or the combined ``locomo10.json``."""
     return LoCoMoBenchmark(opts)
+
+
+class _ErrorAt:
+    """Makes the :class:`InputError` of a field of one conversation (``item``: where)."""
+
+    def __init__(self, file: str, where: str) -> None:
+        self.file, self.where = file, where
+
+    def __call__(self, message: str, field: str | None = None,
+                 item: str | None = None) -> InputError:
+        return InputError(message, file=self.file, item=item or self.where, field=field)
+
+
+def _episode_id(raw: dict[str, Any], index: int, path: Path, err: _ErrorAt) -> str:
+    """``sample_id``; without one, the file's name (and the index after the first)."""
+    sample_id = raw.get("sample_id")
+    if sample_id is not None and type(sample_id) not in (str, int):
+        raise err(f"expected str, got {type_name(sample_id)}", "sample_id")
+    if sample_id is not None:
+        return str(sample_id)
+    return path.stem if index == 0 else f"{path.stem}-{index}"
+
+
+def _speakers(raw: dict[str, Any], conv: dict[str, Any], cprefix: str,
+              err: _ErrorAt) -> dict[str, str]:
+    """Each speaker's name -> role: speaker_a is the user, speaker_b the assistant."""
+    speakers = {}
+    for key, role in (("speaker_a", "user"), ("speaker_b", "assistant")):
+        name = conv.get(key, raw.get(key))
+        if type(name) is not str:
+            raise err("missing required field" if name is None else
+                      f"expected str, got {type_name(name)}", cprefix + key)
+        speakers[name] = role
+    if len(speakers) != 2:
+        raise err("speaker_a and speaker_b have the same name", cprefix + "speaker_b")
+    return speakers
+
+
+def _as_str(q: dict[str, Any], key: str, field: str, qid: str, err: _ErrorAt) -> str | None:
+    """A question's text field; a number is taken as its text (``2022``, not ``2022.0``)."""
+    v = q.get(key)
+    if v is None:
+        return None
+    if type(v) is str:
+        return v
+    if type(v) in (int, float):
+        return str(int(v)) if type(v) is float and v.is_integer() else str(v)
+    raise err(f"expected str, got {type_name(v)}", f"{field}.{key}", qid)
+
+
+def _answer(q: dict[str, Any], category: int, field: str, qid: str, err: _ErrorAt,
+            meta: dict[str, Any]) -> tuple[str, AnswerType]:
+    """The gold answer: category 5 (adversarial) is to be refused, its answers kept in
+    ``meta``; any other category needs ``answer``."""
+    if category != 5:
+        answer = _as_str(q, "answer", field, qid, err)
+        if answer is None:
+            raise err("missing required field", field + ".answer", qid)
+        return answer, AnswerType.FREE_TEXT
+    adversarial = _as_str(q, "adversarial_answer", field, qid, err)
+    if adversarial is not None:
+        meta["adversarial_answer"] = adversarial
+    original = _as_str(q, "answer", field, qid, err)
+    if original is not None:  # two items in 26.json carry one; recorded, not used
+        meta["original_answer"] = original
+    return ADVERSARIAL_GOLD, AnswerType.REFUSAL
+
+
+def _evidence(q: dict[str, Any], field: str, qid: str, dia_session: dict[str, str],
+              err: _ErrorAt, meta: dict[str, Any]) -> list[EvidenceRef]:
+    """The evidence turns, read from loose ``D1:3``-style pointers: those naming no turn go
+    to ``meta["bad_evidence"]``, entries read as other pointers to ``evidence_repaired``."""
+    raw_ev = q.get("evidence")
+    if raw_ev is None:
+        raw_ev = []
+    if type(raw_ev) is not list:
+        raise err(f"expected list, got {type_name(raw_ev)}", field + ".evidence", qid)
+    evidence: list[EvidenceRef] = []
+    bad: list[Any] = []
+    repaired: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for entry in raw_ev:
+        if type(entry) is not str:
+            bad.append(entry)
+            continue
+        got = []
+        for token in _SPLIT_RE.split(entry.strip()):
+            m = _DIA_RE.match(token)
+            dia = f"D{int(m.group(1))}:{int(m.group(2))}" if m else None
+            if dia is None or dia not in dia_session:
+                bad.append(token)
+                continue
+            got.append(dia)
+            if dia not in seen:
+                seen.add(dia)
+                evidence.append(EvidenceRef(session_id=dia_session[dia], turn_id=dia))
+        if got and got != [entry]:
+            repaired.append({"raw": entry, "as": got})
+    if bad:
+        meta["bad_evidence"] = bad
+    if repaired:
+        meta["evidence_repaired"] = repaired
+    return evidence

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..cache import ResponseCache, cache_key
-from ..errors import ConfigError, MemgaugeError
+from ..errors import ConfigError, EpisodeFailure
 from ..media import ImagePolicy
 from ..models import ChatModel
 from ..registry import lookup
@@ -29,10 +29,10 @@ PROMPTS = ("dense", "task")
 _NOTED_FAILURES = 5  # failure messages kept in the manifest
 
 
-class CaptionFailed(MemgaugeError):
+class CaptionFailed(EpisodeFailure):
     """An image's caption could not be made (the captioner's call failed for good)."""
 
-    error_kind = "caption_error"  # the record's error kind (runner/_answer.py)
+    error_kind = "caption_error"  # the record's error kind
 
 
 @dataclass(frozen=True)

@@ -76,9 +76,9 @@ def _report_path(run_dir: Path, k: int) -> Path:
     return run_dir / f".worker-{k}.json"
 
 
-# complexity above 15 kept: start, watch and collect the worker processes; each branch is one way a
-# worker ends
-def run_with_workers(runner: Runner, n: int) -> RunResult:  # noqa: C901
+def run_with_workers(runner: Runner, n: int) -> RunResult:
+    """Fork ``n`` workers after the setup, hash the inputs and show progress while they
+    answer, then finish the manifest and raise what stopped any of them."""
     from ._execute import RunResult
 
     prep = runner.prepare()
@@ -90,14 +90,7 @@ def run_with_workers(runner: Runner, n: int) -> RunResult:  # noqa: C901
     for k in range(n):
         _report_path(run_dir, k).unlink(missing_ok=True)
     block = mmap.mmap(-1, _SLOT.size * n)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pids = []
-    for k in range(n):
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child, which never returns
-            _worker(runner, prep, k, n, block)
-        pids.append(pid)
+    pids = _fork_workers(runner, prep, n, block)
 
     # The parent: hash the inputs for the manifest while the workers answer.
     hashed: dict[str, Any] = {}
@@ -105,32 +98,7 @@ def run_with_workers(runner: Runner, n: int) -> RunResult:  # noqa: C901
     hasher.start()
     result = RunResult(run_dir=run_dir, skipped=len(prep.done_ok), workers=n,
                        total=runner.expected_todo(s.bench, prep))
-    interrupted: BaseException | None = None
-    kill_at: float | None = None  # after an interrupt: when to stop asking and SIGKILL
-    left = set(pids)
-    codes: dict[int, int] = {}
-    while left:
-        try:
-            for pid in list(left):
-                got, status = os.waitpid(pid, os.WNOHANG)
-                if got:
-                    left.discard(pid)
-                    codes[pid] = os.waitstatus_to_exitcode(status)
-            _progress(runner, block, n, result)
-            if left and kill_at is not None and time.monotonic() > kill_at:
-                _signal(left, signal.SIGKILL)
-            if left:
-                time.sleep(0.02)
-        except BaseException as exc:  # noqa: BLE001 - Ctrl-C or a signal: stop workers, finish
-            # First ask (SIGINT: the workers cancel and close their files); a worker stuck
-            # outside its event loop, or a second interrupt, gets SIGKILL. Records already
-            # written are on disk either way.
-            if interrupted is None:
-                interrupted = exc
-                kill_at = time.monotonic() + _GRACE_S
-                _signal(left, signal.SIGINT)
-            else:
-                _signal(left, signal.SIGKILL)
+    codes, interrupted = _wait_for_workers(runner, block, n, result, pids)
     _progress(runner, block, n, result)
 
     reports = [_read_report(run_dir, k) for k in range(n)]
@@ -153,15 +121,71 @@ def run_with_workers(runner: Runner, n: int) -> RunResult:  # noqa: C901
     if interrupted is not None:
         raise interrupted
     if failures:
-        first_failure = failures[0]
-        raise MemgaugeError(first_failure["message"]) if first_failure["memgauge"] else \
-            RuntimeError(f"a worker failed: {first_failure['type']}: "
-                         f"{first_failure['message']}\n{first_failure['traceback']}")
+        raise _worker_failure(failures[0])
     if missing_reports:
         lost = "; ".join(_how_it_ended(k, pids[k], codes.get(pids[k])) for k in missing_reports)
         raise RunIncomplete(f"{lost}. {result.done} questions answered in this invocation "
                             "are recorded; rerun the same command to answer the rest")
     return result
+
+
+def _fork_workers(runner: Runner, prep: Prepared, n: int, block: mmap.mmap) -> list[int]:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pids = []
+    for k in range(n):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child, which never returns
+            _worker(runner, prep, k, n, block)
+        pids.append(pid)
+    return pids
+
+
+def _wait_for_workers(runner: Runner, block: mmap.mmap, n: int, result: RunResult,
+                      pids: list[int]) -> tuple[dict[int, int], BaseException | None]:
+    """Reap the workers as they end, showing their progress meanwhile: each one's exit code,
+    and the interrupt (Ctrl-C, a signal) that stopped the run, if one did."""
+    interrupted: BaseException | None = None
+    kill_at: float | None = None  # after an interrupt: when to stop asking and SIGKILL
+    left = set(pids)
+    codes: dict[int, int] = {}
+    while left:
+        try:
+            _reap(left, codes)
+            _progress(runner, block, n, result)
+            if left and kill_at is not None and time.monotonic() > kill_at:
+                _signal(left, signal.SIGKILL)
+            if left:
+                time.sleep(0.02)
+        except BaseException as exc:  # noqa: BLE001 - Ctrl-C or a signal: stop workers, finish
+            # First ask (SIGINT: the workers cancel and close their files); a worker stuck
+            # outside its event loop, or a second interrupt, gets SIGKILL. Records already
+            # written are on disk either way.
+            if interrupted is None:
+                interrupted = exc
+                kill_at = time.monotonic() + _GRACE_S
+                _signal(left, signal.SIGINT)
+            else:
+                _signal(left, signal.SIGKILL)
+    return codes, interrupted
+
+
+def _reap(left: set[int], codes: dict[int, int]) -> None:
+    """Note the exit code of each worker in ``left`` that has ended, and drop it from there."""
+    for pid in list(left):
+        got, status = os.waitpid(pid, os.WNOHANG)
+        if got:
+            left.discard(pid)
+            codes[pid] = os.waitstatus_to_exitcode(status)
+
+
+def _worker_failure(failure: dict[str, Any]) -> Exception:
+    """What a worker's report says it failed with, to raise in the parent: the message of
+    a memgauge error as it was; anything else as a RuntimeError with its traceback."""
+    if failure["memgauge"]:
+        return MemgaugeError(failure["message"])
+    return RuntimeError(f"a worker failed: {failure['type']}: "
+                        f"{failure['message']}\n{failure['traceback']}")
 
 
 def _how_it_ended(k: int, pid: int, code: int | None) -> str:

@@ -148,8 +148,10 @@ def _slip(record: Record, pred: str, details: dict[str, Any]) -> str | None:
     return None
 
 
-# complexity above 15 kept: the taxonomy's rules in their order of precedence (design 0048)
-def label_error(  # noqa: C901
+Finding = tuple[str, str]  # (label, detail)
+
+
+def label_error(
     record: Record,
     *,
     scorer: str = "rule",
@@ -157,40 +159,67 @@ def label_error(  # noqa: C901
     max_words: int = 500,
 ) -> ErrorLabel | None:
     """The rule-assigned error label of a wrong answer; None for a correct, unscored or
-    errored record."""
-    if record.status != "ok" or record.response.error is not None:
+    errored record. The taxonomy's rules, in their order of precedence: the first that
+    finds something labels the answer."""
+    if not _scored_wrong(record, scorer):
         return None
-    value = record.scores.get(scorer)
-    if value is None or value >= 1:
-        return None
-
-    dep = record.labels.image_dependency
     details = _details(record, scorer)
     pred = record.prediction or ""
+    label, detail = (_non_answer(pred, details, max_words)
+                     or _answerability_failure(record, pred)
+                     or _stale_answer(record, pred, old_answers)
+                     or _computation_slip(record, pred, details)
+                     or _closed_set_selection(record, details)
+                     or _judge_assigned(record)
+                     or (UNLABELLED, ""))
+    return ErrorLabel(label=label, category=_category(label, record.labels.image_dependency),
+                      detail=detail)
 
-    def make(label: str, detail: str = "") -> ErrorLabel:
-        return ErrorLabel(label=label, category=_category(label, dep), detail=detail)
 
-    # 1. non_answer
+def _scored_wrong(record: Record, scorer: str) -> bool:
+    if record.status != "ok" or record.response.error is not None:
+        return False
+    value = record.scores.get(scorer)
+    return value is not None and value < 1
+
+
+def _non_answer(pred: str, details: dict[str, Any], max_words: int) -> Finding | None:
+    """1. No answer given: empty, too long, degenerate repetition, or hedged."""
     if not pred.strip():
-        return make(NON_ANSWER, "empty prediction")
+        return NON_ANSWER, "empty prediction"
     n_words = len(pred.split())
     if n_words > max_words:
-        return make(NON_ANSWER, f"{n_words} words > {max_words}")
+        return NON_ANSWER, f"{n_words} words > {max_words}"
     ratio = _degenerate(pred)
     if ratio is not None:
-        return make(NON_ANSWER, f"degenerate repetition (unique 5-gram ratio {ratio:.2f})")
+        return NON_ANSWER, f"degenerate repetition (unique 5-gram ratio {ratio:.2f})"
     if details.get("label") == "hedged":  # design 0038
-        return make(NON_ANSWER, "hedged: several candidate answers, none stated as the answer")
+        return NON_ANSWER, "hedged: several candidate answers, none stated as the answer"
+    return None
 
-    # 2. answerability_failure
+
+def _answerability_failure(record: Record, pred: str) -> Finding | None:
+    """2. Answered an unanswerable question, or refused an answerable one."""
     if record.answer_type == AnswerType.REFUSAL:
         if not is_refusal(pred):
-            return make(ANSWERABILITY_FAILURE, "answered an unanswerable question")
+            return ANSWERABILITY_FAILURE, "answered an unanswerable question"
     elif record.refused is True:
-        return make(ANSWERABILITY_FAILURE, "refused an answerable question")
+        return ANSWERABILITY_FAILURE, "refused an answerable question"
+    return None
 
-    # 3. stale_answer
+
+def _stale_answer(record: Record, pred: str,
+                  old_answers: Mapping[str, list[str]] | None) -> Finding | None:
+    """3. The prediction matches an answer that was true before an update."""
+    for old in _old_answers(record, old_answers):
+        how = _matches(old, pred)
+        if how is not None:
+            return STALE_ANSWER, f"matches old answer {old!r} ({how})"
+    return None
+
+
+def _old_answers(record: Record, old_answers: Mapping[str, list[str]] | None) -> list[str]:
+    """The question's superseded answers: from ``old_answers`` and the record's meta."""
     olds: list[str] = []
     if old_answers is not None:
         olds.extend(old_answers.get(record.question_id) or [])
@@ -199,25 +228,28 @@ def label_error(  # noqa: C901
         olds.append(meta_olds)
     elif isinstance(meta_olds, list):
         olds.extend(str(o) for o in meta_olds)
-    for old in olds:
-        how = _matches(old, pred)
-        if how is not None:
-            return make(STALE_ANSWER, f"matches old answer {old!r} ({how})")
+    return olds
 
-    # 4. computation_slip
-    if record.answer_type in _NUMERIC:
-        slip = _slip(record, pred, details)
-        if slip is not None:
-            return make(COMPUTATION_SLIP, slip)
 
-    # 5. closed_set_selection
+def _computation_slip(record: Record, pred: str, details: dict[str, Any]) -> Finding | None:
+    """4. A numeric answer close to the gold (within 10 %, or an integer off by one)."""
+    if record.answer_type not in _NUMERIC:
+        return None
+    slip = _slip(record, pred, details)
+    return (COMPUTATION_SLIP, slip) if slip is not None else None
+
+
+def _closed_set_selection(record: Record, details: dict[str, Any]) -> Finding | None:
+    """5. A closed-set question answered with another of its options."""
     if record.answer_type in _CLOSED and (details.get("candidates") or details.get("parsed")):
         picked = details.get("parsed") or details["candidates"][-1]
-        return make(CLOSED_SET_SELECTION, f"picked {picked}")
+        return CLOSED_SET_SELECTION, f"picked {picked}"
+    return None
 
-    # 6. judge-assigned
+
+def _judge_assigned(record: Record) -> Finding | None:
+    """6. The label the judge gave (grounding, unsupported answer)."""
     judged = record.meta.get("judge_error_label")
     if isinstance(judged, dict) and judged.get("label") in JUDGE_ASSIGNED:
-        return make(judged["label"], str(judged.get("reason") or "")[:200])
-
-    return make(UNLABELLED)
+        return judged["label"], str(judged.get("reason") or "")[:200]
+    return None

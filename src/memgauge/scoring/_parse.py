@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import datetime as _dt
 import re
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NamedTuple
 
@@ -68,6 +69,7 @@ _PRONOUN_ONE = frozenset(
     ["no", "any", "every", "some", "the", "this", "that", "which", "each", "another", "other"])
 _WORD = re.compile(r"[A-Za-z]+")
 _GAP = re.compile(r"\s*-?\s*")  # what may sit between two words of one number
+_AFTER_AND = (set(_UNITS) - {"zero"}) | set(_TEENS) | set(_TENS)  # "hundred and five"
 
 
 def _digit_hits(text: str) -> list[Hit]:
@@ -88,95 +90,129 @@ def _digit_hits(text: str) -> list[Hit]:
     return hits
 
 
-# complexity above 15 kept: one small grammar over number words; its states read best side by side
-def _word_hits(text: str, skip: list[Hit]) -> list[Hit]:  # noqa: C901
+def _word_hits(text: str, skip: list[Hit]) -> list[Hit]:
     """Numbers written in words: "three", "twenty-one", "one hundred and five",
     "a thousand", "two dozen", "minus five". Words inside ``skip`` spans are ignored."""
-    starts = [h.start for h in skip]  # skip is sorted and non-overlapping
+    return _NumberWords(text, skip).hits()
 
-    def skipped(pos: int) -> bool:
-        k = bisect.bisect_right(starts, pos) - 1
-        return k >= 0 and pos < skip[k].end
 
-    toks = [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(text)
-            if not skipped(m.start())]
-    n = len(toks)
+@dataclass
+class _Reading:
+    """The grammar's state while reading one number in words: the sum of the finished
+    scale groups (``total``), the group being read, the kind of the last word and the
+    last scale (a later scale must be smaller: "two million three thousand")."""
 
-    def adjacent(i: int) -> bool:  # toks[i] directly follows toks[i-1]
-        return i > 0 and _GAP.fullmatch(text[toks[i - 1][1] : toks[i][0]]) is not None
+    total: int = 0
+    group: int = 0
+    last: str | None = None  # unit | teen | ten | hundred | scale
+    last_scale: int | None = None
 
-    def word(i: int) -> str | None:
-        return toks[i][2] if i < n else None
 
-    def starts_number(i: int) -> bool:
-        w = word(i)
+class _NumberWords:
+    """The words of a text, read as numbers by a small grammar: each step says which word
+    kinds may follow; anything else ends the number, so "one two" is two numbers and
+    "twenty one" is one."""
+
+    def __init__(self, text: str, skip: list[Hit]) -> None:
+        starts = [h.start for h in skip]  # skip is sorted and non-overlapping
+
+        def skipped(pos: int) -> bool:
+            k = bisect.bisect_right(starts, pos) - 1
+            return k >= 0 and pos < skip[k].end
+
+        self.text = text
+        self.toks = [(m.start(), m.end(), m.group().lower()) for m in _WORD.finditer(text)
+                     if not skipped(m.start())]
+        self.n = len(self.toks)
+
+    def adjacent(self, i: int) -> bool:
+        """Whether toks[i] directly follows toks[i-1]."""
+        toks = self.toks
+        return i > 0 and _GAP.fullmatch(self.text[toks[i - 1][1] : toks[i][0]]) is not None
+
+    def word(self, i: int) -> str | None:
+        return self.toks[i][2] if i < self.n else None
+
+    def hits(self) -> list[Hit]:
+        hits: list[Hit] = []
+        i = 0
+        while i < self.n:
+            if not self.starts_number(i):
+                i += 1
+                continue
+            j, negative, value = self.read(i)
+            if j == i or (negative and j == i + 1):  # nothing consumed (cannot happen)
+                i += 1
+                continue
+            if not self.pronoun_one(i, j):
+                hits.append(Hit(self.toks[i][0], self.toks[j - 1][1],
+                                Decimal(-value if negative else value)))
+            i = j
+        return hits
+
+    def starts_number(self, i: int) -> bool:
+        w = self.word(i)
         if w in _NUMBER_WORDS:
             return True
-        nxt = word(i + 1) if i + 1 < n and adjacent(i + 1) else None
+        nxt = self.word(i + 1) if i + 1 < self.n and self.adjacent(i + 1) else None
         if w in ("a", "an"):  # "a hundred", "a dozen"
             return nxt in ("hundred", "dozen") or nxt in _SCALES
         if w in ("minus", "negative"):
             return nxt in _NUMBER_WORDS
         return False
 
-    hits: list[Hit] = []
-    i = 0
-    while i < n:
-        if not starts_number(i):
-            i += 1
-            continue
+    def pronoun_one(self, i: int, j: int) -> bool:
+        """A bare "one" after "no", "the", ... ("no one", "the one I liked")."""
+        bare_one = j - i == 1 and self.word(i) == "one"
+        return bare_one and i > 0 and self.adjacent(i) and self.word(i - 1) in _PRONOUN_ONE
+
+    def read(self, i: int) -> tuple[int, bool, int]:
+        """The number starting at word ``i``: the index past its last word, whether it is
+        negative, and its absolute value."""
         j, negative = i, False
-        if word(j) in ("minus", "negative"):
+        if self.word(j) in ("minus", "negative"):
             negative, j = True, j + 1
-        total, group, last, last_scale = 0, 0, None, None
-        if word(j) in ("a", "an"):
-            group, last, j = 1, "unit", j + 1
-        # A small grammar: each step says which word kinds may follow; anything else ends
-        # the number, so "one two" is two numbers and "twenty one" is one.
-        while j < n and (j == i or adjacent(j)):
-            w = word(j)
-            if w == "zero":
-                if last is None:
-                    j += 1
-                break
-            if w in _UNITS and last in (None, "ten", "hundred", "scale"):
-                group, last = group + _UNITS[w], "unit"
-            elif w in _TEENS and last in (None, "hundred", "scale"):
-                group, last = group + _TEENS[w], "teen"
-            elif w in _TENS and last in (None, "hundred", "scale"):
-                group, last = group + _TENS[w], "ten"
-            elif w == "hundred" and last in ("unit", "teen") and group < 100:
-                group, last = group * 100, "hundred"
-            elif w in _SCALES and last in ("unit", "teen", "ten", "hundred") and (
-                last_scale is None or _SCALES[w] < last_scale
-            ):
-                total, group, last, last_scale = total + group * _SCALES[w], 0, "scale", _SCALES[w]
-            elif w == "dozen" and last == "unit" and group < 10 and last_scale is None:
-                group *= 12
+        r = _Reading()
+        if self.word(j) in ("a", "an"):
+            r.group, r.last, j = 1, "unit", j + 1
+        while j < self.n and (j == i or self.adjacent(j)):
+            took, more = self.take(j, r)
+            if took:
                 j += 1
+            if not more:
                 break
-            elif (
-                w == "and"
-                and last in ("hundred", "scale")
-                and j + 1 < n
-                and adjacent(j + 1)
-                and word(j + 1) in (set(_UNITS) - {"zero"}) | set(_TEENS) | set(_TENS)
-            ):
-                pass  # "one hundred and five"
-            else:
-                break
-            j += 1
-        if j == i or (negative and j == i + 1):  # nothing consumed (cannot happen; be safe)
-            i += 1
-            continue
-        value = total + group
-        bare_one = j - i == 1 and word(i) == "one"
-        if bare_one and i > 0 and adjacent(i) and word(i - 1) in _PRONOUN_ONE:
-            i = j
-            continue
-        hits.append(Hit(toks[i][0], toks[j - 1][1], Decimal(-value if negative else value)))
-        i = j
-    return hits
+        return j, negative, r.total + r.group
+
+    def take(self, j: int, r: _Reading) -> tuple[bool, bool]:
+        """Whether word ``j`` belongs to the number being read (``r`` updated if so), and
+        whether another word may follow it."""
+        w, last = self.word(j), r.last
+        if w == "zero":
+            return last is None, False
+        if w in _UNITS and last in (None, "ten", "hundred", "scale"):
+            r.group, r.last = r.group + _UNITS[w], "unit"
+        elif w in _TEENS and last in (None, "hundred", "scale"):
+            r.group, r.last = r.group + _TEENS[w], "teen"
+        elif w in _TENS and last in (None, "hundred", "scale"):
+            r.group, r.last = r.group + _TENS[w], "ten"
+        elif w == "hundred" and last in ("unit", "teen") and r.group < 100:
+            r.group, r.last = r.group * 100, "hundred"
+        elif w in _SCALES and last in ("unit", "teen", "ten", "hundred") and (
+            r.last_scale is None or _SCALES[w] < r.last_scale
+        ):
+            r.total, r.group = r.total + r.group * _SCALES[w], 0
+            r.last, r.last_scale = "scale", _SCALES[w]
+        elif w == "dozen" and last == "unit" and r.group < 10 and r.last_scale is None:
+            r.group *= 12
+            return True, False
+        elif not (w == "and" and last in ("hundred", "scale") and self.and_continues(j)):
+            return False, False
+        return True, True
+
+    def and_continues(self, j: int) -> bool:
+        """"and" inside a number: "one hundred and five"."""
+        return (j + 1 < self.n and self.adjacent(j + 1)
+                and self.word(j + 1) in _AFTER_AND)
 
 
 def find_numbers(text: str) -> list[Hit]:

@@ -175,10 +175,9 @@ def stable_llm_string(llm_string: str) -> str:
 
 
 @functools.cache
-# complexity above 15 kept: imports and adapter classes of an optional extra, defined together on
-# first use
-def _langmem() -> SimpleNamespace:  # noqa: C901
-    """LangMem and langchain, imported on first use (the core never imports them)."""
+def _langmem() -> SimpleNamespace:
+    """LangMem and langchain, imported on first use (the core never imports them), and the
+    adapter classes built on their bases."""
     try:
         from langchain_core._api import LangChainBetaWarning
         from langchain_core.caches import BaseCache
@@ -211,7 +210,20 @@ def _langmem() -> SimpleNamespace:  # noqa: C901
             return [{**m, "content": _SESSION_TAG.sub("session", m["content"])}
                     for m in prepared]
 
-    class RunCache(BaseCache):
+    return SimpleNamespace(ChatOpenAI=ChatOpenAI, InMemoryStore=InMemoryStore, Memory=Memory,
+                           Manager=StableTagManager,
+                           RunCache=_run_cache_class(BaseCache, load, dumpd,
+                                                     LangChainBetaWarning),
+                           Counter=_counter_class(AsyncCallbackHandler),
+                           windows=langmem_utils.get_dialated_windows,
+                           untraced=functools.partial(tracing_context, enabled=False))
+
+
+def _run_cache_class(base_cache: Any, load: Any, dumpd: Any, beta_warning: Any) -> Any:
+    """langchain's cache interface over memgauge's response cache (``base_cache``, ``load``,
+    ``dumpd`` and the beta warning are langchain's, passed in from the extra)."""
+
+    class RunCache(base_cache):
         """The manager's replies in memgauge's response cache (kind ``langmem``), keyed by
         the run model's identity, langchain's model string (tools included) and prompt."""
 
@@ -231,7 +243,7 @@ def _langmem() -> SimpleNamespace:  # noqa: C901
             if tally is not None:
                 tally.cached += 1
             with warnings.catch_warnings():  # langchain marks its (stable) loader beta
-                warnings.simplefilter("ignore", LangChainBetaWarning)
+                warnings.simplefilter("ignore", beta_warning)
                 return [load(g, allowed_objects="core") for g in hit["generations"]]
 
         def update(self, prompt: str, llm_string: str, return_val: Any) -> None:
@@ -249,7 +261,13 @@ def _langmem() -> SimpleNamespace:  # noqa: C901
             # must never empty it; `memgauge cache` is the tool for that.
             raise NotImplementedError("memgauge's cache is cleared with `memgauge cache`")
 
-    class Counter(AsyncCallbackHandler):
+    return RunCache
+
+
+def _counter_class(async_callback_handler: Any) -> Any:
+    """The tally's langchain callback, on langchain's base class (passed in from the extra)."""
+
+    class Counter(async_callback_handler):
         """Counts the manager's calls and tokens into the episode's tally."""
 
         def __init__(self, tally: Tally) -> None:
@@ -265,10 +283,7 @@ def _langmem() -> SimpleNamespace:  # noqa: C901
                     self.tally.prompt_tokens += int(usage.get("input_tokens") or 0)
                     self.tally.completion_tokens += int(usage.get("output_tokens") or 0)
 
-    return SimpleNamespace(ChatOpenAI=ChatOpenAI, InMemoryStore=InMemoryStore, Memory=Memory,
-                           Manager=StableTagManager, RunCache=RunCache, Counter=Counter,
-                           windows=langmem_utils.get_dialated_windows,
-                           untraced=functools.partial(tracing_context, enabled=False))
+    return Counter
 
 
 # -- what is stored ---------------------------------------------------------------------------

@@ -543,103 +543,150 @@ def _write_timeline(gen: Generator, placed: list[Any], tier: str, tdir: Path,
     return path
 
 
-# complexity above 15 kept: the generation steps in order (layout, pools, tiers, files); each
-# branch is one step
-def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = None,  # noqa: C901
-             ) -> dict[str, Any]:
-    """Write a benchmark to ``config.out``; returns its manifest (also written as
-    ``manifest.json``). Same config and generator version => byte-identical files."""
-    if config.layout not in LAYOUTS:  # before anything in --out is cleared
-        raise ConfigError(f"--layout {config.layout!r}: use one of {', '.join(LAYOUTS)}")
-    if config.format not in FORMATS:
-        raise ConfigError(f"--format {config.format!r}: use one of {', '.join(FORMATS)}")
-    memeye_plans = None
-    if config.format == "memeye":
-        from ._memeye_cells import cell_plans
-        from ._memeye_export import check_config
+Plans = list[tuple[str, Any, Any, Any]]  # (question id, plan, question date, ...)
+Progress = Callable[[str, int], None] | None
 
-        check_config(config.families, config.layout, config.questions)
-        # Every cell filled, or the full one named, before --out is touched (unknown
-        # families are named by the generator below).
-        if all(f in KNOWN_FAMILIES for f in config.families or []):
-            memeye_plans = list(cell_plans(config.seed, config.questions, config.families))
+
+def generate(config: SynthConfig, progress: Progress = None) -> dict[str, Any]:
+    """Write a benchmark to ``config.out``; returns its manifest (also written as
+    ``manifest.json``). Same config and generator version => byte-identical files.
+
+    The steps in order: check the choices (before anything in ``--out`` is cleared), plan
+    the questions, naturalize their sessions (if asked), write each tier, then the
+    manifest with every file's digest."""
+    memeye_plans = _check_choices(config)
     _clear_or_refuse(Path(config.out), config.overwrite)
     gen = Generator(config)  # (it makes the image folder)
     root = gen.root
     root.mkdir(parents=True, exist_ok=True)
-    if config.layout == "timeline":
-        from ._timeline import timeline_plans, use_timeline_pool
-
-        plans = memeye_plans if memeye_plans is not None else list(timeline_plans(gen))
-        use_timeline_pool(gen, [plan for _, plan, _, _ in plans])
-    else:
-        plans = list(gen.plans())
-    natural = None
-    if config.naturalizer is not None:
-        import asyncio
-
-        from ._naturalize import naturalize
-
-        sessions = [sp for _, plan, _, _ in plans for sp in plan.sessions]
-        sessions += [sp for bucket in gen.pool.plans.values() for sp, _ in bucket]
-        natural = asyncio.run(naturalize(sessions, config.naturalizer))
+    plans = _plans(gen, config, memeye_plans)
+    natural = _naturalized(gen, config, plans)
     tiers_out: dict[str, Any] = {}
     files: list[Path] = []
-    placed = None
     if config.layout == "timeline":
-        from ._timeline import evidence_tokens, place
-
-        placed = [place(gen, qid, plan, qdate) for qid, plan, qdate, _ in plans]
+        files += _write_timeline_tiers(gen, config, plans, tiers_out, progress)
+    else:
         for tier in config.tiers:
-            evidence_tokens(gen, placed, tier)
+            files += _write_memlens_tier(gen, config, plans, tier, tiers_out, progress)
+    files += sorted((root / "images").glob("*.png"))
+    manifest = _manifest(gen, config, plans, tiers_out, files, natural)
+    (root / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
+                                        encoding="utf-8")
+    return manifest
+
+
+def _check_choices(config: SynthConfig) -> Plans | None:
+    """The layout and format named correctly; for ``--format memeye``, every cell filled
+    (or the full one named): its plans, made here, before ``--out`` is touched."""
+    if config.layout not in LAYOUTS:
+        raise ConfigError(f"--layout {config.layout!r}: use one of {', '.join(LAYOUTS)}")
+    if config.format not in FORMATS:
+        raise ConfigError(f"--format {config.format!r}: use one of {', '.join(FORMATS)}")
+    if config.format != "memeye":
+        return None
+    from ._memeye_cells import cell_plans
+    from ._memeye_export import check_config
+
+    check_config(config.families, config.layout, config.questions)
+    # Unknown families are named by the generator, later.
+    if all(f in KNOWN_FAMILIES for f in config.families or []):
+        return list(cell_plans(config.seed, config.questions, config.families))
+    return None
+
+
+def _plans(gen: Generator, config: SynthConfig, memeye_plans: Plans | None) -> Plans:
+    if config.layout != "timeline":
+        return list(gen.plans())
+    from ._timeline import timeline_plans, use_timeline_pool
+
+    plans = memeye_plans if memeye_plans is not None else list(timeline_plans(gen))
+    use_timeline_pool(gen, [plan for _, plan, _, _ in plans])
+    return plans
+
+
+def _naturalized(gen: Generator, config: SynthConfig, plans: Plans) -> Any:
+    """``--naturalize``: every planned session (questions' and the pool's) rewritten."""
+    if config.naturalizer is None:
+        return None
+    import asyncio
+
+    from ._naturalize import naturalize
+
+    sessions = [sp for _, plan, _, _ in plans for sp in plan.sessions]
+    sessions += [sp for bucket in gen.pool.plans.values() for sp, _ in bucket]
+    return asyncio.run(naturalize(sessions, config.naturalizer))
+
+
+def _write_timeline_tiers(gen: Generator, config: SynthConfig, plans: Plans,
+                          tiers_out: dict[str, Any], progress: Progress) -> list[Path]:
+    """The timeline layout: every question placed once, then an episode per tier (and,
+    for ``--format memeye``, its task files)."""
+    from ._timeline import evidence_tokens, place
+
+    root = gen.root
+    placed = [place(gen, qid, plan, qdate) for qid, plan, qdate, _ in plans]
+    for tier in config.tiers:
+        evidence_tokens(gen, placed, tier)
+    files: list[Path] = []
     for tier in config.tiers:
         tdir = root / "tiers" / tier
         tdir.mkdir(parents=True, exist_ok=True)
-        if placed is not None:
-            files.append(_write_timeline(gen, placed, tier, tdir, tiers_out, progress))
-            if config.format == "memeye":
-                from ...schema import Episode
-                from ._memeye_export import write_task
+        files.append(_write_timeline(gen, placed, tier, tdir, tiers_out, progress))
+        if config.format == "memeye":
+            from ...schema import Episode
+            from ._memeye_export import write_task
 
-                ep = Episode.model_validate_json(files[-1].read_text(encoding="utf-8"))
-                files += write_task(ep, {p.qid for p in placed}, root, root / "memeye", tier,
-                                    config.seed)
-            continue
-        mdir = root / "memlens"
-        mdir.mkdir(parents=True, exist_ok=True)
-        ep_path, ml_path = tdir / "episodes.jsonl", mdir / f"dataset_{tier}.json"
-        counts: list[int] = []
-        with open(ep_path, "w", encoding="utf-8") as ep_f, open(ml_path, "w",
-                                                                encoding="utf-8") as ml_f:
-            ml_f.write("[")
-            for n, (qid, plan, qdate, _) in enumerate(plans):
-                # A fresh rng per question and tier: every tier sees identical evidence.
-                rng = random.Random(f"{config.seed}:{qid}:evidence")
-                evidence = gen._evidence_sessions(qid, plan, qdate, rng)  # AR: decoys only
-                question = gen._question(qid, plan, qdate, evidence)
-                sessions, tokens = gen.episode(qid, plan, qdate, rng, tier, evidence, question)
-                counts.append(tokens)
-                from ...schema import Episode
+            ep = Episode.model_validate_json(files[-1].read_text(encoding="utf-8"))
+            files += write_task(ep, {p.qid for p in placed}, root, root / "memeye", tier,
+                                config.seed)
+    return files
 
-                ep = Episode.model_construct(
-                    episode_id=qid, sessions=sessions, questions=[question],
-                    benchmark=BenchmarkInfo(name="synth", version=GENERATOR_VERSION, tier=tier),
-                    meta={"tokens": tokens, "target": gen.targets[tier], "seed": config.seed})
-                ep_f.write(ep.model_dump_json() + "\n")
-                ml_f.write(("," if n else "") + "\n" + _dumps(_memlens_item(question, sessions)))
-                if progress:
-                    progress(tier, n + 1)
-            ml_f.write("\n]\n")
-        files += [ep_path, ml_path]
-        target = gen.targets[tier]
-        off = [abs(c - target) / target for c in counts]
-        tiers_out[tier] = {"target_tokens": target, "questions": len(counts),
-                           "tokens_min": min(counts), "tokens_max": max(counts),
-                           "tokens_mean": round(sum(counts) / len(counts), 1),
-                           "max_rel_error": round(max(off), 4),
-                           "within_tolerance": sum(o <= TOLERANCE for o in off)}
-    files += sorted((root / "images").glob("*.png"))
-    digests = _hash_files(root, files)
+
+def _write_memlens_tier(gen: Generator, config: SynthConfig, plans: Plans, tier: str,
+                        tiers_out: dict[str, Any], progress: Progress) -> list[Path]:
+    """The MemLens layout's ``tier``: an episode per question (episodes.jsonl) and the same
+    as a MemLens dataset file; its summary goes to ``tiers_out``."""
+    root = gen.root
+    tdir = root / "tiers" / tier
+    tdir.mkdir(parents=True, exist_ok=True)
+    mdir = root / "memlens"
+    mdir.mkdir(parents=True, exist_ok=True)
+    ep_path, ml_path = tdir / "episodes.jsonl", mdir / f"dataset_{tier}.json"
+    counts: list[int] = []
+    with open(ep_path, "w", encoding="utf-8") as ep_f, open(ml_path, "w",
+                                                            encoding="utf-8") as ml_f:
+        ml_f.write("[")
+        for n, (qid, plan, qdate, _) in enumerate(plans):
+            # A fresh rng per question and tier: every tier sees identical evidence.
+            rng = random.Random(f"{config.seed}:{qid}:evidence")
+            evidence = gen._evidence_sessions(qid, plan, qdate, rng)  # AR: decoys only
+            question = gen._question(qid, plan, qdate, evidence)
+            sessions, tokens = gen.episode(qid, plan, qdate, rng, tier, evidence, question)
+            counts.append(tokens)
+            from ...schema import Episode
+
+            ep = Episode.model_construct(
+                episode_id=qid, sessions=sessions, questions=[question],
+                benchmark=BenchmarkInfo(name="synth", version=GENERATOR_VERSION, tier=tier),
+                meta={"tokens": tokens, "target": gen.targets[tier], "seed": config.seed})
+            ep_f.write(ep.model_dump_json() + "\n")
+            ml_f.write(("," if n else "") + "\n" + _dumps(_memlens_item(question, sessions)))
+            if progress:
+                progress(tier, n + 1)
+        ml_f.write("\n]\n")
+    target = gen.targets[tier]
+    off = [abs(c - target) / target for c in counts]
+    tiers_out[tier] = {"target_tokens": target, "questions": len(counts),
+                       "tokens_min": min(counts), "tokens_max": max(counts),
+                       "tokens_mean": round(sum(counts) / len(counts), 1),
+                       "max_rel_error": round(max(off), 4),
+                       "within_tolerance": sum(o <= TOLERANCE for o in off)}
+    return [ep_path, ml_path]
+
+
+def _manifest(gen: Generator, config: SynthConfig, plans: Plans, tiers_out: dict[str, Any],
+              files: list[Path], natural: Any) -> dict[str, Any]:
+    digests = _hash_files(gen.root, files)
     digest = hashlib.sha256(_dumps(digests).encode()).hexdigest()
     families: dict[str, int] = {}
     for _, plan, _, _ in plans:
@@ -655,6 +702,4 @@ def generate(config: SynthConfig, progress: Callable[[str, int], None] | None = 
         from ._memeye_export import coverage
 
         manifest["memeye"] = coverage([plan for _, plan, _, _ in plans], config.tiers)
-    (root / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
-                                        encoding="utf-8")
     return manifest

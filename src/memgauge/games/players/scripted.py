@@ -63,30 +63,51 @@ class CrafterScripted:
 
     # -- the heuristic -------------------------------------------------------------------
 
-    # complexity above 15 kept: the scripted player's priority list, one rule per branch, read top
-    # to bottom
-    def _choose(self, state: dict[str, Any]) -> str:  # noqa: C901
+    def _choose(self, state: dict[str, Any]) -> str:
+        """The first rule of the priority list that has something to do: defend, follow the
+        plan, rest, drink and eat, make tools and gather; else explore."""
         if state.get("sleeping"):
             return "noop"  # Crafter keeps a sleeper asleep until rested, whatever is sent
         grid = _Grid(state)
         self._water |= grid.world_cells("water")
         self._remember_cows(grid)
         inv = state["inventory"]
+        threats = [c for kind in THREATS for c in grid.creature_cells(kind)]
+        return (self._defend(grid, inv, threats)
+                or self._follow_plan(grid)
+                or self._rest(grid, inv, threats)
+                or self._drink_and_eat(grid, inv)
+                or self._make_and_gather(grid, inv)
+                or self._explore(grid))
+
+    def _defend(self, grid: _Grid, inv: dict[str, int], threats: list[Any]) -> str | None:
+        """Hit a zombie next to it; with little health, retreat from what threatens it."""
         zombie = grid.adjacent_creature("zombie")
         if zombie is not None:
             return self._face_and(grid, zombie, "do")
-        threats = [c for kind in THREATS for c in grid.creature_cells(kind)]
-        if threats and inv["health"] <= LOW + 1 and (act := self._retreat(grid, threats)):
-            return act
+        if threats and inv["health"] <= LOW + 1:
+            return self._retreat(grid, threats)
+        return None
+
+    def _follow_plan(self, grid: _Grid) -> str | None:
         if self._plan:
             action, expected = self._plan.pop(0)
             if expected is None or expected == grid.pos:
                 return action
             self._plan = []  # something moved it off the plan: think again
+        return None
+
+    def _rest(self, grid: _Grid, inv: dict[str, int], threats: list[Any]) -> str | None:
+        """Tired: burrow in (with a pickaxe), then sleep when nothing threatens."""
         if inv["energy"] <= LOW - 1 and inv["wood_pickaxe"] and (act := self._burrow(grid)):
             return act
         if inv["energy"] <= LOW - 2 and not threats:
             return "sleep"
+        return None
+
+    def _drink_and_eat(self, grid: _Grid, inv: dict[str, int]) -> str | None:
+        """Thirst and hunger last until nearly full; a drink or a cow close by is taken
+        before it is needed; very low on either, explore for them before anything else."""
         self._thirsty = (inv["drink"] <= LOW or self._thirsty) and inv["drink"] < FULL + 1
         self._hungry = (inv["food"] <= LOW or self._hungry) and inv["food"] < FULL
         if self._thirsty and (act := self._collect(grid, grid.material_cells("water"))
@@ -95,7 +116,6 @@ class CrafterScripted:
         if self._hungry and (act := self._collect(grid, grid.creature_cells("cow"))
                              or self._head_for(grid, self._cows)):
             return act
-        # on the way: a drink or a cow close by is taken before it is needed
         near_water = [c for c in grid.material_cells("water") if grid.distance(c) <= 3]
         if inv["drink"] <= FULL - 1 and (act := self._collect(grid, near_water)):
             return act
@@ -103,26 +123,27 @@ class CrafterScripted:
         if inv["food"] <= FULL - 2 and (act := self._collect(grid, near_cows)):
             return act
         if inv["drink"] <= 2 or inv["food"] <= 2:
-            return self._explore(grid)  # look for water or cows before anything else
+            return self._explore(grid)
+        return None
+
+    def _make_and_gather(self, grid: _Grid, inv: dict[str, int]) -> str | None:
+        """The next missing tool (wood pickaxe, wood sword, stone pickaxe); with all three,
+        a furnace, then coal, stone and wood."""
         for tool, needs in (("wood_pickaxe", {"wood": 1}), ("wood_sword", {"wood": 1}),
                             ("stone_pickaxe", {"wood": 1, "stone": 1})):
             if inv[tool] == 0:
-                act = self._make(grid, inv, tool, needs)
-                if act:
-                    return act
-                break
-        else:
-            if inv["stone"] >= self._furnace_stone and not grid.material_cells("furnace"):
-                act = self._place(grid, "place_furnace")
-                if act:
-                    return act
-            # mining draws it into tunnels, where skeletons shoot: a few stones, then coal
-            wanted = [m for m, enough in (("coal", 9), ("stone", 5), ("tree", 5))
-                      if inv["wood" if m == "tree" else m] < enough]
-            for material in wanted:
-                if act := self._collect(grid, grid.material_cells(material)):
-                    return act
-        return self._explore(grid)
+                return self._make(grid, inv, tool, needs)
+        if inv["stone"] >= self._furnace_stone and not grid.material_cells("furnace"):
+            act = self._place(grid, "place_furnace")
+            if act:
+                return act
+        # mining draws it into tunnels, where skeletons shoot: a few stones, then coal
+        wanted = [m for m, enough in (("coal", 9), ("stone", 5), ("tree", 5))
+                  if inv["wood" if m == "tree" else m] < enough]
+        for material in wanted:
+            if act := self._collect(grid, grid.material_cells(material)):
+                return act
+        return None
 
     def _make(self, grid: _Grid, inv: dict[str, int], tool: str,
               needs: dict[str, int]) -> str | None:
