@@ -132,3 +132,14 @@ def apply_config(ctx: Any, value: str | None) -> str | None:
         settings = read_config(value, ctx)
         ctx.default_map = {**(ctx.default_map or {}), **settings}
     return value
+
+
+# "\\[": rich help would read [run] as a style tag and drop it
+CONFIG_HELP = ("TOML file of settings, with the same keys as the flags (flags win); "
+               "a \\[run] or \\[score] table holds one command's keys")
+
+
+def config_callback(ctx: typer.Context, param: typer.CallbackParam,
+                    value: str | None) -> str | None:
+    """The ``--config`` option's callback (eager, on run and score)."""
+    return apply_config(ctx, value)
