@@ -3,13 +3,17 @@ command is defined (``COMMANDS``; one module per command group)."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import Annotated
 
 import typer
 
+from .. import __version__
+from ..report import show_controls
 from ._common import EXIT_CONFIG
+from ._config import load_env_file
 from ._lazy import LazyGroup
 
 # Every command, in the order `memgauge --help` lists them, and where it is defined
@@ -45,8 +49,6 @@ app = typer.Typer(cls=_Commands, add_completion=False, no_args_is_help=True,
 
 def _version(value: bool) -> None:
     if value:
-        from .. import __version__
-
         print(f"memgauge {__version__}")
         raise typer.Exit()
 
@@ -63,13 +65,9 @@ def main() -> None:
     # (~25 ms of start-up) and memgauge uses none; a user's explicit setting wins.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
     try:
-        from ._config import load_env_file
-
         try:
             load_env_file()  # ./.env: keys and endpoints kept out of shell history
         except ValueError as exc:
-            from ..report import show_controls
-
             print(f"error: {show_controls(str(exc))}", file=sys.stderr)
             sys.exit(EXIT_CONFIG)
         app()
@@ -77,8 +75,6 @@ def main() -> None:
         # The process ends here: the interpreter's last cyclic collection would walk every
         # module's objects (~0.1-0.15 s at the end of a run) only to free memory the OS takes
         # back anyway. Files are closed by now; refcounted objects are still released.
-        import gc
-
         gc.freeze()
 
 

@@ -35,7 +35,7 @@ def load_env_file(path: str | os.PathLike[str] = ENV_FILE) -> list[str]:
     read: a ``.env`` higher up belongs to some other project."""
     if not Path(path).is_file():
         return []
-    from dotenv import dotenv_values
+    from dotenv import dotenv_values  # deferred: only where a .env file is
 
     try:
         values = dotenv_values(path)

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from ..demo import DemoConfig, closing_commands, run_demo
 from ..errors import MemgaugeError
 from ._common import err, fail
 
@@ -31,8 +32,6 @@ def demo(
     baselines, then full context, retrieval and an LLM memory agent on the same questions
     with a real local model (SmolLM2 through llama.cpp), and write a report that opens with
     the answer (no network, no keys). Exits 3 when a real-model run fails."""
-    from ..demo import DemoConfig, closing_commands, run_demo
-
     tier_list = tuple(t.strip() for t in tiers.split(",") if t.strip())
     try:
         if model_questions < 1:

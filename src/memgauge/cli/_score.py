@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from ..api import ScoreConfig
+from ..api import score as score_run
 from ..errors import MemgaugeError
 from ._cache import score_cache_lines
 from ._common import EXIT_BUDGET, EXIT_SOME_FAILED, fail, parse_options, say
@@ -65,9 +67,6 @@ def score(  # noqa: C901
 ) -> None:
     """Add LLM-judge scores to a finished run; a rerun only judges what is missing. Exits 3
     when some verdicts failed (recorded apart, never scored as 0; rerun to retry), as run."""
-    from ..api import ScoreConfig
-    from ..api import score as score_run
-
     try:
         summary = score_run(ScoreConfig(
             run_dir=run_dir, judge=judge, judge_base_url=judge_base_url,

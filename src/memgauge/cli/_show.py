@@ -3,26 +3,33 @@ at a glance, or one question as the system saw it); their workings are in ``_ins
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 import typer
 
 from ..errors import MemgaugeError
+from ..report import show_controls
 from ._common import fail
+from ._inspect import (
+    catalogue,
+    find_record,
+    print_catalogue,
+    question_view,
+    read_run,
+    rebuild_prompt,
+    run_overview,
+)
 
 
 def list_(
     fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
 ) -> None:
     """Benchmarks, systems, models and scorers, with the options each takes."""
-    from ._inspect import catalogue, print_catalogue
-
     if fmt not in ("text", "json"):
         fail(MemgaugeError(f"--format {fmt!r}: use text or json"))
     cat = catalogue()
     if fmt == "json":
-        import json
-
         print(json.dumps(cat, indent=2))
     else:
         print_catalogue(cat)
@@ -39,9 +46,6 @@ def show(
     fmt: Annotated[str, typer.Option("--format", help="text | json")] = "text",
 ) -> None:
     """A run at a glance, or one question of it in full."""
-    from ..report import show_controls
-    from ._inspect import find_record, question_view, read_run, rebuild_prompt, run_overview
-
     try:
         if fmt not in ("text", "json"):
             raise MemgaugeError(f"--format {fmt!r}: use text or json")
@@ -54,8 +58,6 @@ def show(
     except MemgaugeError as exc:
         fail(exc)
     if fmt == "json":
-        import json
-
         doc = {"record": record.model_dump(mode="json"), "prompt": rebuilt}
         print(show_controls(json.dumps(doc, indent=2, ensure_ascii=False), json=True))
     else:

@@ -7,7 +7,11 @@ from typing import Annotated
 
 import typer
 
-from ..errors import MemgaugeError
+from ..errors import ConfigError, MemgaugeError
+from ..report import show_controls
+from ..validation._game_gates import validate_games
+from ..validation.labelled import default_out, validate_from_cli
+from ..validation.synth import validate as run_validate
 from ._common import err, fail, parse_options
 
 
@@ -48,9 +52,6 @@ def validate(
     """Run the validation gates on a generated benchmark (synth; games: constant answer and
     blind baseline), or with --bench/--data on a labelled one (shortcut audits, oracle
     screening, Caption-Proof); exit 1 if a gate fails."""
-    from ..validation.labelled import validate_from_cli
-    from ..validation.synth import validate as run_validate
-
     def say(message: str) -> None:
         err.print(message, highlight=False)
 
@@ -60,10 +61,6 @@ def validate(
             results = run_validate(bench_dir, ocr=ocr, progress=say)
             md = Path(bench_dir) / "validation" / "gates.md"
         elif bench == "games":
-            from ..errors import ConfigError
-            from ..validation._game_gates import validate_games
-            from ..validation.labelled import default_out
-
             games_dir = _synth_dir(bench_dir, data)
             given = [flag for flag, value in (("--model", model != "none:"),
                                               ("--base-url", base_url),
@@ -87,8 +84,6 @@ def validate(
                 allow_inconsistent=allow_inconsistent, progress=say)
     except MemgaugeError as exc:
         fail(exc)
-    from ..report import show_controls
-
     print(show_controls(md.read_text(encoding="utf-8")))
     if not results["passed"]:
         err.print("[bold red]some gates failed[/]")
@@ -96,8 +91,6 @@ def validate(
 
 
 def _synth_dir(bench_dir: str | None, data: str | None) -> str:
-    from ..errors import ConfigError
-
     if bench_dir and data and bench_dir != data:
         raise ConfigError(f"give the benchmark folder once ({bench_dir!r} and --data {data!r})")
     if not (bench_dir or data):
