@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..api import ScoreConfig
+from ..api import ScoreConfig, ScoreSummary
 from ..api import score as score_run
 from ..errors import MemgaugeError
 from ._cache import score_cache_lines
@@ -15,9 +15,7 @@ from ._config import CONFIG_HELP, config_callback
 from ._execute import top_causes
 
 
-# complexity above 15 kept: a command's option checks, each naming its flag; they move with cli/
-# (issue 26 §3)
-def score(  # noqa: C901
+def score(
     run_dir: Annotated[str, typer.Argument(help="Run folder to judge in place")],
     judge: Annotated[str, typer.Option(help="Judge model: openai:<name> or local:<name-or-path>")],
     judge_base_url: Annotated[str | None, typer.Option(
@@ -79,6 +77,13 @@ def score(  # noqa: C901
             max_tokens_total=max_tokens_total, cache=not no_cache), say=say)
     except MemgaugeError as exc:
         fail(exc)
+    _print_outcome(run_dir, name, summary)
+    _stop_with_status(summary)
+
+
+def _print_outcome(run_dir: str, name: str, summary: ScoreSummary) -> None:
+    """The verdicts by outcome (stdout), the cache's share of them, and the judge
+    failures' commonest causes."""
     counts = summary.counts
     print(", ".join(f"{k.replace('_', '-')} {v}" for k, v in counts.items()))
     if summary.cache_hits is not None:  # --no-cache: nothing was looked up
@@ -90,10 +95,14 @@ def score(  # noqa: C901
         if why:
             say("judge failures (recorded apart, never scored as 0; rerun to retry): "
                  + "; ".join(why), style="yellow")
+
+
+def _stop_with_status(summary: ScoreSummary) -> None:
+    """Exit 4 when a budget stopped the judging, 3 when verdicts are missing, as run."""
     if summary.budget_stop:
         say(f"stopped by the budget: {summary.budget_stop} (this run folder, answers and "
              "judges, every invocation counted). Nothing more was sent; what was in flight "
              "is recorded. Rerun with a higher budget to judge the rest.", style="yellow")
         raise typer.Exit(EXIT_BUDGET)
-    if counts.get("failures"):  # verdicts missing, as run's failed questions (design 0040)
+    if summary.failures:  # verdicts missing, as run's failed questions (design 0040)
         raise typer.Exit(EXIT_SOME_FAILED)
