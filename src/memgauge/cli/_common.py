@@ -81,7 +81,7 @@ def fail(exc: Exception) -> NoReturn:
     err.print(f"[bold red]error:[/] {escape(show_controls(message))}", highlight=False,
               soft_wrap=True)
     # a run cut short (a killed worker) is not a mistake to fix: its own status, 3
-    raise typer.Exit(getattr(exc, "exit_code", EXIT_CONFIG))
+    raise typer.Exit(exc.exit_code if isinstance(exc, MemgaugeError) else EXIT_CONFIG)
 
 
 def say(text: str, style: str | None = None) -> None:

@@ -150,7 +150,7 @@ class _Recorder:
         return None
 
 
-def _config(manifest: dict[str, Any]) -> Any:
+def _config(manifest: dict[str, Any]) -> RunConfig:
     given = dict((manifest.get("config") or {}).get("all") or {})
     names = set(RunConfig.field_names())
     kept = {k: v for k, v in given.items() if k in names and k != "judge_options"}
@@ -207,7 +207,7 @@ def rebuild_prompt(manifest: dict[str, Any], record: Any) -> dict[str, Any]:
         await system.reset(episode)
         n = len(episode.sessions)
         # as the run answered: online up to the question's session, offline after them all
-        online = getattr(c, "protocol", "online") == "online"
+        online = c.protocol == "online"
         cut = n if question.asked_after is None or not online else min(n, question.asked_after + 1)
         for session in episode.sessions[:cut]:
             await system.ingest(session)
@@ -228,8 +228,7 @@ def _message_json(message: Message) -> dict[str, Any]:
             parts.append({"text": part.text})
         elif isinstance(part, ImagePart):
             ref = part.image
-            parts.append({"image": ref.path or getattr(ref, "url", None),
-                          "missing": bool(getattr(ref, "missing", False))})
+            parts.append({"image": ref.path or ref.url, "missing": ref.missing})
     if parts and all("text" in p for p in parts):
         # as an OpenAI-compatible endpoint receives it: text alone goes as one string
         parts = [{"text": "\n".join(p["text"] for p in parts)}]

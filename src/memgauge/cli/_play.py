@@ -26,6 +26,8 @@ from ..games._self_play import (
 )
 from ..games.envs import env_names, open_env
 from ..games.players import llm_spec_model, make_player
+from ..games.players.llm import LLMPlayer
+from ..games.players.replay import ReplayPlayer
 from ..models import Closable, ModelError, ModelSettings, aclose_if_closable, create_model
 from ..models._preflight import Role
 from ..models._preflight import check as preflight
@@ -218,7 +220,8 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
                         "fallback": fallback} if model_spec is not None else {})
         chosen = make_player(player, env_name=game, seed=seed or 0, model=chat_model,
                              noise=noise, **llm_options)
-        source = getattr(chosen, "source", None)  # a replay plays its own seed by default
+        # a replay plays its own seed and length by default
+        source = chosen.source if isinstance(chosen, ReplayPlayer) else None
         if seed is None:
             seed = source.seed if source is not None and source.seed is not None else 0
         if steps is None:
@@ -227,9 +230,9 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
         env = open_env(game, seed=seed, options=options)
         try:
             player_options = {"noise": noise} if player == "scripted" else dict(llm_options)
-            if model_spec is not None:  # whether its decoding was held to the legal actions
-                player_options["constrained_choice"] = getattr(chosen, "constrained", False)
-                player_options["structured_choice"] = getattr(chosen, "structured", False)
+            if isinstance(chosen, LLMPlayer):  # whether its decoding was held to the legal actions
+                player_options["constrained_choice"] = chosen.constrained
+                player_options["structured_choice"] = chosen.structured
             meta = new_meta(env, seed=seed, player=player, max_steps=steps,
                             player_options=player_options)
             try:
