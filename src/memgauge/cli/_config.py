@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 ENV_FILE = ".env"
 
@@ -104,7 +105,8 @@ def read_config(path: str, ctx: Any) -> dict[str, Any]:
         table, where = section, f"{path} [{name}]"
     else:
         # a flat file; tables named after other commands belong to them
-        commands = set(getattr(ctx.find_root().command, "commands", {}) or {})
+        root = ctx.find_root().command
+        commands = set(root.list_commands(ctx)) if isinstance(root, TyperGroup) else set()
         table = {k: v for k, v in doc.items() if not (isinstance(v, dict) and k in commands)}
         where = path
     keys = _keys(command)
