@@ -50,6 +50,25 @@ no-cache = true
     assert len((tmp_path / "r" / "records.jsonl").read_text().splitlines()) == 3
 
 
+def test_a_flat_file_leaves_other_commands_tables_to_them(tmp_path: Path, bench: Path) -> None:
+    flat = f"""
+bench = "synth"
+data = "{bench}"
+out = "{tmp_path / 'r'}"
+model = "none:"
+system = "oracle"
+limit = 1
+"""
+    # a table named after another command (score) is that command's; any other table is a
+    # key run does not take
+    got = runner.invoke(app, ["run", "--config", _toml(tmp_path / "a.toml", flat
+                                                       + '[score]\njudge = "openai:j"\n')])
+    assert got.exit_code == 0, got.output
+    got = runner.invoke(app, ["run", "--config", _toml(tmp_path / "b.toml", flat
+                                                       + '[scores]\njudge = "openai:j"\n')])
+    assert got.exit_code == 2 and "'scores' is not an option of `memgauge run`" in got.output
+
+
 def test_a_command_table_and_key_value_tables(tmp_path: Path, bench: Path, stub) -> None:
     cfg = _toml(tmp_path / "all.toml", f"""
 [run]

@@ -8,6 +8,10 @@ from collections.abc import Callable
 class MemgaugeError(Exception):
     """Base class for errors memgauge raises on purpose."""
 
+    # The command line's exit status when this error ends a command: 2, a mistake to fix
+    # (README, "Exit status"); a run cut short for another reason says 3.
+    exit_code: int = 2
+
 
 class EpisodeFailure(MemgaugeError):
     """A failure that stops an episode before its questions are asked (its captions could

@@ -1,7 +1,9 @@
-"""The ``memgauge`` command: one module per command group (``_app``: the typer app and the
-run/report/score family; ``_execute``, ``_cache``, ``_config``, ``_games``, ``_inspect``,
-``_play``, ``_probe``, ``_serve``; ``_common``: what they share). Commands parse their
-flags and call the library (:mod:`memgauge.api`)."""
+"""The ``memgauge`` command: ``_app`` holds the typer app and ``COMMANDS``, where each command
+is defined, one module per command group (``_run``: run, merge; ``_report``: report,
+compare, audit; ``_show``: list, show; ``_score``, ``_demo``, ``_validate``, ``_models``,
+``_generate``, ``_cache``, ``_probe``, ``_serve``, ``_play``), each imported when its command
+is named (``_lazy``). ``_common`` is what they share. Commands parse their flags and call
+the library (:mod:`memgauge.api`)."""
 
 from ._app import app, main
 from ._common import EXIT_BUDGET, EXIT_CONFIG, EXIT_INTERRUPTED, EXIT_SOME_FAILED

@@ -12,15 +12,16 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
+from pydantic import ByteSize, TypeAdapter, ValidationError
 
+from .._cache_hits import CacheHits, answers_cacheable, count_records, describe_hits, describe_judge
+from ..cache import KINDS, Removed, clear_cache, inspect_cache, prune_cache, resolve_cache_path
 from ..errors import ConfigError, MemgaugeError
+from ..runner import load_manifest, read_records
 from ._common import fail
-
-if TYPE_CHECKING:
-    from ..cache import Removed
 
 cache_app = typer.Typer(no_args_is_help=True,
                         help="The response cache runs share (info, clear, prune).")
@@ -44,8 +45,6 @@ def parse_age(text: str) -> float:
 def parse_size(text: str) -> int:
     """``1GB``, ``500MB``, ``1.5GiB``, ``800000`` (bytes) as bytes, read by pydantic's
     ``ByteSize`` (KB/MB/GB are powers of 1000, KiB/MiB/GiB of 1024)."""
-    from pydantic import ByteSize, TypeAdapter, ValidationError
-
     try:
         size = int(TypeAdapter(ByteSize).validate_python(text.strip()))
     except ValidationError:
@@ -57,8 +56,6 @@ def parse_size(text: str) -> int:
 
 
 def _chosen(cache_path: str | None) -> tuple[Path, str]:
-    from ..cache import resolve_cache_path
-
     if cache_path:
         return resolve_cache_path(cache_path), "--cache-path"
     if os.environ.get("MEMGAUGE_CACHE_DIR"):
@@ -82,8 +79,6 @@ def _when(t: float | None, now: float) -> str:
 
 
 def _by_kind(entries: dict[str, int]) -> str:
-    from ..cache import KINDS
-
     return ", ".join(f"{n:,} {KINDS.get(kind, 'entries')} ({kind})"
                      for kind, n in sorted(entries.items())) or "none"
 
@@ -94,8 +89,6 @@ def cache_info(
     as_json: Annotated[bool, typer.Option("--json", help="Print the facts as JSON")] = False,
 ) -> None:
     """Where the cache is, its size on disk, its entries by kind, the oldest and newest."""
-    from ..cache import inspect_cache
-
     path, why = _chosen(cache_path)
     try:
         info = inspect_cache(path)
@@ -136,8 +129,6 @@ def cache_clear(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation")] = False,
 ) -> None:
     """Remove every entry (asks first unless --yes; refused while a run has the cache open)."""
-    from ..cache import clear_cache, inspect_cache
-
     path, _ = _chosen(cache_path)
     try:
         info = inspect_cache(path)
@@ -166,8 +157,6 @@ def cache_prune(
     cache_path: _CachePath = None,
 ) -> None:
     """Remove the oldest entries (by age and/or to a size), then VACUUM the file."""
-    from ..cache import prune_cache
-
     path, _ = _chosen(cache_path)
     try:
         if older_than is None and max_size is None:
@@ -187,9 +176,6 @@ def cache_prune(
 def run_cache_lines(run_dir: str | os.PathLike[str]) -> list[str]:
     """The run summary's lines on the cache, from the manifest's ``cache_hits`` (counted
     from the folder's records when the run finished)."""
-    from .._cache_hits import CacheHits, answers_cacheable, describe_hits
-    from ..runner import load_manifest
-
     try:
         manifest = load_manifest(run_dir) or {}
         hits = CacheHits.from_dict(manifest.get("cache_hits"))
@@ -204,9 +190,6 @@ def score_cache_lines(run_dir: str | os.PathLike[str], judge: str, hits: int,
                       misses: int) -> list[str]:
     """What ``memgauge score`` says about the cache: this invocation's judge calls, then
     the folder's verdicts (from the records, every invocation)."""
-    from .._cache_hits import count_records, describe_judge
-    from ..runner import read_records
-
     lines = [(f"judge cache: {hits} of {hits + misses} judge calls came from the cache "
               "this time")]
     try:

@@ -5,6 +5,7 @@ turning a user's mistake into one line and exit 2 (``fail``), a note into a line
 from __future__ import annotations
 
 import inspect
+import json
 import sys
 from typing import Any, NoReturn
 
@@ -12,6 +13,8 @@ import typer
 
 from .._secrets import redact_urls_in_text
 from ..errors import ConfigFieldError, MemgaugeError
+from ..registry import known_names
+from ..report import show_controls
 
 
 class LazyConsole:
@@ -24,6 +27,7 @@ class LazyConsole:
 
     def get(self) -> Any:
         if self._console is None:
+            # deferred: rich costs ~40 ms, and most runs print nothing through it
             from rich.console import Console
 
             self._console = Console(**self._kwargs)
@@ -58,8 +62,6 @@ def registry_help(kind: str, lead: str) -> str:
     no other command line should pay."""
     if not {"--help", "-h"} & set(sys.argv[1:]):
         return lead
-    from ..registry import known_names
-
     return f"{lead}: {', '.join(known_names(kind))}"
 
 
@@ -70,9 +72,7 @@ def flag_for(field: str) -> str:
 
 def fail(exc: Exception) -> NoReturn:
     """One line naming the mistake, on stderr, and exit 2 (never a traceback)."""
-    from rich.markup import escape
-
-    from ..report import show_controls
+    from rich.markup import escape  # deferred: rich (~40 ms), only once a command fails
 
     # The message is user text (paths, hints like memgauge[local]): never read as markup,
     # and its control characters (ESC sequences from a file name or a server) shown, not run.
@@ -81,14 +81,12 @@ def fail(exc: Exception) -> NoReturn:
     err.print(f"[bold red]error:[/] {escape(show_controls(message))}", highlight=False,
               soft_wrap=True)
     # a run cut short (a killed worker) is not a mistake to fix: its own status, 3
-    raise typer.Exit(getattr(exc, "exit_code", EXIT_CONFIG))
+    raise typer.Exit(exc.exit_code if isinstance(exc, MemgaugeError) else EXIT_CONFIG)
 
 
 def say(text: str, style: str | None = None) -> None:
     """A line on stderr: through rich on a terminal, plain otherwise (importing rich would
     cost ~40 ms at the end of every scripted run)."""
-    from ..report import show_controls
-
     text = show_controls(redact_urls_in_text(text))  # it quotes servers' error messages
     if sys.stderr.isatty():
         err.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
@@ -98,8 +96,6 @@ def say(text: str, style: str | None = None) -> None:
 
 def json_object(text: str | None, flag: str = "--extra-body") -> dict[str, Any]:
     """A flag's JSON object (``--extra-body``), else a MemgaugeError naming the flag."""
-    import json
-
     if not text:
         return {}
     try:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 ENV_FILE = ".env"
 
@@ -35,7 +36,7 @@ def load_env_file(path: str | os.PathLike[str] = ENV_FILE) -> list[str]:
     read: a ``.env`` higher up belongs to some other project."""
     if not Path(path).is_file():
         return []
-    from dotenv import dotenv_values
+    from dotenv import dotenv_values  # deferred: only where a .env file is
 
     try:
         values = dotenv_values(path)
@@ -104,7 +105,8 @@ def read_config(path: str, ctx: Any) -> dict[str, Any]:
         table, where = section, f"{path} [{name}]"
     else:
         # a flat file; tables named after other commands belong to them
-        commands = set(getattr(ctx.find_root().command, "commands", {}) or {})
+        root = ctx.find_root().command
+        commands = set(root.list_commands(ctx)) if isinstance(root, TyperGroup) else set()
         table = {k: v for k, v in doc.items() if not (isinstance(v, dict) and k in commands)}
         where = path
     keys = _keys(command)
@@ -132,3 +134,14 @@ def apply_config(ctx: Any, value: str | None) -> str | None:
         settings = read_config(value, ctx)
         ctx.default_map = {**(ctx.default_map or {}), **settings}
     return value
+
+
+# "\\[": rich help would read [run] as a style tag and drop it
+CONFIG_HELP = ("TOML file of settings, with the same keys as the flags (flags win); "
+               "a \\[run] or \\[score] table holds one command's keys")
+
+
+def config_callback(ctx: typer.Context, param: typer.CallbackParam,
+                    value: str | None) -> str | None:
+    """The ``--config`` option's callback (eager, on run and score)."""
+    return apply_config(ctx, value)

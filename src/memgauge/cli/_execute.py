@@ -4,19 +4,26 @@ and the exit status from the result (3 some questions failed, 4 a budget stopped
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from pathlib import Path
 
 import typer
 
+from ..analysis import fmt_reply_labels, reply_labels
+from ..api import run
+from ..benchmarks import BenchmarkOptions
+from ..benchmarks.locomo import locomo
 from ..errors import MemgaugeError
+from ..models import endpoint_of
+from ..runner import load_manifest, read_records
+from ..runner._prefix import describe_reuse
+from ..schema import INGEST_FAILED
 from ._cache import run_cache_lines
 from ._common import EXIT_BUDGET, EXIT_SOME_FAILED, err, say
 
 
 def execute_run(config) -> None:  # type: ignore[no-untyped-def]
     """Run ``config`` with a progress bar on a terminal, then say what happened."""
-    from ..api import run
-
     def announce(_checked) -> None:  # type: ignore[no-untyped-def]
         say(endpoint_line(config))  # the configuration is checked by now
         sent = image_url_notice(config)
@@ -26,6 +33,7 @@ def execute_run(config) -> None:  # type: ignore[no-untyped-def]
     if not sys.stderr.isatty():  # no progress bar to draw: leave rich out of the start-up
         result = run(config, on_checked=announce).result
     else:
+        # deferred: rich (~40 ms), only for a bar on a terminal
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         # With workers, the parent forks once the bar is up: no refresh thread may exist
@@ -111,9 +119,6 @@ def retry_advice(errors: int, permanent: int) -> str:
 def permanent_count(run_dir: str | Path) -> int:
     """The run's failed questions whose failure a rerun repeats (``PERMANENT_KINDS``, and
     ingest failures: a rerun reads the same cached replies)."""
-    from ..runner import read_records
-    from ..schema import INGEST_FAILED
-
     try:
         records = read_records(run_dir).values()
     except MemgaugeError:
@@ -124,8 +129,6 @@ def permanent_count(run_dir: str | Path) -> int:
 
 def endpoint_line(config) -> str:  # type: ignore[no-untyped-def]
     """The run's first line: where the model's (and a judge's) requests go."""
-    from ..models import endpoint_of
-
     line = f"{config.model} → {endpoint_of(config.model, config.base_url)}"
     if config.judge:
         line += f"; judge {config.judge} → {endpoint_of(config.judge, config.judge_base_url)}"
@@ -138,9 +141,6 @@ def image_url_notice(config) -> str | None:  # type: ignore[no-untyped-def]
     if config.bench != "locomo" or config.context_mode != "image" or \
             config.model.startswith(("none:", "replay:")):
         return None
-    from ..benchmarks import BenchmarkOptions
-    from ..benchmarks.locomo import locomo
-
     try:
         n = locomo(BenchmarkOptions(data=config.data, question_ids=config.question_ids,
                                     extra=dict(config.bench_options))).public_image_urls()
@@ -156,8 +156,6 @@ def image_url_notice(config) -> str | None:  # type: ignore[no-untyped-def]
 
 def ingest_failed_count(run_dir: str | Path) -> int:
     """Questions of the run that are ``ingest_failed`` errors (the manifest's status)."""
-    from ..runner import load_manifest
-
     try:
         manifest = load_manifest(run_dir) or {}
     except MemgaugeError:
@@ -169,9 +167,6 @@ def reply_labels_line(run_dir: str | Path) -> str | None:
     """ "replies not read as one answer: 3 hedged (3 of 30 ok, scored 0)" for a run whose ok
     records a scorer labelled hedged or unparseable (design 0038); None when there are
     none."""
-    from ..analysis import fmt_reply_labels, reply_labels
-    from ..runner import read_records
-
     ok = [r for r in read_records(run_dir).values() if r.status == "ok"]
     labels = reply_labels(ok)
     if not labels:
@@ -183,9 +178,6 @@ def reply_labels_line(run_dir: str | Path) -> str | None:
 def top_causes(run_dir: str | Path, which: str = "answer", n: int = 3) -> list[str]:
     """The most frequent causes among the run's failures, each with one message: of its
     failed answers (``which="answer"``), or of its judge calls (``"judge"``)."""
-    from collections import Counter
-
-    from ..runner import read_records
 
     try:
         records = read_records(run_dir)
@@ -209,11 +201,7 @@ def top_causes(run_dir: str | Path, which: str = "answer", n: int = 3) -> list[s
 def prefix_cache_fact(where: str | Path | dict) -> str | None:
     """The server's prefix-cache reuse over the answers sent (the manifest's ``prefix_cache``,
     design 0031), from a manifest or a run folder's."""
-    from ..runner._prefix import describe_reuse
-
     if not isinstance(where, dict):
-        from ..runner import load_manifest
-
         try:
             where = load_manifest(where) or {}
         except MemgaugeError:

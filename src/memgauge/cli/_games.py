@@ -7,7 +7,11 @@ from typing import Annotated
 
 import typer
 
+from ..cache import ResponseCache
 from ..errors import MemgaugeError
+from ..games._generate import GamesConfig
+from ..games._generate import generate_games as generate
+from ..models import ModelSettings, create_model
 from ._common import err, fail
 
 
@@ -34,15 +38,9 @@ def generate_games(
         "played one after another in the order given (asked after the last)")] = False,
 ) -> None:
     """Game trajectories -> verifiable questions (a folder for `memgauge run --bench games`)."""
-    from ..games._generate import GamesConfig
-    from ..games._generate import generate_games as generate
-
     try:
         paraphraser = None
         if paraphrase:
-            from ..cache import ResponseCache
-            from ..models import ModelSettings, create_model
-
             paraphraser = create_model(paraphrase, ModelSettings(
                 base_url=paraphrase_base_url, cache=ResponseCache(), concurrency=8))
         summary = generate(GamesConfig(trajectories=trajectories, out=out_dir, seed=seed,

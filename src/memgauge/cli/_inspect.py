@@ -11,14 +11,26 @@ that calls its model several times goes on as it did). Nothing is sent anywhere.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import inspect
 import re
 from pathlib import Path
 from typing import Any
 
+from ..analysis._tables import run_progress
+from ..benchmarks import BenchmarkOptions
 from ..errors import ConfigError, InputError
+from ..io import file_sha256
+from ..media import ImagePolicy
 from ..models import GenerateConfig, Message, ModelOutput
 from ..models._base import ImagePart, TextPart
+from ..models._local_files import CATALOGUE
+from ..models.local import OPTION_HELP
+from ..registry import lookup, registrations
+from ..report import show_controls
+from ..runner import RunConfig, load_manifest, read_records
+from ..systems import SystemContext
+from ..tokens import TokenCounter
 
 # -- memgauge list ----------------------------------------------------------------------
 
@@ -34,8 +46,6 @@ def _summary(fn: Any) -> str:
 def catalogue() -> dict[str, list[dict[str, Any]]]:
     """Everything ``--bench``, ``--system``, ``--model``, ``--judge`` and the scorers can
     name, with a line of help and the options each takes."""
-    from ..registry import registrations
-
     out: dict[str, list[dict[str, Any]]] = {}
     for kind in ("benchmark", "system", "model", "scorer", "rubric"):
         entries = []
@@ -49,9 +59,6 @@ def catalogue() -> dict[str, list[dict[str, Any]]]:
             if options:
                 entry["options"] = {k: help_ for k, (_, help_) in options.items()}
             if kind == "model" and name == "local":
-                from ..models._local_files import CATALOGUE
-                from ..models.local import OPTION_HELP
-
                 entry["options"] = dict(OPTION_HELP)
                 entry["catalogue"] = sorted(CATALOGUE)
             entries.append(entry)
@@ -64,8 +71,6 @@ def catalogue() -> dict[str, list[dict[str, Any]]]:
 
 
 def print_catalogue(cat: dict[str, list[dict[str, Any]]]) -> None:
-    from ..report import show_controls
-
     flags = {"benchmarks": "--bench", "systems": "--system",
              "models": "--model <provider>:<arg>", "scorers": "scores in every record",
              "rubrics": "--judge-rubric"}
@@ -88,8 +93,6 @@ def print_catalogue(cat: dict[str, list[dict[str, Any]]]) -> None:
 
 def read_run(run_dir: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The manifest and the records (by question id) of a run folder, checked."""
-    from ..runner import load_manifest, read_records
-
     path = Path(run_dir)
     if not path.is_dir():
         raise InputError("not a run folder (no such folder)", file=run_dir)
@@ -110,7 +113,6 @@ def run_overview(manifest: dict[str, Any], records: dict[str, Any], limit: int =
     failed = [r for r in records.values() if r.status != "ok"]
     model = cfg.get("model")
     model = "no model" if model in ("none:", "none") else model
-    from ..analysis._tables import run_progress
 
     progress = run_progress(manifest, len(records)).label  # "" when complete (design 0040)
     lines = [(f"{cfg.get('system')} on {cfg.get('bench')} {cfg.get('data')} with "
@@ -148,9 +150,7 @@ class _Recorder:
         return None
 
 
-def _config(manifest: dict[str, Any]) -> Any:
-    from ..runner import RunConfig
-
+def _config(manifest: dict[str, Any]) -> RunConfig:
     given = dict((manifest.get("config") or {}).get("all") or {})
     names = set(RunConfig.field_names())
     kept = {k: v for k, v in given.items() if k in names and k != "judge_options"}
@@ -166,18 +166,10 @@ def _config(manifest: dict[str, Any]) -> Any:
 def rebuild_prompt(manifest: dict[str, Any], record: Any) -> dict[str, Any]:
     """The messages the run's system sends for ``record``'s question, rebuilt (see the
     module's docstring); with notes on anything that may differ from what was sent."""
-    from ..benchmarks import BenchmarkOptions
-    from ..media import ImagePolicy
-    from ..registry import lookup
-    from ..systems import SystemContext
-    from ..tokens import TokenCounter
-
     c = _config(manifest)
     notes: list[str] = []
     inputs = ((manifest.get("benchmark") or {}).get("inputs")) or {}
     if isinstance(inputs, dict):
-        from ..io import file_sha256
-
         for path, digest in inputs.items():
             if Path(path).is_file() and file_sha256(path) != digest:
                 notes.append(f"{path} changed since the run: the prompt is rebuilt from the "
@@ -215,7 +207,7 @@ def rebuild_prompt(manifest: dict[str, Any], record: Any) -> dict[str, Any]:
         await system.reset(episode)
         n = len(episode.sessions)
         # as the run answered: online up to the question's session, offline after them all
-        online = getattr(c, "protocol", "online") == "online"
+        online = c.protocol == "online"
         cut = n if question.asked_after is None or not online else min(n, question.asked_after + 1)
         for session in episode.sessions[:cut]:
             await system.ingest(session)
@@ -236,8 +228,7 @@ def _message_json(message: Message) -> dict[str, Any]:
             parts.append({"text": part.text})
         elif isinstance(part, ImagePart):
             ref = part.image
-            parts.append({"image": ref.path or getattr(ref, "url", None),
-                          "missing": bool(getattr(ref, "missing", False))})
+            parts.append({"image": ref.path or ref.url, "missing": ref.missing})
     if parts and all("text" in p for p in parts):
         # as an OpenAI-compatible endpoint receives it: text alone goes as one string
         parts = [{"text": "\n".join(p["text"] for p in parts)}]
@@ -308,8 +299,6 @@ def question_view(record: Any, prompt: dict[str, Any] | None, *, full: bool) -> 
 def find_record(records: dict[str, Any], qid: str, run_dir: str) -> Any:
     record = records.get(qid)
     if record is None:
-        import difflib
-
         near = difflib.get_close_matches(qid, list(records), n=3)
         hint = f"; did you mean {', '.join(near)}?" if near else ""
         raise ConfigError(f"{run_dir} has no record of question {qid!r}{hint}")

@@ -1,13 +1,38 @@
 """``memgauge play GAME --player P --out TRAJ_DIR``: play one episode and log it as a
-trajectory folder (design 0032). This module only declares the command (imported by the
-CLI at start-up, so it imports nothing heavy); the loop is ``games._play``."""
+trajectory folder (design 0032). The loop is ``games._play``; this module is imported only
+when ``play`` is named (``_lazy``)."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import json
+import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from ..cache import ResponseCache
+from ..errors import ConfigError, MemgaugeError
+from ..games import read_trajectory
+from ..games._play import new_meta, play
+from ..games._self_play import (
+    SelfExperience,
+    check_folder,
+    generate_questions,
+    needs_play,
+    needs_questions,
+)
+from ..games.envs import env_names, open_env
+from ..games.players import llm_spec_model, make_player
+from ..games.players.llm import LLMPlayer
+from ..games.players.replay import ReplayPlayer
+from ..models import Closable, ModelError, ModelSettings, aclose_if_closable, create_model
+from ..models._preflight import Role
+from ..models._preflight import check as preflight
+from ..registry import lookup
+from ..runner import RunConfig
 from ._common import fail, parse_options
 from ._execute import execute_run
 
@@ -75,8 +100,6 @@ def play_command(
     """Play one episode of a game and log every step's action and true state to --out."""
     # With --system (self-experience) the play is then turned into questions with the fixed
     # template recipe and the system answers them online (design 0032, "Self-experience").
-    from ..errors import MemgaugeError
-
     play_args: dict[str, Any] = {
         "game": game, "player": player, "seed": seed, "steps": steps, "rom": rom,
         "frame_size": frame_size, "noise": noise, "images": images, "history": history,
@@ -109,22 +132,6 @@ def _self_experience(play_args: dict[str, Any], *, out: str, system: str,
                      concurrency: int, max_tokens: int) -> None:
     """Play (unless a finished play of this recipe is there), make the questions (unless
     made), then answer them with ``memgauge run``'s runner, online (design 0032)."""
-    import dataclasses
-    import sys
-    from pathlib import Path
-
-    from ..errors import ConfigError
-    from ..games._self_play import (
-        SelfExperience,
-        check_folder,
-        generate_questions,
-        needs_play,
-        needs_questions,
-    )
-    from ..games.players import llm_spec_model
-    from ..registry import lookup
-    from ..runner import RunConfig
-
     player = play_args["player"]
     if player.startswith("replay:"):
         raise ConfigError("--system with a replay player is controlled exposure: run "
@@ -152,8 +159,6 @@ def _self_experience(play_args: dict[str, Any], *, out: str, system: str,
                                                      "steps": plan.steps}))
     else:
         print(f"play already done: {plan.trajectory_dir}")
-    from ..games import read_trajectory
-
     meta, _ = read_trajectory(plan.trajectory_dir)
     reached = tuple(h for h in plan.horizons if h <= meta.steps)  # the game may end early
     if reached != plan.horizons:
@@ -182,15 +187,6 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
           model_options: dict[str, str], timeout: float, max_attempts: int, cache: bool,
           cache_path: str | None, game_options: dict[str, str] | None = None) -> str:
     """Check everything, open the env and the player, play; the one-line summary."""
-    import asyncio
-    from pathlib import Path
-
-    from ..errors import ConfigError, MemgaugeError
-    from ..games._play import new_meta
-    from ..games.envs import env_names, open_env
-    from ..games.players import llm_spec_model, make_player
-    from ..models import Closable, ModelError
-
     if game not in env_names():
         raise ConfigError(f"unknown game {game!r}; choose one of {', '.join(env_names())}")
     if steps is not None and steps < 1:
@@ -224,7 +220,8 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
                         "fallback": fallback} if model_spec is not None else {})
         chosen = make_player(player, env_name=game, seed=seed or 0, model=chat_model,
                              noise=noise, **llm_options)
-        source = getattr(chosen, "source", None)  # a replay plays its own seed by default
+        # a replay plays its own seed and length by default
+        source = chosen.source if isinstance(chosen, ReplayPlayer) else None
         if seed is None:
             seed = source.seed if source is not None and source.seed is not None else 0
         if steps is None:
@@ -233,9 +230,9 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
         env = open_env(game, seed=seed, options=options)
         try:
             player_options = {"noise": noise} if player == "scripted" else dict(llm_options)
-            if model_spec is not None:  # whether its decoding was held to the legal actions
-                player_options["constrained_choice"] = getattr(chosen, "constrained", False)
-                player_options["structured_choice"] = getattr(chosen, "structured", False)
+            if isinstance(chosen, LLMPlayer):  # whether its decoding was held to the legal actions
+                player_options["constrained_choice"] = chosen.constrained
+                player_options["structured_choice"] = chosen.structured
             meta = new_meta(env, seed=seed, player=player, max_steps=steps,
                             player_options=player_options)
             try:
@@ -259,9 +256,6 @@ def _play(*, game: str, out: str, player: str, seed: int | None, steps: int | No
 async def _play_then_close(env: Any, player: Any, out: str, meta: Any, steps: int,
                            model: Any) -> Any:
     """Play, then close the model's client on the same event loop it ran on."""
-    from ..games._play import play
-    from ..models import aclose_if_closable
-
     try:
         return await play(env, player, out, meta, steps)
     finally:
@@ -273,11 +267,6 @@ def _llm_model(spec: str, *, base_url: str | None, api_key_env: str,
                cache_path: str | None) -> tuple[Any, Any]:
     """The player's ChatModel, made as ``memgauge run`` makes its model (the same
     settings, the response cache, ``local:`` models), and checked before the first step."""
-    from ..cache import ResponseCache
-    from ..models import ModelSettings, create_model
-    from ..models._preflight import Role
-    from ..models._preflight import check as preflight
-
     response_cache = ResponseCache(cache_path) if cache else None
     try:
         model = create_model(spec, ModelSettings(
@@ -321,9 +310,6 @@ def _fallback_rate(logged: int, fell_back: int, player_options: dict[str, Any]) 
 
 def _read_log(out: str) -> tuple[dict[str, Any] | None, int, int]:
     """The last step, the number of steps and how many of them were fallbacks."""
-    import json
-    from pathlib import Path
-
     last, logged, fell_back = None, 0, 0
     with open(Path(out) / "trajectory.jsonl", encoding="utf-8") as fh:
         for line in fh:

@@ -19,7 +19,15 @@ from typing import Annotated, Any
 
 import typer
 
+from ..analysis import CLUE_METRICS, clue_groups, load_runs, question_clues, recency_rerank
+from ..analysis._clues import cell_label, record_cells
+from ..analysis._cross_topic import history_points
+from ..analysis._json import json_safe
+from ..analysis._tables import _pick_primary
 from ..errors import ConfigError, MemgaugeError
+from ..report import show_controls
+from ..report._md import cell, table
+from ..report._tables_md import MISSING, fmt_pct
 from ._common import fail
 
 probe_app = typer.Typer(no_args_is_help=True,
@@ -68,8 +76,6 @@ class RunProbe:
     by: str = "ability"
 
     def to_dict(self) -> dict[str, Any]:
-        from ..analysis._json import json_safe
-
         return json_safe({
             "run": self.run, "by": self.by, "n_records": self.n_records,
             "n_reranked": self.n_reranked,
@@ -81,8 +87,6 @@ class RunProbe:
 
 def grouping(by: str, runs: Sequence[Any]) -> str:
     """``--by``: ``auto`` is ``cell`` when a record carries an X × Y cell, else ``ability``."""
-    from ..analysis._clues import record_cells
-
     if by not in GROUPINGS:
         raise ConfigError(f"--by {by!r}: use one of {', '.join(GROUPINGS)}")
     if by != "auto":
@@ -94,9 +98,6 @@ def grouping(by: str, runs: Sequence[Any]) -> str:
 def probe_run(label: str, records: Sequence[Any], alphas: Sequence[float], *,
               primary: str | None, k: int | None, by: str = "ability") -> RunProbe:
     """The recency probe over one run's records (see the module docstring)."""
-    from ..analysis import clue_groups, question_clues, recency_rerank
-    from ..analysis._clues import cell_label, record_cells
-
     eligible = [r for r in records if question_clues(r, k) is not None]
     reranked = {a: [recency_rerank(r, a) for r in eligible] for a in alphas}
     usable = [r for i, r in enumerate(eligible)
@@ -121,10 +122,6 @@ def probe_run(label: str, records: Sequence[Any], alphas: Sequence[float], *,
 
 
 def _markdown(probes: Sequence[RunProbe], k: int | None) -> str:
-    from ..analysis import CLUE_METRICS
-    from ..report._md import cell, table
-    from ..report._tables_md import MISSING, fmt_pct
-
     def value(metric: str, group: dict[str, Any]) -> str:
         entry = group.get(metric) or {}
         if not entry.get("n") or entry.get("value") is None:
@@ -165,9 +162,6 @@ def _markdown(probes: Sequence[RunProbe], k: int | None) -> str:
 
 def _cell_table(p: RunProbe, value: Any) -> list[str]:
     """The same diagnostics per X × Y cell (a multi-label question in each of its cells)."""
-    from ..analysis import CLUE_METRICS
-    from ..report._md import cell, table
-
     header = ["α", "cell", "n", *CLUE_METRICS]
     body = [[AS_RUN if row.alpha is None else f"{row.alpha:g}", name,
              str(g.get("full_clue_recall", {}).get("n", 0)),
@@ -197,10 +191,6 @@ def recency(
 ) -> None:
     """How the retrieval diagnostics move when the stored rankings are re-ranked with a
     recency prior (s′ = (1−α)·z(sim) + α·t̂); it cannot recover a clue outside the pool."""
-    from ..analysis import load_runs
-    from ..analysis._tables import _pick_primary
-    from ..report import show_controls
-
     try:
         if fmt not in ("md", "json"):
             raise ConfigError(f"unknown format {fmt!r}; use md or json")
@@ -224,9 +214,6 @@ def recency(
 
 
 def _history_markdown(points: Sequence[Any], skipped: Sequence[str]) -> str:
-    from ..report._md import cell, table
-    from ..report._tables_md import MISSING, fmt_pct
-
     def num(x: float | None) -> str:
         return MISSING if x is None else f"{x:.1f}"
 
@@ -260,11 +247,6 @@ def history(
 ) -> None:
     """Accuracy against combined history size per system (cross-topic scaling): runs of
     --bench combined at several groupings, paired against group=single."""
-    from ..analysis import load_runs
-    from ..analysis._cross_topic import history_points
-    from ..analysis._tables import _pick_primary
-    from ..report import show_controls
-
     try:
         if fmt not in ("md", "json"):
             raise ConfigError(f"unknown format {fmt!r}; use md or json")

@@ -1,6 +1,6 @@
 """``memgauge serve-memory``: serve a registered system over the memory protocol v1.1
-(docs/memory-protocol.md). The work is in ``systems._serve``; this module only declares the
-command (imported by the CLI at start-up, so it imports nothing heavy)."""
+(docs/memory-protocol.md). The work is in ``systems._serve``; this module is imported only
+when ``serve-memory`` is named (``_lazy``)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ from typing import Annotated
 
 import typer
 
+from ..errors import MemgaugeError
+from ..runner import RunConfig
+from ..systems._serve import ServeLimits, build_factory, run_server
+from ..systems.http_system import read_token
 from ._common import fail, parse_options
 
 
@@ -76,13 +80,7 @@ def serve_memory(
 ) -> None:
     """Serve a memory system over the memory protocol v1.1 (HTTP + JSON), so that
     `memgauge run --system http://HOST:PORT` evaluates it; stop with Ctrl-C."""
-    from ..errors import MemgaugeError
-
     try:
-        from ..runner import RunConfig
-        from ..systems._serve import ServeLimits, build_factory, run_server
-        from ..systems.http_system import read_token
-
         if max_episodes < 1:
             raise MemgaugeError(f"--max-episodes {max_episodes}: must be at least 1")
         limits = ServeLimits(max_body=int(max_body_mib * (1 << 20)),
