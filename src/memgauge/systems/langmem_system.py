@@ -529,7 +529,7 @@ def _memory_view(item: Any) -> dict[str, Any]:
             "score": round(float(item.score), 6) if item.score is not None else None}
 
 
-@system("langmem", OPTIONS, lambda o: [(m, "agents", "--system langmem") for m in
+@system("langmem", OPTIONS, lambda o: [(m, "agents", "itself") for m in
                                        ("langmem", "langgraph", "langchain_openai")],
         uses_model)
 def langmem(ctx: SystemContext) -> SystemFactory:

@@ -410,7 +410,7 @@ def preflight(opts: LettaOptions) -> str:
     return str(version)
 
 
-@system("letta", OPTIONS, lambda o: [("letta_client", "agents", "--system letta")],
+@system("letta", OPTIONS, lambda o: [("letta_client", "agents", "itself")],
         uses_model)
 def letta(ctx: SystemContext) -> SystemFactory:
     """Letta (a server the user runs, through letta-client): archival passages per turn,

@@ -495,7 +495,7 @@ def _check_context(ctx: SystemContext, opts: Mem0Options) -> None:
 def _requires(options: dict[str, Any]) -> list[tuple[str, str, str]]:
     local = [] if options.get("embedder_base_url") else [
         ("model2vec", "agents", "its offline embedder")]
-    return [("mem0", "agents", "--system mem0"), ("faiss", "agents", "its vector store"),
+    return [("mem0", "agents", "itself"), ("faiss", "agents", "its vector store"),
             *local]
 
 
