@@ -33,8 +33,8 @@ class ConfigFieldError(ConfigError):
     """A bad configuration value, named by its field (``concurrency``), not by a flag: the
     library does not know how it was given. ``template`` marks each field as ``{name}``
     and an entry of a mapping field as ``{name[key]}`` (:func:`entry` writes one);
-    ``str()`` shows field names (``system_options['top_k']``), and the CLI shows its
-    flags instead (:meth:`render`)."""
+    ``str()`` shows field names (``system_options top_k``), and the CLI shows its
+    flags instead (``--system-option top_k``; :meth:`render`)."""
 
     def __init__(self, template: str, *fields: str) -> None:
         self.template, self.fields = template, fields
@@ -66,9 +66,10 @@ class _Named:
 
 
 def field_name(field: str, key: str | None = None) -> str:
-    """How the library names a field, or an entry of a mapping field, in its errors: as a
-    Python caller wrote it (``system_options['top_k']``)."""
-    return field if key is None else f"{field}[{key!r}]"
+    """How the library names a field, or an entry of a mapping field, in its errors
+    (``system_options top_k``: the field, then the key as the CLI's flag is followed by
+    it, so ``system_options top_k=0`` reads like ``concurrency 0``)."""
+    return field if key is None else f"{field} {key}"
 
 
 def literal(value: object) -> str:
@@ -98,3 +99,15 @@ class ContextOverflowError(MemgaugeError):
     def __init__(self, tokens: int, limit: int) -> None:
         self.tokens, self.limit = tokens, limit
         super().__init__(f"prompt has {tokens} tokens, over the limit of {limit}")
+
+
+_NO_VALUE = object()
+
+
+def option_error(key: str, reason: str, value: object = _NO_VALUE, *,
+                 field: str = "system_options") -> ConfigFieldError:
+    """A bad entry of a mapping field, as ``key=value: reason`` (``reason`` plain text):
+    ``system_options top_k=0: must be at least 1`` to a Python caller,
+    ``--system-option top_k=0: ...`` on the command line."""
+    shown = "" if value is _NO_VALUE else f"={literal(value)}"
+    return ConfigFieldError(f"{entry(field, key)}{shown}: {literal(reason)}", field)

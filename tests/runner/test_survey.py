@@ -254,9 +254,9 @@ def test_the_library_names_the_fields_to_change_not_the_flags(tmp_path):
     assert "add captioner (e.g. captioner vlm:<model>)" in said
     said = str(_library_refusal(tmp_path, **memlens, system="rag-bm25",
                                 system_options={"reader": "oracle"}))
-    assert said.startswith("system rag-bm25 system_options['reader']=oracle answers from")
+    assert said.startswith("system rag-bm25 system_options reader=oracle answers from")
     assert "questions of bench memlens do not carry" in said
     said = str(_library_refusal(tmp_path, bench="synth", data=str(_synth(tmp_path)),
                                 tier="4k", context_mode="caption", max_context_tokens=1000))
     assert "over max_context_tokens 1000" in said and "overflow drop-oldest" in said
-    assert "(model_options['n_ctx']=N for local: models)" in said
+    assert "(model_options n_ctx=N for local: models)" in said
