@@ -325,7 +325,7 @@ class Preparing:
                                  max_attempts=c.max_attempts, retry_base_s=c.retry_base_s,
                                  cache=None if cache is None else cache.for_kind("judge"),
                                  model_options=dict(c.judge_model_options),
-                                 options_flag="--judge-model-option")
+                                 options_field="judge_model_options")
         return JudgePipeline(create_model(c.judge, settings), c.judge_options, c.judge)
 
 
