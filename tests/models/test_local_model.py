@@ -170,7 +170,7 @@ def test_workers_fall_back_to_one_with_a_local_model():
 def test_tokenizer_model_needs_a_local_model(tmp_path):
     data = write_memlens(tmp_path, 1)
     with StubServer() as stub:
-        with pytest.raises(ConfigError, match="--tokenizer model needs a local: model"):
+        with pytest.raises(ConfigFieldError, match="^tokenizer model needs a local: model"):
             run(_stub_cfg(tmp_path, data, stub.base_url, tokenizer="model"))
         assert stub.requests == []
 
