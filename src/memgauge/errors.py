@@ -38,7 +38,7 @@ class ConfigFieldError(ConfigError):
 
     def __init__(self, template: str, *fields: str) -> None:
         self.template, self.fields = template, fields
-        super().__init__(self.render(field_name))
+        super().__init__(_render(template, fields, field_name))
 
     @property
     def field(self) -> str:
@@ -48,7 +48,31 @@ class ConfigFieldError(ConfigError):
     def render(self, name_of: Callable[..., str]) -> str:
         """The message with each field shown as ``name_of(field)`` (e.g. its flag), and
         each entry of one as ``name_of(field, key)``."""
-        return self.template.format_map({f: _Named(f, name_of) for f in self.fields})
+        return _render(self.template, self.fields, name_of)
+
+
+class FieldText(str):
+    """A note that names configuration fields (``workers 4 reduced to 2: ...``), marked as
+    in :class:`ConfigFieldError`: it reads as the field names, and :meth:`render` shows
+    what the reader gave instead (the CLI: its flags)."""
+
+    template: str
+    fields: tuple[str, ...]
+
+    def __new__(cls, template: str, *fields: str) -> FieldText:
+        text = super().__new__(cls, _render(template, fields, field_name))
+        text.template, text.fields = template, fields
+        return text
+
+    def render(self, name_of: Callable[..., str]) -> str:
+        return _render(self.template, self.fields, name_of)
+
+    def __getnewargs__(self) -> tuple[str, ...]:  # pickled (a worker's result) as made
+        return (self.template, *self.fields)
+
+
+def _render(template: str, fields: tuple[str, ...], name_of: Callable[..., str]) -> str:
+    return template.format_map({f: _Named(f, name_of) for f in fields})
 
 
 class _Named:

@@ -161,7 +161,11 @@ def test_workers_fall_back_to_one_with_a_local_model():
     from memgauge.runner._workers import workers_for
 
     n, why = workers_for(_cfg(model="local:smollm2", workers=4, concurrency=8))
-    assert n == 1 and "--workers 4 ignored" in why and "n_parallel" in why
+    assert n == 1 and why == ("workers 4 ignored: a local model is computed by its server's "
+                              "slots (model_options n_parallel=N), not by more answering "
+                              "processes")
+    assert why.render(flag_for).startswith("--workers 4 ignored")  # the CLI's note
+    assert "(--model-option n_parallel=N)" in why.render(flag_for)
     n, why = workers_for(_cfg(model="openai:m", judge="local:smollm2", workers=4,
                               concurrency=8))
     assert n == 1 and "n_parallel" in why

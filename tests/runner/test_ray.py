@@ -136,7 +136,7 @@ def test_concurrency_below_the_task_count_reduces_the_tasks(tmp_path, ray_local)
         res = Runner(_config(tmp_path, data, stub.base_url, "run", concurrency=1,
                              executor="ray", workers=3)).run_sync()
     assert res.ok == 4 and res.workers == 1
-    assert res.notes == ["3 Ray tasks reduced to 1: --concurrency 1 is the total"]
+    assert res.notes == ["3 Ray tasks reduced to 1: concurrency 1 is the total"]  # fields
 
 
 def test_the_cli_flags_reach_the_run_and_its_manifest(tmp_path, ray_local):
@@ -244,7 +244,7 @@ def test_a_limited_run_answers_in_one_task_with_a_note(tmp_path, ray_local):
                              limit=4)).run_sync()
         assert len(stub.requests) == 4
     assert res.ok == 4 and res.workers == 1
-    assert res.notes == [("--workers 2 ignored: --limit counts questions in file order, so a "
+    assert res.notes == [("workers 2 ignored: limit counts questions in file order, so a "
                          "limited run answers in one Ray task")]
     assert sorted(read_records(tmp_path / "run")) == [f"q{i:03d}" for i in range(4)]
 

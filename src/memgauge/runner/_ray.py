@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigFieldError, MemgaugeError, literal
+from ..errors import ConfigFieldError, FieldText, MemgaugeError, literal
 
 if TYPE_CHECKING:
     from ._config import RunConfig
@@ -270,15 +270,17 @@ def warm_up(config: RunConfig) -> int:
     return os.getpid()
 
 
-def _task_count(config: RunConfig) -> tuple[int, str | None]:
-    """How many tasks (parts) to submit, and why fewer than asked (if so)."""
+def _task_count(config: RunConfig) -> tuple[int, FieldText | None]:
+    """How many tasks (parts) to submit, and why fewer than asked (if so), naming fields."""
     if config.limit is not None and config.workers > 1:
-        return 1, (f"--workers {config.workers} ignored: --limit counts questions in file "
-                   "order, so a limited run answers in one Ray task")
+        return 1, FieldText(f"{{workers}} {config.workers} ignored: {{limit}} counts "
+                            "questions in file order, so a limited run answers in one Ray "
+                            "task", "workers", "limit")
     asked = config.workers  # --workers N: N tasks (parts of the episodes) in flight
     if config.concurrency < asked:  # each task needs a request slot of its own
-        return config.concurrency, (f"{asked} Ray tasks reduced to {config.concurrency}: "
-                                    f"--concurrency {config.concurrency} is the total")
+        return config.concurrency, FieldText(
+            f"{asked} Ray tasks reduced to {config.concurrency}: {{concurrency}} "
+            f"{config.concurrency} is the total", "concurrency")
     return asked, None
 
 
