@@ -67,8 +67,8 @@ class FieldText(str):
     def render(self, name_of: Callable[..., str]) -> str:
         return _render(self.template, self.fields, name_of)
 
-    def __getnewargs__(self) -> tuple[str, ...]:  # pickled (a worker's result) as made
-        return (self.template, *self.fields)
+    def __reduce__(self) -> tuple[type[FieldText], tuple[str, ...]]:
+        return (FieldText, (self.template, *self.fields))  # pickled (a worker's) as made
 
 
 def _render(template: str, fields: tuple[str, ...], name_of: Callable[..., str]) -> str:
