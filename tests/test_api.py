@@ -73,6 +73,23 @@ def test_the_cli_names_its_flag_for_the_same_mistake(tmp_path):
     assert "timeout_s" not in res.output
 
 
+@pytest.mark.parametrize(("options", "said"), [
+    ({"top_k": "0"}, "system_options top_k=0: must be at least 1"),
+    ({"topk": "3"}, "system_options topk: rag-bm25 has no such option"),
+    ({"top_k": "three"}, "system_options top_k='three': rag-bm25 needs a whole number"),
+])
+def test_a_bad_system_option_names_the_field_and_its_key_not_the_flag(tmp_path, options,
+                                                                      said):
+    """The CLI's wording for the same mistakes (--system-option top_k=0: ...) is checked
+    in tests/runner/test_fail_fast.py."""
+    with StubServer(answer=colour_answer) as stub:
+        with pytest.raises(memgauge.ConfigFieldError) as exc:
+            _run(tmp_path, stub.base_url, system="rag-bm25", system_options=options)
+        assert stub.requests == []
+    assert exc.value.field == "system_options"
+    assert str(exc.value).startswith(said) and "--" not in str(exc.value)
+
+
 def test_score_judges_a_run_and_a_second_call_judges_nothing_again(tmp_path):
     with StubServer(answer=colour_answer) as model:
         run_dir = _run(tmp_path, model.base_url).run_dir

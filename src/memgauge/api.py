@@ -174,7 +174,7 @@ def score(config: ScoreConfig | None = None, /, *,
     model = create_model(c.judge, ModelSettings(
         base_url=c.judge_base_url, api_key_env=c.api_key_env, concurrency=c.concurrency,
         timeout_s=c.timeout_s, cache=cache, model_options=dict(c.judge_model_options),
-        options_flag="--judge-model-option"))
+        options_field="judge_model_options"))
     counted: ResponseCache | StagedCache | None = cache  # the judge's cache hits and misses
     try:
         if c.batch:

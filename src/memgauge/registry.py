@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from .errors import ConfigError
+from .errors import ConfigError, ConfigFieldError, literal
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -104,9 +104,11 @@ def _register(kind: str, name: str, options: dict[str, tuple[type, str]] | None 
     return deco
 
 
-def missing_extras(requirements: list[Requirement], who: str) -> None:
+def missing_extras(requirements: list[Requirement], who: str, *fields: str) -> None:
     """A :class:`ConfigError` naming every package of ``requirements`` that is not
-    installed and the extra that installs it; found without importing anything."""
+    installed and the extra that installs it; found without importing anything. ``who``
+    is a :class:`ConfigFieldError` template naming ``fields`` (``{system} mem0``) when
+    they are given."""
     import importlib.util
 
     missing = []
@@ -123,6 +125,9 @@ def missing_extras(requirements: list[Requirement], who: str) -> None:
         others = [e for _, e, _ in missing if e.startswith("pip ")]  # not one of ours
         how = " and ".join([*([f"pip install 'memgauge[{extras}]'"] if extras else []),
                             *dict.fromkeys(others)])
+        if fields:
+            raise ConfigFieldError(f"{who} needs {literal(what)}, not installed: "
+                                   f"{literal(how)}", *fields)
         raise ConfigError(f"{who} needs {what}, not installed: {how}")
 
 

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from memgauge.captioners import CaptionerSettings, create_captioner
 from memgauge.captioners.vlm import PROMPT_TEXT
 from memgauge.cli import app
-from memgauge.errors import ConfigError
+from memgauge.errors import ConfigError, ConfigFieldError
 from memgauge.models import local
 from memgauge.models._llama_server import LlamaServer
 from memgauge.runner import RunConfig, run
@@ -128,9 +128,10 @@ def test_a_bad_key_is_a_config_error_before_any_request(tmp_path, servers):
 
 
 @pytest.mark.parametrize("value", ["n_ctx=abc", "flash_attn=maybe"])
-def test_a_bad_value_is_a_config_error_naming_the_flag(tmp_path, servers, value):
+def test_a_bad_value_is_a_config_error_naming_the_field(tmp_path, servers, value):
+    """The library names the field (the command line's flag: the test above)."""
     key, _, raw = value.partition("=")
-    with pytest.raises(ConfigError, match=f"--captioner-model-option {key}"):
+    with pytest.raises(ConfigFieldError, match=f"^captioner_model_options {key}="):
         run(_config(tmp_path, "http://127.0.0.1:9/v1", captioner="local:x.gguf",
                     captioner_model_options={key: raw}))
     assert servers.started == []
@@ -146,13 +147,14 @@ def test_a_missing_mmproj_file_is_an_error_naming_it(tmp_path, servers):
                         captioner_model_options={"mmproj": str(missing)}))
         assert stub.requests == []
     assert str(missing) in str(caught.value)
-    assert "--captioner-model-option mmproj" in str(caught.value)
+    assert "captioner_model_options mmproj file" in str(caught.value)
+    assert "--" not in str(caught.value).replace(str(missing), "")
     assert servers.started == []
 
 
 def test_a_local_captioner_without_a_projector_is_refused_before_any_server(
         tmp_path, servers):
-    """A text-only GGUF (SmolLM2) as the captioner: one error naming the captioner's flag,
+    """A text-only GGUF (SmolLM2) as the captioner: one error naming the captioner's option,
     before its server starts, not a no_vision failure per image."""
     vlm = _gguf(tmp_path / "smollm2.gguf", b"language model")
     with StubServer(answer=_answer) as stub:
@@ -160,7 +162,8 @@ def test_a_local_captioner_without_a_projector_is_refused_before_any_server(
         with pytest.raises(ConfigError) as caught:
             run(_config(tmp_path, stub.base_url, captioner=f"local:{vlm}"))
         assert stub.requests == []
-    assert "--captioner-model-option mmproj=FILE" in str(caught.value)
+    assert "give captioner_model_options mmproj=FILE" in str(caught.value)
+    assert "--" not in str(caught.value).replace(str(vlm), "")
     assert servers.started == []
 
 

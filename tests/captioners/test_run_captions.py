@@ -59,7 +59,7 @@ def test_without_a_captioner_caption_mode_on_uncaptioned_images_is_refused(tmp_p
         with pytest.raises(ConfigError, match="1 of 1 images have no caption") as info:
             run(_config(tmp_path, data, stub.base_url, "run"))
         assert stub.requests == []
-    assert "--captioner" in str(info.value) and not (tmp_path / "run").exists()
+    assert "add captioner" in str(info.value) and not (tmp_path / "run").exists()
 
 
 def _vlm(body: dict) -> str:

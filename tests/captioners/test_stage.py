@@ -143,6 +143,20 @@ def test_captioner_spec_mistakes_are_config_errors(spec, says):
         create_captioner(spec)
 
 
+@pytest.mark.parametrize(("spec", "said", "flagged"), [
+    ("ocr:x", "captioner ocr:x: ocr takes no argument", "--captioner ocr:x: ocr takes"),
+    (":x", "captioner ':x': name a captioner", "--captioner ':x': name a captioner"),
+])
+def test_captioner_spec_mistakes_name_the_field_and_the_cli_its_flag(spec, said, flagged):
+    from memgauge.cli._common import flag_for
+    from memgauge.errors import ConfigFieldError
+
+    with pytest.raises(ConfigFieldError) as info:
+        create_captioner(spec)
+    assert str(info.value).startswith(said) and "--" not in str(info.value)
+    assert info.value.render(flag_for).startswith(flagged)
+
+
 def test_the_chosen_captioners_caption_wins_over_the_datas(tmp_path):
     from memgauge.prompt import turn_parts
 

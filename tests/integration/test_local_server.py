@@ -322,7 +322,7 @@ def test_images_to_a_text_only_model_exit_2_at_once(tmp_path):
 def test_caption_mode_without_captions_is_refused_and_the_server_stopped(tmp_path, started):
     # MemLens carries no captions: every image would be "[Image]" (design 0043)
     data = write_memlens(tmp_path, 1)
-    with pytest.raises(ConfigError, match="--captioner"):
+    with pytest.raises(ConfigError, match="add captioner \\(e.g. captioner vlm:"):
         run(RunConfig(
             bench="memlens", data=str(data), image_dir=str(tmp_path), out=str(tmp_path / "r"),
             progress=False, model="local:smollm2", model_options={"n_ctx": N_CTX},

@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 
 from memgauge.cache import ResponseCache
 from memgauge.cli import app
-from memgauge.errors import ConfigError
+from memgauge.cli._common import flag_for
+from memgauge.errors import ConfigError, ConfigFieldError
 from memgauge.media import ImageResolver
 from memgauge.models import (
     GenerateConfig,
@@ -53,23 +54,26 @@ def test_parse_options_types_and_defaults():
 
 
 @pytest.mark.parametrize("raw, words", [
-    ({"ctx": "2048"}, ["--model-option ctx", "unknown option", "n_ctx"]),
-    ({"n_ctx": "abc"}, ["--model-option n_ctx='abc'", "whole number"]),
+    ({"ctx": "2048"}, ["model_options ctx", "unknown option", "n_ctx"]),
+    ({"n_ctx": "abc"}, ["model_options n_ctx='abc'", "whole number"]),
     ({"n_ctx": "100"}, ["n_ctx=100", "256"]),
-    ({"n_parallel": "0"}, ["--model-option n_parallel=0", "at least 1"]),
+    ({"n_parallel": "0"}, ["model_options n_parallel=0", "at least 1"]),
     ({"threads": "-1"}, ["threads=-1", "at least 0"]),
-    ({"flash_attn": "maybe"}, ["--model-option flash_attn='maybe'", "auto, on or off"]),
+    ({"flash_attn": "maybe"}, ["model_options flash_attn='maybe'", "auto, on or off"]),
 ])
-def test_parse_options_errors_name_the_flag_and_key(raw, words):
-    with pytest.raises(ConfigError) as info:
+def test_parse_options_errors_name_the_field_and_key(raw, words):
+    with pytest.raises(ConfigFieldError) as info:
         local.parse_options(raw)
     for w in words:
         assert w in str(info.value)
+    assert "--" not in str(info.value)  # the library's caller gave no flag
 
 
-def test_parse_options_names_the_flag_it_is_given():
-    with pytest.raises(ConfigError, match="--judge-model-option n_parallel=0"):
-        local.parse_options({"n_parallel": "0"}, flag="--judge-model-option")
+def test_parse_options_names_the_field_it_is_given_and_the_cli_its_flag():
+    with pytest.raises(ConfigFieldError) as info:
+        local.parse_options({"n_parallel": "0"}, field="judge_model_options")
+    assert str(info.value) == "judge_model_options n_parallel=0: must be at least 1"
+    assert info.value.render(flag_for) == "--judge-model-option n_parallel=0: must be at least 1"
 
 
 # -- run defaults for a local model ----------------------------------------------------------
@@ -103,7 +107,7 @@ def test_max_tokens_that_fill_the_context_are_refused():
 
 
 def test_bad_local_options_fail_before_anything_starts():
-    with pytest.raises(ConfigError, match="--model-option bogus"):
+    with pytest.raises(ConfigFieldError, match="^model_options bogus: unknown option"):
         _cfg(model="local:smollm2", model_options={"bogus": "1"}).resolved()
 
 
@@ -157,7 +161,11 @@ def test_workers_fall_back_to_one_with_a_local_model():
     from memgauge.runner._workers import workers_for
 
     n, why = workers_for(_cfg(model="local:smollm2", workers=4, concurrency=8))
-    assert n == 1 and "--workers 4 ignored" in why and "n_parallel" in why
+    assert n == 1 and why == ("workers 4 ignored: a local model is computed by its server's "
+                              "slots (model_options n_parallel=N), not by more answering "
+                              "processes")
+    assert why.render(flag_for).startswith("--workers 4 ignored")  # the CLI's note
+    assert "(--model-option n_parallel=N)" in why.render(flag_for)
     n, why = workers_for(_cfg(model="openai:m", judge="local:smollm2", workers=4,
                               concurrency=8))
     assert n == 1 and "n_parallel" in why
@@ -166,7 +174,7 @@ def test_workers_fall_back_to_one_with_a_local_model():
 def test_tokenizer_model_needs_a_local_model(tmp_path):
     data = write_memlens(tmp_path, 1)
     with StubServer() as stub:
-        with pytest.raises(ConfigError, match="--tokenizer model needs a local: model"):
+        with pytest.raises(ConfigFieldError, match="^tokenizer model needs a local: model"):
             run(_stub_cfg(tmp_path, data, stub.base_url, tokenizer="model"))
         assert stub.requests == []
 
@@ -214,8 +222,8 @@ def test_run_stops_on_prompts_over_our_own_limit_without_sending_anything(tmp_pa
     # counted before the first request (design 0043): refused, no record, no folder
     data = write_memlens(tmp_path, 5)
     with StubServer() as stub:
-        with pytest.raises(ConfigError, match="5 of the 5 counted are over --max-context-"
-                                              "tokens 20"):
+        with pytest.raises(ConfigFieldError, match="5 of the 5 counted are over "
+                                                   "max_context_tokens 20"):
             run(_stub_cfg(tmp_path, data, stub.base_url, max_context_tokens=20))
         assert stub.requests == []
     assert not (tmp_path / "run").exists()
@@ -530,9 +538,10 @@ def test_a_missing_model_fails_before_any_server_starts(tmp_path, fake_llama, mo
     assert fake_llama.started == []
 
 
-def test_bad_judge_option_names_the_judge_flag(tmp_path, fake_llama):
+def test_bad_judge_option_names_the_judge_field(tmp_path, fake_llama):
     data = write_memlens(tmp_path, 1)
-    with StubServer() as stub, pytest.raises(ConfigError, match="--judge-model-option bogus"):
+    with StubServer() as stub, pytest.raises(ConfigFieldError,
+                                             match="^judge_model_options bogus: unknown"):
         run(_stub_cfg(tmp_path, data, stub.base_url, judge="local:smollm2",
                       judge_model_options={"bogus": "1"}))
 

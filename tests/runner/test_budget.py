@@ -139,7 +139,7 @@ def test_a_dollar_budget_needs_a_price_before_anything_is_sent(tmp_path):
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"other-model": {"input": 1, "output": 1}}))
     with StubServer() as stub:
-        for kw, match in [({"budget_usd": 1.0}, "give --prices"),
+        for kw, match in [({"budget_usd": 1.0}, "give prices FILE"),
                           ({"budget_usd": 1.0, "prices": str(prices)},
                            "no price for 'openai:stub'"),
                           ({"budget_usd": 0.0}, "more than 0"),

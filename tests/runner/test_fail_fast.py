@@ -94,7 +94,8 @@ def test_a_rerun_whose_input_changed_is_refused_naming_the_file(tmp_path):
     """Two datasets must never be mixed in one run folder (issue 11, honest resume)."""
     import json
 
-    from memgauge.errors import ConfigError
+    from memgauge.cli._common import flag_for
+    from memgauge.errors import ConfigError, ConfigFieldError
     from memgauge.runner import RunConfig, run
 
     data = write_memlens(tmp_path, 3)
@@ -110,8 +111,10 @@ def test_a_rerun_whose_input_changed_is_refused_naming_the_file(tmp_path):
         items[0]["question"] = "A different question?"
         data.write_text(json.dumps(items))
         before = len(stub.requests)
-        with pytest.raises(ConfigError, match=r"the input changed; use a new --out"):
+        with pytest.raises(ConfigFieldError, match=r"the input changed; use a new out fo"
+                                                   r"lder") as changed:
             run(config)
+        assert "use a new --out folder" in changed.value.render(flag_for)  # the CLI's words
         data.write_text(original)  # the same data again, but another file named instead
         other = tmp_path / "other.json"
         other.write_text(json.dumps(items[:1]))

@@ -10,7 +10,7 @@ import pytest
 from helpers.datasets import write_memlens
 from helpers.stub_server import StubServer
 
-from memgauge.errors import ConfigError
+from memgauge.errors import ConfigError, ConfigFieldError
 from memgauge.runner import RunConfig, run
 
 
@@ -57,3 +57,32 @@ def test_a_missing_extra_is_one_error_before_the_first_request(tmp_path, monkeyp
             run(_config(tmp_path, model="openai:m", base_url=stub.base_url, system=system,
                         system_options=options))
         assert stub.requests == []
+
+
+# The library names the configuration field a caller passed, never a command-line flag
+# (issue 26 §3, design 0047); the command line's wording is checked in test_survey.py.
+def test_a_model_without_a_provider_names_the_field_not_the_flag(tmp_path, no_model_started):
+    with pytest.raises(ConfigFieldError) as exc:
+        run(_config(tmp_path, judge="smollm2"))
+    assert exc.value.field == "judge"
+    assert str(exc.value).startswith("judge 'smollm2' must look like provider:name")
+    assert "--" not in str(exc.value)
+
+
+def test_a_missing_extra_names_the_system_field_not_the_flag(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "letta_client", None)
+    with pytest.raises(ConfigFieldError) as exc:
+        run(_config(tmp_path, model="openai:m", base_url="http://127.0.0.1:9",
+                    system="letta"))
+    assert exc.value.field == "system"
+    assert str(exc.value).startswith("system letta needs 'letta_client' for itself")
+    assert "--" not in str(exc.value)
+
+
+def test_no_model_for_a_system_that_asks_one_names_the_fields(tmp_path):
+    with pytest.raises(ConfigFieldError) as exc:
+        run(_config(tmp_path, model="none:", system="fact-memory"))
+    said = str(exc.value)
+    assert said.startswith("system fact-memory asks its model for answers (or ingest), "
+                           "and model none: is no model")
+    assert "base_url" in said and "--" not in said

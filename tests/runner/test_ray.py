@@ -136,7 +136,7 @@ def test_concurrency_below_the_task_count_reduces_the_tasks(tmp_path, ray_local)
         res = Runner(_config(tmp_path, data, stub.base_url, "run", concurrency=1,
                              executor="ray", workers=3)).run_sync()
     assert res.ok == 4 and res.workers == 1
-    assert res.notes == ["3 Ray tasks reduced to 1: --concurrency 1 is the total"]
+    assert res.notes == ["3 Ray tasks reduced to 1: concurrency 1 is the total"]  # fields
 
 
 def test_the_cli_flags_reach_the_run_and_its_manifest(tmp_path, ray_local):
@@ -244,7 +244,7 @@ def test_a_limited_run_answers_in_one_task_with_a_note(tmp_path, ray_local):
                              limit=4)).run_sync()
         assert len(stub.requests) == 4
     assert res.ok == 4 and res.workers == 1
-    assert res.notes == [("--workers 2 ignored: --limit counts questions in file order, so a "
+    assert res.notes == [("workers 2 ignored: limit counts questions in file order, so a "
                          "limited run answers in one Ray task")]
     assert sorted(read_records(tmp_path / "run")) == [f"q{i:03d}" for i in range(4)]
 
@@ -481,7 +481,7 @@ def test_a_configuration_error_does_not_import_ray(tmp_path):
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
-    assert "refused: --ray-address '10.0.0.1:6379'" in out
+    assert "refused: ray_address '10.0.0.1:6379'" in out  # the field: no flag was given
     assert "ray imported: False" in out  # `import ray` (~0.5 s) waits for a run that starts
 
 
@@ -505,13 +505,13 @@ def test_missing_ray_extra_is_one_clear_error_before_anything_runs(tmp_path, mon
 
 
 @pytest.mark.parametrize(("kw", "message"), [
-    ({"executor": "dask"}, "--executor 'dask': use one of local, ray"),
-    ({"ray_address": "auto"}, "--ray-address applies to --executor ray only"),
+    ({"executor": "dask"}, "^executor 'dask': use one of local, ray"),
+    ({"ray_address": "auto"}, "^ray_address applies to executor ray only"),
     ({"executor": "ray", "ray_address": "10.0.0.1:6379"}, "use auto .* or ray://HOST:PORT"),
     ({"executor": "ray", "model": "local:smollm2"}, "a local: model runs in this process"),
-    ({"ray_keep_warm_s": 60}, "--ray-keep-warm applies to --executor ray only"),
-    ({"executor": "ray", "ray_keep_warm_s": 0}, "--ray-keep-warm 0: must be seconds"),
-    ({"executor": "ray", "ray_keep_warm_s": float("inf")}, "--ray-keep-warm inf: must be"),
+    ({"ray_keep_warm_s": 60}, "^ray_keep_warm_s applies to executor ray only"),
+    ({"executor": "ray", "ray_keep_warm_s": 0}, "^ray_keep_warm_s 0: must be seconds"),
+    ({"executor": "ray", "ray_keep_warm_s": float("inf")}, "^ray_keep_warm_s inf: must be"),
     ({"executor": "ray", "ray_keep_warm_s": 8 * 86400}, "at most 604800"),
 ])
 def test_configuration_mistakes_are_refused(tmp_path, kw, message):

@@ -17,8 +17,10 @@ from helpers.datasets import write_memlens
 from helpers.stub_server import StubServer
 from typer.testing import CliRunner
 
+import memgauge
 from memgauge.benchmarks.synth import SynthConfig, generate
 from memgauge.cli import app
+from memgauge.errors import ConfigFieldError
 from memgauge.runner import load_manifest, read_records
 
 N = 20
@@ -231,3 +233,30 @@ def test_one_prompt_is_counted_per_history_cut_the_longest_question_standing_for
     found = survey(iter([episode]), None, tokens, cut_of)
     assert sorted(asked) == [("early", 1), ("long", 3)]
     assert found.prompts_counted == 2 and found.over_limit == [("long", 30), ("early", 10)]
+
+
+def _library_refusal(tmp_path: Path, **fields) -> ConfigFieldError:
+    with StubServer() as stub, pytest.raises(ConfigFieldError) as exc:
+        memgauge.run(model="openai:m", base_url=stub.base_url, out=str(tmp_path / "r"),
+                     progress=False, cache=False, **fields)
+    assert stub.requests == [] and not (tmp_path / "r").exists()
+    assert "--" not in str(exc.value)  # a Python caller passed no flag
+    return exc.value
+
+
+def test_the_library_names_the_fields_to_change_not_the_flags(tmp_path):
+    """The same refusals through memgauge.run (issue 26 §3): fields, as the caller wrote
+    them; the command line's flags are checked above."""
+    data = write_memlens(tmp_path, 2)
+    memlens = {"bench": "memlens", "data": str(data), "image_dir": str(data.parent)}
+    said = str(_library_refusal(tmp_path, **memlens, context_mode="caption"))
+    assert said.startswith("context_mode caption: 2 of 2 images have no caption")
+    assert "add captioner (e.g. captioner vlm:<model>)" in said
+    said = str(_library_refusal(tmp_path, **memlens, system="rag-bm25",
+                                system_options={"reader": "oracle"}))
+    assert said.startswith("system rag-bm25 system_options reader=oracle answers from")
+    assert "questions of bench memlens do not carry" in said
+    said = str(_library_refusal(tmp_path, bench="synth", data=str(_synth(tmp_path)),
+                                tier="4k", context_mode="caption", max_context_tokens=1000))
+    assert "over max_context_tokens 1000" in said and "overflow drop-oldest" in said
+    assert "(model_options n_ctx=N for local: models)" in said

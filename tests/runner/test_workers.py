@@ -289,7 +289,7 @@ def test_concurrency_below_the_worker_count_is_still_the_total(tmp_path):
     assert peak <= 2, f"{peak} requests in flight with --workers 3 --concurrency 2"
     assert res.workers <= 2
     # fewer processes than asked: the result says why
-    assert any("--concurrency" in note for note in res.notes), res.notes
+    assert res.notes == ["workers 3 reduced to 2: concurrency 2 is the total"]  # the fields
 
 
 # -- resume -----------------------------------------------------------------------------------
@@ -331,14 +331,14 @@ def test_limit_runs_in_one_process_with_a_note(tmp_path):
         assert len(stub.requests) == 4
         assert sorted(_ids(tmp_path / "run")) == ["q000", "q001", "q002", "q003"]
         assert res.done == 4 and res.workers == 1
-        assert len(res.notes) == 1 and "--limit" in res.notes[0]
+        assert len(res.notes) == 1 and res.notes[0].startswith("workers 2 ignored: limit ")
         assert "execution" not in load_manifest(tmp_path / "run")
         proc = subprocess.run(_cli(data, stub.base_url, tmp_path / "cli", "--workers", "2",
                                    "--limit", "4"), check=False, capture_output=True,
                               text=True, timeout=60, env={**os.environ, "COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr
     stderr = " ".join(proc.stderr.split())
-    assert "note:" in stderr and "--limit" in stderr
+    assert "note: --workers 2 ignored: --limit counts" in stderr  # the CLI names its flags
     assert "--limit" not in proc.stdout
     assert sorted(_ids(tmp_path / "cli")) == ["q000", "q001", "q002", "q003"]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..cache import ResponseCache, cache_key
-from ..errors import ConfigError, EpisodeFailure
+from ..errors import ConfigFieldError, EpisodeFailure, literal
 from ..media import ImagePolicy
 from ..models import ChatModel
 from ..registry import lookup
@@ -97,23 +97,25 @@ def create_captioner(spec: str, settings: CaptionerSettings | None = None) -> Ca
     """``gold``, ``ocr``, ``openai:<model>``, ``local:<gguf>`` or ``file:<jsonl>``."""
     provider, sep, arg = spec.partition(":")
     if not provider:
-        raise ConfigError(f"--captioner {spec!r}: name a captioner (gold, ocr, openai:<model>, "
-                          "local:<gguf>, file:<jsonl>)")
+        raise ConfigFieldError(f"{{captioner}} {literal(repr(spec))}: name a captioner (gold, "
+                               "ocr, openai:<model>, local:<gguf>, file:<jsonl>)", "captioner")
     settings = settings or CaptionerSettings()
     if settings.prompt not in PROMPTS:
-        raise ConfigError(f"--captioner-prompt {settings.prompt!r}: use one of "
-                          f"{', '.join(PROMPTS)}")
+        raise ConfigFieldError(f"{{captioner_prompt}} {literal(repr(settings.prompt))}: use "
+                               f"one of {', '.join(PROMPTS)}", "captioner_prompt")
     return lookup("captioner", provider)(arg if sep else None, settings)
 
 
 def no_argument(name: str, arg: str | None) -> None:
     if arg is not None:
-        raise ConfigError(f"--captioner {name}:{arg}: {name} takes no argument")
+        raise ConfigFieldError(f"{{captioner}} {literal(f'{name}:{arg}')}: {name} takes no "
+                               "argument", "captioner")
 
 
 def argument(name: str, arg: str | None, what: str) -> str:
     if not arg:
-        raise ConfigError(f"--captioner {name}: needs {what} ({name}:<{what}>)")
+        raise ConfigFieldError(f"{{captioner}} {name}: needs {what} ({name}:<{what}>)",
+                               "captioner")
     return arg
 
 

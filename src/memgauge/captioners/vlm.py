@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigFieldError, entry, literal
 from ..media import ImageEncoder
 from ..models import (
     CacheIdentified,
@@ -77,7 +77,7 @@ class VlmCaptioner:
             concurrency=settings.concurrency, timeout_s=settings.timeout_s,
             max_attempts=settings.max_attempts, retry_base_s=settings.retry_base_s,
             image_policy=policy, encoder=ImageEncoder(policy), cache=None,
-            model_options=self.model_options, options_flag="--captioner-model-option"))
+            model_options=self.model_options, options_field="captioner_model_options"))
         self.version = _version(self.prompt_name, self.prompt, self.model)
 
     def describe(self) -> dict[str, Any]:
@@ -117,7 +117,10 @@ def make_local(arg: str | None, settings: CaptionerSettings) -> VlmCaptioner:
     if not settings.model_options.get("mmproj"):
         # llama.cpp sees images only through a projector: without one every image would
         # fail in turn, after the server started, with a fix that names the wrong flag.
-        raise ConfigError(f"--captioner local:{gguf} cannot see images without its "
-                          "projector: give --captioner-model-option mmproj=FILE (a VLM "
-                          "GGUF's mmproj), or use --context-mode text / the data's captions")
+        raise ConfigFieldError(f"{{captioner}} local:{literal(gguf)} cannot see images "
+                               "without its projector: give "
+                               f"{entry('captioner_model_options', 'mmproj')}=FILE (a VLM "
+                               "GGUF's mmproj), or use {context_mode} text / the data's "
+                               "captions", "captioner", "captioner_model_options",
+                               "context_mode")
     return VlmCaptioner("local:" + gguf, settings)

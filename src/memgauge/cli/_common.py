@@ -65,9 +65,11 @@ def registry_help(kind: str, lead: str) -> str:
     return f"{lead}: {', '.join(known_names(kind))}"
 
 
-def flag_for(field: str) -> str:
-    """The flag that gives a configuration field: a config error names what the user typed."""
-    return FLAG_OF_FIELD.get(field, "--" + field.replace("_", "-"))
+def flag_for(field: str, key: str | None = None) -> str:
+    """The flag that gives a configuration field, or one ``key=value`` of a mapping field
+    (``--system-option top_k``): a config error names what the user typed."""
+    flag = FLAG_OF_FIELD.get(field, "--" + field.replace("_", "-"))
+    return flag if key is None else f"{flag} {key}"
 
 
 def fail(exc: Exception) -> NoReturn:

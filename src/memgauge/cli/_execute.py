@@ -13,13 +13,13 @@ from ..analysis import fmt_reply_labels, reply_labels
 from ..api import run
 from ..benchmarks import BenchmarkOptions
 from ..benchmarks.locomo import locomo
-from ..errors import MemgaugeError
+from ..errors import FieldText, MemgaugeError
 from ..models import endpoint_of
 from ..runner import load_manifest, read_records
 from ..runner._prefix import describe_reuse
 from ..schema import INGEST_FAILED
 from ._cache import run_cache_lines
-from ._common import EXIT_BUDGET, EXIT_SOME_FAILED, err, say
+from ._common import EXIT_BUDGET, EXIT_SOME_FAILED, err, flag_for, say
 
 
 def execute_run(config) -> None:  # type: ignore[no-untyped-def]
@@ -79,8 +79,8 @@ def execute_run(config) -> None:  # type: ignore[no-untyped-def]
     reuse = prefix_cache_fact(result.run_dir)
     if reuse:
         say(f"prefix cache: {reuse}")
-    for note in result.notes:
-        say(f"note: {note}")
+    for note in result.notes:  # one naming fields is shown with their flags
+        say(f"note: {note.render(flag_for) if isinstance(note, FieldText) else note}")
     if result.budget_stop:
         say(f"stopped by the budget: {result.budget_stop} (this run, every invocation "
              "counted). Nothing more was sent; what was in flight is recorded. Rerun with a "

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cache import default_cache_dir
-from ..errors import ConfigError
+from ..errors import ConfigError, ConfigFieldError, literal
 from ..io import file_sha256
 
 GGUF_MAGIC = b"GGUF"
@@ -97,17 +97,23 @@ def resolve(spec: str) -> Path:
     return path
 
 
-def check_gguf(path: Path, what: str = "model") -> None:
+def check_gguf(path: Path, what: str = "model", *fields: str) -> None:
+    """A ConfigError unless ``path`` is a readable GGUF file; ``what`` is a
+    :class:`ConfigFieldError` template naming ``fields`` when they are given."""
+    def refuse(said: str) -> ConfigError:
+        if fields:
+            return ConfigFieldError(f"{what} file {literal(path)} {literal(said)}", *fields)
+        return ConfigError(f"{what} file {path} {said}")
+
     if not path.is_file():
-        raise ConfigError(f"{what} file {path} is not a file")
+        raise refuse("is not a file")
     try:
         with path.open("rb") as fh:
             magic = fh.read(4)
     except OSError as exc:
-        raise ConfigError(f"{what} file {path} cannot be read: {exc.strerror}") from None
+        raise refuse(f"cannot be read: {exc.strerror}") from None
     if magic != GGUF_MAGIC:
-        raise ConfigError(f"{what} file {path} is not a GGUF file (it starts with {magic!r}, "
-                          "not b'GGUF')")
+        raise refuse(f"is not a GGUF file (it starts with {magic!r}, not b'GGUF')")
 
 
 def file_sha256_cached(path: Path) -> str:

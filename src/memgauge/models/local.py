@@ -30,7 +30,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, entry, option_error
 from ..registry import model
 from ._base import GenerateConfig, ImagePart, Message, ModelError, ModelOutput
 from ._llama_server import LlamaServer, LlamaServerOptions, Tokenizer
@@ -54,30 +54,33 @@ OPTION_HELP: dict[str, str] = {  # memgauge list
     "flash_attn": "auto | on | off", "chat_template": "a llama.cpp built-in template name"}
 
 
-def parse_options(raw: dict[str, str], flag: str = "--model-option") -> dict[str, Any]:
-    """Typed local-server options; every mistake is a ConfigError naming the key."""
+def parse_options(raw: dict[str, str], field: str = "model_options") -> dict[str, Any]:
+    """Typed local-server options; every mistake is a ConfigFieldError naming ``field``
+    (the run's ``model_options``, ``judge_model_options``...) and the key."""
     out: dict[str, Any] = {}
     for key, value in raw.items():
         kind = OPTION_TYPES.get(key)
         if kind is None:
-            raise ConfigError(f"{flag} {key}: unknown option for a local model; known: "
-                              f"{', '.join(OPTION_TYPES)}")
+            raise option_error(key, "unknown option for a local model; known: "
+                               f"{', '.join(OPTION_TYPES)}", field=field)
         if kind is int:
             try:
                 number = int(value)
             except ValueError:
-                raise ConfigError(f"{flag} {key}={value!r}: must be a whole number") from None
-            if number < (0 if key == "threads" else 1):
-                raise ConfigError(f"{flag} {key}={value}: must be at least "
-                                  f"{0 if key == 'threads' else 1}")
+                raise option_error(key, "must be a whole number", repr(value),
+                                   field=field) from None
+            least = 0 if key == "threads" else 1
+            if number < least:
+                raise option_error(key, f"must be at least {least}", value, field=field)
             out[key] = number
         else:
             out[key] = value
     if out.get("flash_attn", "auto") not in ("auto", "on", "off"):
-        raise ConfigError(f"{flag} flash_attn={out['flash_attn']!r}: use auto, on or off")
+        raise option_error("flash_attn", "use auto, on or off", repr(out["flash_attn"]),
+                           field=field)
     if out.get("n_ctx", DEFAULT_N_CTX) < 256:
-        raise ConfigError(f"{flag} n_ctx={out['n_ctx']}: a context under 256 tokens "
-                          "cannot hold a prompt")
+        raise option_error("n_ctx", "a context under 256 tokens cannot hold a prompt",
+                           out["n_ctx"], field=field)
     return out
 
 
@@ -90,12 +93,12 @@ def choice_grammar(choices: tuple[str, ...]) -> str:
     return "root ::= " + " | ".join(json.dumps(c, ensure_ascii=False) for c in choices)
 
 
-def checked_options(raw: dict[str, str], flag: str = "--model-option") -> dict[str, Any]:
+def checked_options(raw: dict[str, str], field: str = "model_options") -> dict[str, Any]:
     """:func:`parse_options`, and the projector file is there and a GGUF: a run checks this
     before it starts any server or sends any request."""
-    out = parse_options(raw, flag)
+    out = parse_options(raw, field)
     if out.get("mmproj"):
-        check_gguf(Path(out["mmproj"]).expanduser(), f"{flag} mmproj")
+        check_gguf(Path(out["mmproj"]).expanduser(), entry(field, "mmproj"), field)
     return out
 
 
@@ -131,7 +134,7 @@ class LocalModel(OpenAICompatModel):
     """A GGUF model behind a llama.cpp server this process started."""
 
     def __init__(self, spec: str, settings: ModelSettings) -> None:
-        opts = parse_options(settings.model_options, settings.options_flag)
+        opts = parse_options(settings.model_options, settings.options_field)
         path = resolve(spec)
         mmproj = Path(opts["mmproj"]).expanduser() if opts.get("mmproj") else None
         if mmproj is not None:

@@ -119,7 +119,7 @@ class ModelSettings:
     encoder: ImageEncoder | None = None
     cache: ResponseCache | None = None
     model_options: dict[str, str] = field(default_factory=dict)  # provider-specific (local:)
-    options_flag: str = "--model-option"  # the flag that set them, named in their errors
+    options_field: str = "model_options"  # the config field that set them, named in errors
 
 
 class OpenAICompatModel:

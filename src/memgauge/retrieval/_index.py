@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, option_error
 from ..schema import ImageRef, Question, Session
 from ._embed import Embedder
 from ._image_embed import OpenAIImageEmbedder
@@ -85,7 +85,7 @@ class UnitIndex:
         if text_retriever not in ("bm25", "embed"):
             raise ConfigError(f"unknown text retriever {text_retriever!r}; use bm25 or embed")
         if not 0.0 <= recency <= 1.0:
-            raise ConfigError(f"--system-option recency={recency}: must be within [0, 1]")
+            raise option_error("recency", "must be within [0, 1]", recency)
         self.unit, self.retriever, self.fusion, self.recency = unit, retriever, fusion, recency
         self.text_kind = retriever if retriever in ("bm25", "embed") else (
             text_retriever if retriever == "hybrid" else None)

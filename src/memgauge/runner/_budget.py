@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigFieldError, literal
 from ..ledger import Ledger, Price, load_prices, price_for
 from ..runfolder import RECORDS, iter_record_lines
 
@@ -118,9 +118,9 @@ def make_budget(run_dir: str | Path, model: str, usd: float | None, tokens: int 
         judged = set(judges) | {m for m, j in spent.judges.items() if j.total_tokens}
         need += sorted(j for j in judged if prices is None or price_for(j, prices) is None)
         if need:
-            names = ", ".join(map(repr, need))
-            where = (f"{prices_file} has no price for {names}" if prices_file
-                     else f"give --prices FILE with a price for {names}")
-            raise ConfigError(f"--budget-usd {usd:g} needs the price of every model that "
-                              f"spends: {where}")
+            names = literal(", ".join(map(repr, need)))
+            where = (f"{literal(prices_file)} has no price for {names}" if prices_file
+                     else f"give {{prices}} FILE with a price for {names}")
+            raise ConfigFieldError(f"{{budget_usd}} {usd:g} needs the price of every model "
+                                   f"that spends: {where}", "budget_usd", "prices")
     return Budget(usd, tokens, price, spent, prices)

@@ -383,17 +383,17 @@ class RunConfig(BaseModel):
             check_ray_config(self)
 
     def check_captioner_options(self) -> None:
-        """--captioner-model-option: a local: captioner's server options, checked (keys,
+        """captioner_model_options: a local: captioner's server options, checked (keys,
         values, the projector file) before any server starts or any request is sent."""
         if not self.captioner_model_options:
             return
-        flag = "--captioner-model-option"
         if not (self.captioner or "").startswith("local:"):
-            raise ConfigError(f"{flag} applies to a local: captioner only (the captioner is "
-                              f"{self.captioner or 'not set'})")
+            raise ConfigFieldError("{captioner_model_options} applies to a local: captioner "
+                                   f"only (the captioner is {_esc(self.captioner or 'not set')})",
+                                   "captioner_model_options")
         from ..models.local import checked_options
 
-        checked_options(self.captioner_model_options, flag)
+        checked_options(self.captioner_model_options, "captioner_model_options")
 
     @property
     def is_local(self) -> bool:

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, MemgaugeError
+from ..errors import ConfigFieldError, FieldText, MemgaugeError, literal
 
 if TYPE_CHECKING:
     from ._config import RunConfig
@@ -64,19 +64,22 @@ def require_ray() -> None:
     import importlib.util
 
     if importlib.util.find_spec("ray") is None:
-        raise ConfigError(f"--executor ray needs Ray, which is not installed: "
-                          f"{INSTALL_HINT}")
+        raise ConfigFieldError(f"{{executor}} ray needs Ray, which is not installed: "
+                               f"{literal(INSTALL_HINT)}", "executor")
 
 
 def check_ray_config(config: RunConfig) -> None:
     """What cannot work with Ray tasks, refused before the first request."""
     if config.executor not in ("local", "ray"):
-        raise ConfigError(f"--executor {config.executor!r}: use one of local, ray")
+        raise ConfigFieldError(f"{{executor}} {literal(repr(config.executor))}: use one of "
+                               "local, ray", "executor")
     if config.executor == "local":
         if config.ray_address is not None:
-            raise ConfigError("--ray-address applies to --executor ray only")
+            raise ConfigFieldError("{ray_address} applies to {executor} ray only",
+                                   "ray_address", "executor")
         if config.ray_keep_warm_s is not None:
-            raise ConfigError("--ray-keep-warm applies to --executor ray only")
+            raise ConfigFieldError("{ray_keep_warm_s} applies to {executor} ray only",
+                                   "ray_keep_warm_s", "executor")
         return
     require_ray()
     from ._ray_warm import check_keep_warm
@@ -84,28 +87,29 @@ def check_ray_config(config: RunConfig) -> None:
     check_keep_warm(config)
     address = config.ray_address
     if address is not None and address != "auto" and not address.startswith("ray://"):
-        raise ConfigError(f"--ray-address {address!r}: use auto (a cluster started with "
-                          "`ray start` on this node) or ray://HOST:PORT")
+        raise ConfigFieldError(f"{{ray_address}} {literal(repr(address))}: use auto (a "
+                               "cluster started with `ray start` on this node) or "
+                               "ray://HOST:PORT", "ray_address")
     if config.model.startswith("local:") or (config.judge or "").startswith("local:"):
-        raise ConfigError("--executor ray: a local: model runs in this process's own server; "
-                          "serve it over HTTP (llama.cpp, vLLM) and pass --base-url, or use "
-                          "--executor local")
+        raise ConfigFieldError("{executor} ray: a local: model runs in this process's own "
+                               "server; serve it over HTTP (llama.cpp, vLLM) and pass "
+                               "{base_url}, or use {executor} local", "executor", "base_url")
 
 
-def no_cluster_message(address: str | None, exc: BaseException) -> str:
+def no_cluster_error(address: str | None, exc: BaseException) -> ConfigFieldError:
     """One line for a Ray cluster that is not there (Ray's own is a traceback that names
     its own CLI's flags): where the address came from and the ways out."""
-    own = "drop --ray-address to let this run start its own Ray"
+    own = "drop {ray_address} to let this run start its own Ray"
     if address == "auto":
-        return ("--ray-address auto: no Ray cluster is running on this node; start one with "
-                f"`ray start --head`, or {own}")
-    reason = " ".join(str(exc).split())[:200]
+        return ConfigFieldError("{ray_address} auto: no Ray cluster is running on this node; "
+                                f"start one with `ray start --head`, or {own}", "ray_address")
+    reason = literal(" ".join(str(exc).split())[:200])
     if address is None:  # Ray read RAY_ADDRESS
-        return (f"RAY_ADDRESS={os.environ.get('RAY_ADDRESS', '')}: no Ray cluster answers "
-                f"there ({reason}); start it, or unset RAY_ADDRESS to let this run start "
-                "its own Ray")
-    return (f"--ray-address {address}: no Ray cluster answers there ({reason}); check the "
-            f"address, or {own}")
+        return ConfigFieldError(f"RAY_ADDRESS={literal(os.environ.get('RAY_ADDRESS', ''))}: "
+                                f"no Ray cluster answers there ({reason}); start it, or unset "
+                                "RAY_ADDRESS to let this run start its own Ray", "ray_address")
+    return ConfigFieldError(f"{{ray_address}} {literal(address)}: no Ray cluster answers there "
+                            f"({reason}); check the address, or {own}", "ray_address")
 
 
 def task_path(run_dir: Path, k: int) -> Path:
@@ -170,8 +174,7 @@ class RayStart:
                     ray.init(address=self.config.ray_address, include_dashboard=False,
                              log_to_driver=True)
                 except ConnectionError as exc:  # nothing asked yet: a mistake to name
-                    raise ConfigError(no_cluster_message(self.config.ray_address,
-                                                         exc)) from None
+                    raise no_cluster_error(self.config.ray_address, exc) from None
             self.started_here = True
         self.phases.mark("ray.init")
         self.connected = True
@@ -267,15 +270,17 @@ def warm_up(config: RunConfig) -> int:
     return os.getpid()
 
 
-def _task_count(config: RunConfig) -> tuple[int, str | None]:
-    """How many tasks (parts) to submit, and why fewer than asked (if so)."""
+def _task_count(config: RunConfig) -> tuple[int, FieldText | None]:
+    """How many tasks (parts) to submit, and why fewer than asked (if so), naming fields."""
     if config.limit is not None and config.workers > 1:
-        return 1, (f"--workers {config.workers} ignored: --limit counts questions in file "
-                   "order, so a limited run answers in one Ray task")
+        return 1, FieldText(f"{{workers}} {config.workers} ignored: {{limit}} counts "
+                            "questions in file order, so a limited run answers in one Ray "
+                            "task", "workers", "limit")
     asked = config.workers  # --workers N: N tasks (parts of the episodes) in flight
     if config.concurrency < asked:  # each task needs a request slot of its own
-        return config.concurrency, (f"{asked} Ray tasks reduced to {config.concurrency}: "
-                                    f"--concurrency {config.concurrency} is the total")
+        return config.concurrency, FieldText(
+            f"{asked} Ray tasks reduced to {config.concurrency}: {{concurrency}} "
+            f"{config.concurrency} is the total", "concurrency")
     return asked, None
 
 

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
+from ..errors import ConfigFieldError
 
 if TYPE_CHECKING:
     from ._config import RunConfig
@@ -40,10 +40,12 @@ def check_keep_warm(config: RunConfig) -> None:
     if keep is None:
         return
     if config.executor != "ray":
-        raise ConfigError("--ray-keep-warm applies to --executor ray only")
+        raise ConfigFieldError("{ray_keep_warm_s} applies to {executor} ray only",
+                               "ray_keep_warm_s", "executor")
     if not (math.isfinite(keep) and 0 < keep <= MAX_KEEP_WARM_S):
-        raise ConfigError(f"--ray-keep-warm {keep:g}: must be seconds of idleness, more than "
-                          f"0 and at most {MAX_KEEP_WARM_S:g} (7 days)")
+        raise ConfigFieldError(f"{{ray_keep_warm_s}} {keep:g}: must be seconds of idleness, "
+                               f"more than 0 and at most {MAX_KEEP_WARM_S:g} (7 days)",
+                               "ray_keep_warm_s")
 
 
 @functools.cache

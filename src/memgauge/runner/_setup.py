@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..benchmarks import BenchmarkOptions, PartReading, QuestionCounting, TakesOptions
 from ..cache import ResponseCache
-from ..errors import ConfigError
+from ..errors import ConfigFieldError, literal
 from ..media import ImagePolicy
 from ..models import (
     GenerateConfig,
@@ -120,9 +120,9 @@ class Preparing:
             mine = self.config.identity()  # and the keys present only when given (protocol)
             diff += sorted(k for k in (set(mine) | set(theirs)) - set(self.config.IDENTITY)
                            if _jsonish(theirs.get(k)) != _jsonish(mine.get(k)))
-            raise ConfigError(f"{self.run_dir} holds a run with a different configuration "
-                              f"({', '.join(diff) or 'config hash'} differ); "
-                              "use a new --out folder")
+            raise ConfigFieldError(f"{literal(self.run_dir)} holds a run with a different "
+                                   f"configuration ({literal(', '.join(diff) or 'config hash')}"
+                                   " differ); use a new {out} folder", "out")
         return prior
 
 
@@ -172,16 +172,18 @@ class Preparing:
                 continue
             now = file_sha256(path)
             if now != digest:
-                raise ConfigError(f"{self.run_dir} was answered from {path} with sha256 "
-                                  f"{digest[:16]}…, which is now {now[:16]}…: the input "
-                                  "changed; use a new --out folder for the new data")
+                raise ConfigFieldError(f"{literal(self.run_dir)} was answered from "
+                                       f"{literal(path)} with sha256 {digest[:16]}…, which is "
+                                       f"now {now[:16]}…: the input changed; use a new {{out}} "
+                                       "folder for the new data", "out")
         data = Path(self.config.data)
         if data.is_file() and str(data) not in inputs and str(data.resolve()) not in inputs:
             now = file_sha256(data)
             if now not in inputs.values():
-                raise ConfigError(f"{self.run_dir} was answered from "
-                                  f"{', '.join(sorted(inputs))}, not {data} (sha256 "
-                                  f"{now[:16]}…); use a new --out folder for other data")
+                raise ConfigFieldError(f"{literal(self.run_dir)} was answered from "
+                                       f"{literal(', '.join(sorted(inputs)))}, not "
+                                       f"{literal(data)} (sha256 {now[:16]}…); use a new "
+                                       "{out} folder for other data", "out")
 
     def _prepare(self) -> Prepared:
         prior_manifest = self._check_identity()
@@ -203,7 +205,8 @@ class Preparing:
         check_names(c)  # before a local model's server starts (minutes) or a file is read
         bench = self.make_bench()
         if c.bench_options and not (isinstance(bench, TakesOptions) and bench.options):
-            raise ConfigError(f"--bench-option: {c.bench} takes no benchmark options")
+            raise ConfigFieldError(f"{{bench_options}}: {literal(c.bench)} takes no benchmark "
+                                   "options", "bench_options")
         policy = ImagePolicy(max_side=c.image_max_side, format=c.image_format)
         cache = ResponseCache(c.cache_path) if c.cache and with_cache else None
         model = create_model(c.model, c.model_settings(policy, cache))
@@ -211,8 +214,9 @@ class Preparing:
         try:
             if c.tokenizer == "model":
                 if not isinstance(model, OwnTokenizer):
-                    raise ConfigError(f"--tokenizer model needs a local: model ({c.model} "
-                                      "has no tokenizer of its own to ask)")
+                    raise ConfigFieldError(f"{{tokenizer}} model needs a local: model "
+                                           f"({literal(c.model)} has no tokenizer of its own "
+                                           "to ask)", "tokenizer")
                 per_message, priming = model.template_overhead()
                 counter = TokenCounter(tokenizer="model", image_formula=c.image_formula,
                                        count_fn=model.count_text, label=model.tokenizer_name,
@@ -319,14 +323,15 @@ class Preparing:
         if c.judge is None:
             return None
         if not c.judge.startswith(("openai:", "local:")):
-            raise ConfigError(f"--judge must look like openai:<name> or local:<name-or-path>, "
-                              f"got {c.judge!r}")
+            raise ConfigFieldError("{judge} must look like openai:<name> or "
+                                   f"local:<name-or-path>, got {literal(repr(c.judge))}",
+                                   "judge")
         settings = ModelSettings(base_url=c.judge_base_url, api_key_env=c.judge_api_key_env,
                                  concurrency=c.concurrency, timeout_s=c.timeout_s,
                                  max_attempts=c.max_attempts, retry_base_s=c.retry_base_s,
                                  cache=None if cache is None else cache.for_kind("judge"),
                                  model_options=dict(c.judge_model_options),
-                                 options_flag="--judge-model-option")
+                                 options_field="judge_model_options")
         return JudgePipeline(create_model(c.judge, settings), c.judge_options, c.judge)
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigFieldError, entry, literal
 from ..prompt import shown_caption
 from ..schema import Episode, Question
 from ..systems import PromptSizer
@@ -91,55 +91,62 @@ def _count_prompts(episode: Episode, keep: list[Question],
 
 
 def check(found: Survey, config: Any, *, needs_program: bool, tokenizer: str) -> None:
-    """The refusals, first mistake first; nothing when the run can go."""
+    """The refusals, first mistake first, each a :class:`ConfigFieldError` naming the
+    fields to change (the CLI shows their flags); nothing when the run can go."""
     c = config
     if needs_program and found.without_program:
-        ids = ", ".join(found.without_program[:SHOWN])
+        ids = literal(", ".join(found.without_program[:SHOWN]))
         options = _options_needing_program(c)
-        who = f"--system {c.system}" + "".join(f" --system-option {o}" for o in options)
-        fix = (f"drop {' and '.join(options)}, or use --bench synth (a generated benchmark)"
+        who = f"{{system}} {literal(c.system)}" + "".join(
+            f" {entry('system_options', k)}={literal(v)}" for k, v in options)
+        dropped = literal(" and ".join(f"{k}={v}" for k, v in options))
+        fix = (f"drop {dropped}, or use {{bench}} synth (a generated benchmark)"
                if options else
-               "use --bench synth (a generated benchmark), or a system that reads the history")
-        raise ConfigError(
+               "use {bench} synth (a generated benchmark), or a system that reads the history")
+        raise ConfigFieldError(
             f"{who} answers from a generated benchmark's gold program and evidence, which "
-            f"{len(found.without_program)} of {found.planned} questions of --bench {c.bench} "
-            f"do not carry (e.g. {ids}): {fix}")
+            f"{len(found.without_program)} of {found.planned} questions of {{bench}} "
+            f"{literal(c.bench)} do not carry (e.g. {ids}): {fix}",
+            "system", "system_options", "bench")
     if c.context_mode == "caption" and not c.captioner and found.uncaptioned:
-        raise ConfigError(
-            f"--context-mode caption: {found.uncaptioned} of {found.images} images have no "
-            "caption in the data, and each would be shown as '[Image]': add --captioner "
-            "(e.g. --captioner vlm:<model>) to caption them, or use --context-mode image")
+        raise ConfigFieldError(
+            f"{{context_mode}} caption: {found.uncaptioned} of {found.images} images have no "
+            "caption in the data, and each would be shown as '[Image]': add {captioner} "
+            "(e.g. {captioner} vlm:<model>) to caption them, or use {context_mode} image",
+            "context_mode", "captioner")
     if found.over_limit:
-        raise ConfigError(_over_limit_text(found, c, tokenizer))
+        raise ConfigFieldError(_over_limit_text(found, c, tokenizer), "max_context_tokens",
+                               "max_tokens", "overflow", "model_options")
 
 
-def _options_needing_program(config: Any) -> list[str]:
-    """The ``key=value`` system options without which the system would not need a gold
-    program (rag's ``reader=oracle``); none when it needs one whatever its options."""
+def _options_needing_program(config: Any) -> list[tuple[str, Any]]:
+    """The system options without which the system would not need a gold program (rag's
+    ``reader=oracle``); none when it needs one whatever its options."""
     from ..registry import NEEDS_PROGRAM, registration
 
     needs = registration("system", config.system).needs
     options = config.effective_system_options()
-    return [f"{k}={v}" for k, v in options.items()
+    return [(k, v) for k, v in options.items()
             if NEEDS_PROGRAM not in needs({o: w for o, w in options.items() if o != k})]
 
 
 def _over_limit_text(found: Survey, c: Any, tokenizer: str) -> str:
+    """The refusal's template (fields marked as in :class:`ConfigFieldError`)."""
     worst_id, worst = max(found.over_limit, key=lambda item: item[1])
-    tier = f"tier {c.tier} " if c.tier else ""
-    limit = f"--max-context-tokens {c.max_context_tokens}"
+    tier = f"tier {literal(c.tier)} " if c.tier else ""
+    limit = f"{{max_context_tokens}} {c.max_context_tokens}"
     if c.is_local:
         # lazy: the local provider registers only when used (registry._LAZY)
         from ..models.local import context_tokens
 
         n_ctx = context_tokens(c.model_options)
         if c.max_context_tokens == n_ctx - c.max_tokens:
-            limit = f"{c.max_context_tokens} (n_ctx {n_ctx} minus --max-tokens {c.max_tokens})"
+            limit = f"{c.max_context_tokens} (n_ctx {n_ctx} minus {{max_tokens}} {c.max_tokens})"
     return (f"the {tier}prompts do not fit the model: {len(found.over_limit)} of the "
             f"{found.prompts_counted} counted are over {limit}, the largest {worst:,} tokens "
-            f"(question {worst_id}), counted with {tokenizer} before any "
-            "request. Use a smaller tier, --overflow drop-oldest, a retrieval system, or a "
-            "larger context (--model-option n_ctx=N for local: models)")
+            f"(question {literal(worst_id)}), counted with {literal(tokenizer)} before any "
+            "request. Use a smaller tier, {overflow} drop-oldest, a retrieval system, or a "
+            "larger context ({model_options[n_ctx]}=N for local: models)")
 
 
 def sizer(probe: Any, overflow: str,

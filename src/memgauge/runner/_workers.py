@@ -33,7 +33,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MemgaugeError, RunIncomplete
+from ..errors import FieldText, MemgaugeError, RunIncomplete
 from ..models._capabilities import SendClock
 from ._parts import hash_inputs, judge_earlier, merge_bench_manifest, merge_cache_stats, part_stats
 
@@ -47,22 +47,25 @@ _SLOT = struct.Struct("<qqqd")
 _GRACE_S = 5.0  # after an interrupt, how long workers get to stop before SIGKILL
 
 
-def workers_for(config: RunConfig) -> tuple[int, str | None]:
-    """How many processes will answer, and why fewer than asked (if so)."""
+def workers_for(config: RunConfig) -> tuple[int, FieldText | None]:
+    """How many processes will answer, and why fewer than asked (if so), naming fields."""
     n = max(1, int(config.workers))
     if n == 1:
         return 1, None
     if config.limit is not None:
-        return 1, (f"--workers {n} ignored: --limit counts questions in file order, "
-                   "so a limited run answers in one process")
+        return 1, FieldText(f"{{workers}} {n} ignored: {{limit}} counts questions in file "
+                            "order, so a limited run answers in one process", "workers",
+                            "limit")
     if config.model.startswith("local:") or (config.judge or "").startswith("local:"):
-        return 1, (f"--workers {n} ignored: a local model is computed by its server's slots "
-                   "(--model-option n_parallel=N), not by more answering processes")
+        return 1, FieldText(f"{{workers}} {n} ignored: a local model is computed by its "
+                            "server's slots ({model_options[n_parallel]}=N), not by more "
+                            "answering processes", "workers", "model_options")
     if not hasattr(os, "fork"):
-        return 1, f"--workers {n} ignored: this platform cannot fork"
+        return 1, FieldText(f"{{workers}} {n} ignored: this platform cannot fork", "workers")
     if config.concurrency < n:  # each worker needs a request slot of its own
         c = max(1, config.concurrency)
-        return c, f"--workers {n} reduced to {c}: --concurrency {config.concurrency} is the total"
+        return c, FieldText(f"{{workers}} {n} reduced to {c}: {{concurrency}} "
+                            f"{config.concurrency} is the total", "workers", "concurrency")
     return n, None
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import ConfigError
+from ..errors import option_error
 from ..media import ImagePolicy
 from ..models import ChatModel, GenerateConfig
 from ..schema import Episode, Question, Response, Session
@@ -120,8 +120,8 @@ class SystemContext:
 
     def typed_options(self, system: str,
                       schema: dict[str, type] | dict[str, tuple[type, str]]) -> dict[str, Any]:
-        """The ``--system-option`` values this system takes, converted to ``schema``'s
-        types; an unknown key or a value of the wrong type is a ConfigError naming it
+        """The system options this system takes, converted to ``schema``'s
+        types; an unknown key or a value of the wrong type is a ConfigFieldError naming it
         (a typo must not be silently ignored)."""
         out: dict[str, Any] = {}
         for key, value in self.options.items():
@@ -130,11 +130,10 @@ class SystemContext:
                 kind = kind[0]
             if kind is None:
                 known = ", ".join(sorted(schema)) or "none"
-                raise ConfigError(f"--system-option {key}: {system} has no such option "
-                                  f"(its options: {known})")
+                raise option_error(key, f"{system} has no such option (its options: {known})")
             try:
                 out[key] = kind(value)
             except (TypeError, ValueError):
-                raise ConfigError(f"--system-option {key}={value!r}: {system} needs "
-                                  f"{'a whole number' if kind is int else kind.__name__}") from None
+                needed = "a whole number" if kind is int else kind.__name__
+                raise option_error(key, f"{system} needs {needed}", repr(value)) from None
         return out

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from ..errors import ConfigError, InputError
+from ..errors import InputError, option_error
 from ..jsontext import json_objects
 from ..models import (
     EndpointChecked,
@@ -566,8 +566,8 @@ def embedded_texts(name: str, opts: dict[str, Any], retriever: str,
     if "embedder" not in opts and "embedder_base_url" not in opts:
         return None
     if retriever != "embed":
-        raise ConfigError(f"--system-option embedder: {name} with retriever={retriever} embeds "
-                          "nothing (use retriever=embed)")
+        raise option_error("embedder", f"{name} with retriever={retriever} embeds nothing "
+                           "(use retriever=embed)")
     # lazy: numpy and the embedders load only for a system that retrieves
     from ..retrieval import make_embedder
 

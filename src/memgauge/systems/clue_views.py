@@ -25,7 +25,7 @@ import re
 import time
 from typing import Any
 
-from ..errors import ConfigError, InputError
+from ..errors import InputError, option_error
 from ..models import ModelError
 from ..models.none import NoModel
 from ..prompt import build_prompt, clean_prediction, shown_caption
@@ -236,8 +236,7 @@ def _factory(scope: str, ctx: SystemContext) -> SystemFactory:
     name = f"clue-{scope}" if scope in ("all", "latest", "stale") else f"shortcut-{scope}"
     caption = ctx.typed_options(name, OPTIONS).get("caption", "full")
     if caption not in CAPTIONS:
-        raise ConfigError(f"--system-option caption={caption!r}: {name} takes "
-                          f"{' or '.join(CAPTIONS)}")
+        raise option_error("caption", f"{name} takes {' or '.join(CAPTIONS)}", repr(caption))
 
     def make() -> MemorySystem:
         return ClueView(ctx, scope, caption)

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigFieldError, entry, option_error
 from ..registry import system, uses_model
 from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
@@ -94,9 +94,10 @@ class FactMemory:
         self.similar_k = opts.get("similar_k", 5)
         self.retriever = opts.get("retriever", "bm25")
         if self.top_k < 1 or self.similar_k < 1:
-            raise ConfigError("--system-option top_k and similar_k must be at least 1")
+            raise ConfigFieldError(f"{entry('system_options', 'top_k')} and similar_k must be "
+                                   "at least 1", "system_options")
         if self.retriever not in ("bm25", "embed"):
-            raise ConfigError(f"--system-option retriever={self.retriever!r}: use bm25 or embed")
+            raise option_error("retriever", "use bm25 or embed", repr(self.retriever))
         self.embedded = embedded or embedded_texts(self.name, opts, self.retriever,
                                                    ctx.api_key_env)
         self.modality = text_modality(ctx)

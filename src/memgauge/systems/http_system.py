@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from .._secrets import redact_url
-from ..errors import ConfigError, MemgaugeError
+from ..errors import ConfigError, MemgaugeError, option_error
 from ..media import ImageEncoder
 from ..models import ModelSettings
 from ..models._http import ConnectError, HttpClient, HttpError, TlsVerifyError, redirect_advice
@@ -552,12 +552,11 @@ def for_url(url: str) -> Callable[[SystemContext], SystemFactory]:
         images = opts.get("images", "auto")
         retry_base = opts.get("retry_base", _DEFAULTS.retry_base_s)
         if not timeout > 0:
-            raise ConfigError(f"--system-option timeout={timeout:g}: must be more than 0")
+            raise option_error("timeout", "must be more than 0", f"{timeout:g}")
         if attempts < 1:
-            raise ConfigError(f"--system-option max_attempts={attempts}: must be at least 1")
+            raise option_error("max_attempts", "must be at least 1", attempts)
         if images not in IMAGE_MODES:
-            raise ConfigError(f"--system-option images={images!r}: use one of "
-                              f"{', '.join(IMAGE_MODES)}")
+            raise option_error("images", f"use one of {', '.join(IMAGE_MODES)}", repr(images))
         env = opts.get("token_env")
         token = read_token(env, f"--system-option token_env={env}") if env else None
         info = preflight(base, timeout, token)

@@ -35,7 +35,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..cache import cache_key
-from ..errors import ConfigError
+from ..errors import ConfigError, option_error
 from ..models import EndpointChecked, KnownContext, Message, OpenAIEndpoint, TextPart
 from ..prompt import turn_parts
 from ..registry import system, uses_model
@@ -88,12 +88,11 @@ class LangMemOptions:
         try:
             deletes = boolean(raw.pop("enable_deletes", "true"))
         except ValueError:
-            raise ConfigError("--system-option enable_deletes: use true or false") from None
+            raise option_error("enable_deletes", "use true or false") from None
         opts = cls(enable_deletes=deletes, **raw)
         for name, low in (("top_k", 1), ("query_limit", 1), ("ingest_max_tokens", 16)):
             if getattr(opts, name) < low:
-                raise ConfigError(f"--system-option {name}={getattr(opts, name)}: must be at "
-                                  f"least {low}")
+                raise option_error(name, f"must be at least {low}", getattr(opts, name))
         return opts
 
 
@@ -544,7 +543,7 @@ def _memory_view(item: Any) -> dict[str, Any]:
             "score": round(float(item.score), 6) if item.score is not None else None}
 
 
-@system("langmem", OPTIONS, lambda o: [(m, "agents", "--system langmem") for m in
+@system("langmem", OPTIONS, lambda o: [(m, "agents", "itself") for m in
                                        ("langmem", "langgraph", "langchain_openai")],
         uses_model)
 def langmem(ctx: SystemContext) -> SystemFactory:

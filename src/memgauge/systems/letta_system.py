@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from .._secrets import redact_url
-from ..errors import ConfigError, MemgaugeError
+from ..errors import ConfigError, ConfigFieldError, MemgaugeError, entry, option_error
 from ..models import Message, TextPart
 from ..models._preflight import PREFLIGHT_TIMEOUT_S
 from ..prompt import turn_parts
@@ -82,25 +82,23 @@ class LettaOptions:
         raw.setdefault("base_url", os.environ.get("LETTA_BASE_URL") or DEFAULT_BASE_URL)
         opts = cls(**raw)
         if not opts.base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"--system-option base_url={opts.base_url!r}: use "
-                              "http://HOST:PORT (the Letta server's address)")
+            raise option_error("base_url", "use http://HOST:PORT (the Letta server's address)",
+                               repr(opts.base_url))
         if opts.top_k < 1:
-            raise ConfigError(f"--system-option top_k={opts.top_k}: must be at least 1")
+            raise option_error("top_k", "must be at least 1", opts.top_k)
         if not opts.timeout > 0:
-            raise ConfigError(f"--system-option timeout={opts.timeout:g}: must be more than 0")
+            raise option_error("timeout", "must be more than 0", f"{opts.timeout:g}")
         if opts.max_attempts < 1:
-            raise ConfigError(f"--system-option max_attempts={opts.max_attempts}: must be at "
-                              "least 1")
+            raise option_error("max_attempts", "must be at least 1", opts.max_attempts)
         endpoint = (opts.embedding_base_url, opts.embedding_model, opts.embedding_dim)
         if any(v is not None for v in endpoint) and (None in endpoint or opts.embedding):
-            raise ConfigError("--system-option embedding_base_url, embedding_model and "
-                              "embedding_dim go together, in place of embedding (a handle)")
+            raise ConfigFieldError(f"{entry('system_options', 'embedding_base_url')}, "
+                                   "embedding_model and embedding_dim go together, in place "
+                                   "of embedding (a handle)", "system_options")
         if opts.embedding_dim is not None and opts.embedding_dim < 1:
-            raise ConfigError(f"--system-option embedding_dim={opts.embedding_dim}: must be "
-                              "at least 1")
+            raise option_error("embedding_dim", "must be at least 1", opts.embedding_dim)
         if "token_env" in raw and not os.environ.get(opts.token_env):
-            raise ConfigError(f"--system-option token_env={opts.token_env}: that variable is "
-                              "not set")
+            raise option_error("token_env", "that variable is not set", opts.token_env)
         return opts
 
     @property
@@ -410,7 +408,7 @@ def preflight(opts: LettaOptions) -> str:
     return str(version)
 
 
-@system("letta", OPTIONS, lambda o: [("letta_client", "agents", "--system letta")],
+@system("letta", OPTIONS, lambda o: [("letta_client", "agents", "itself")],
         uses_model)
 def letta(ctx: SystemContext) -> SystemFactory:
     """Letta (a server the user runs, through letta-client): archival passages per turn,

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ConfigFieldError, entry, option_error
 from ..models import GenerateConfig, KnownContext, Message, ModelError, ModelOutput, TextPart
 from ..prompt import turn_parts
 from ..registry import system, uses_model
@@ -84,22 +84,22 @@ class Mem0Options:
         try:
             infer = boolean(raw.pop("infer", "true"))
         except ValueError:
-            raise ConfigError("--system-option infer: use true or false") from None
+            raise option_error("infer", "use true or false") from None
         opts = cls(infer=infer, **raw)
         if opts.top_k < 1:
-            raise ConfigError(f"--system-option top_k={opts.top_k}: must be at least 1")
+            raise option_error("top_k", "must be at least 1", opts.top_k)
         if opts.ingest_max_tokens < 16:
-            raise ConfigError(f"--system-option ingest_max_tokens={opts.ingest_max_tokens}: "
-                              "must be at least 16")
+            raise option_error("ingest_max_tokens", "must be at least 16",
+                               opts.ingest_max_tokens)
         if opts.vector_store not in ("faiss", "qdrant"):
-            raise ConfigError(f"--system-option vector_store={opts.vector_store!r}: use faiss "
-                              "or qdrant")
+            raise option_error("vector_store", "use faiss or qdrant", repr(opts.vector_store))
         if (opts.embedder_base_url is None) != (opts.embedder_model is None):
-            raise ConfigError("--system-option embedder_base_url and embedder_model go together "
-                              "(an endpoint and the model it serves)")
+            raise ConfigFieldError(f"{entry('system_options', 'embedder_base_url')} and "
+                                   "embedder_model go together (an endpoint and the model it "
+                                   "serves)", "system_options")
         if opts.embedder_api_key_env and not os.environ.get(opts.embedder_api_key_env):
-            raise ConfigError(f"--system-option embedder_api_key_env={opts.embedder_api_key_env}:"
-                              " that variable is not set")
+            raise option_error("embedder_api_key_env", "that variable is not set",
+                               opts.embedder_api_key_env)
         return opts
 
 
@@ -495,7 +495,7 @@ def _check_context(ctx: SystemContext, opts: Mem0Options) -> None:
 def _requires(options: dict[str, Any]) -> list[tuple[str, str, str]]:
     local = [] if options.get("embedder_base_url") else [
         ("model2vec", "agents", "its offline embedder")]
-    return [("mem0", "agents", "--system mem0"), ("faiss", "agents", "its vector store"),
+    return [("mem0", "agents", "itself"), ("faiss", "agents", "its vector store"),
             *local]
 
 

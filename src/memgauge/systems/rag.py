@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..errors import ConfigError, ContextOverflowError
+from ..errors import ConfigError, ContextOverflowError, option_error
 from ..models import EndpointChecked, ModelError
 from ..prompt import build_prompt, clean_prediction
 from ..registry import BASELINE, MEMORY_AGENT, NEEDS_MODEL, NEEDS_PROGRAM, system
@@ -70,22 +70,22 @@ class Rag:
         opts.update(fixed or {})
         self.unit = opts.get("unit", "session")
         if self.unit not in UNITS:
-            raise ConfigError(f"--system-option unit={self.unit}: use {', '.join(UNITS)}")
+            raise option_error("unit", f"use {', '.join(UNITS)}", self.unit)
         self.retriever = opts.get("retriever", "bm25")
         self.top_k = opts.get("top_k", 5)
         if self.top_k < 1:
-            raise ConfigError(f"--system-option top_k={self.top_k}: must be at least 1")
+            raise option_error("top_k", "must be at least 1", self.top_k)
         self.ranking = opts.get("ranking", 50)
         if self.ranking < 0:
-            raise ConfigError(f"--system-option ranking={self.ranking}: must be 0 (all) or more")
+            raise option_error("ranking", "must be 0 (all) or more", self.ranking)
         self.reader = opts.get("reader", "model")
         if self.reader not in ("model", "oracle"):
             raise ConfigError(f"unknown reader {self.reader!r}; use model or oracle")
         self.images = opts.get("images", _MODE_IMAGES.get(ctx.context_mode, "keep"))
         if self.images not in _IMAGES:
-            raise ConfigError(f"--system-option images={self.images}: use keep, caption or drop")
+            raise option_error("images", "use keep, caption or drop", self.images)
         if "images" in opts and ctx.context_mode == "no-context":
-            raise ConfigError("--system-option images: rag puts no memory in a no-context prompt")
+            raise option_error("images", "rag puts no memory in a no-context prompt")
         self.mode = ctx.context_mode if "images" not in opts else _IMAGES[self.images]
         if self.alias:
             self.modality = "text" if self.reader == "model" and ctx.context_mode != "image" \
@@ -112,8 +112,8 @@ class Rag:
             self._embedder = make_embedder(self.embedder_spec, self.embedder_base_url,
                                            self.ctx.api_key_env)
         elif not needs_embedder and ("embedder" in opts or self.embedder_base_url):
-            raise ConfigError(f"--system-option embedder: retriever={self.retriever}"
-                              + (" with text_retriever=bm25" if self.retriever == "hybrid"
+            raise option_error("embedder", f"retriever={self.retriever}"
+                               + (" with text_retriever=bm25" if self.retriever == "hybrid"
                                  else "") + " embeds no text"
                               + (" (the image embedder embeds the questions)"
                                  if self._image_embedder is not None else ""))
@@ -123,12 +123,12 @@ class Rag:
         spec = opts.get("image_embedder")
         if spec is None:
             if "image_embedder_base_url" in opts or "image_embedder_shape" in opts:
-                raise ConfigError("--system-option image_embedder_base_url/_shape: they "
-                                  "belong to image_embedder=openai:<model>")
+                raise option_error("image_embedder_base_url", "it and image_embedder_shape "
+                                   "belong to image_embedder=openai:<model>")
             return None
         if self.retriever not in ("visual", "hybrid"):
-            raise ConfigError(f"--system-option image_embedder: retriever={self.retriever} "
-                              "compares no images (use retriever=visual or hybrid)")
+            raise option_error("image_embedder", f"retriever={self.retriever} compares no "
+                               "images (use retriever=visual or hybrid)")
         # lazy: numpy and the embedders load only for a system that retrieves
         from ..retrieval import OpenAIImageEmbedder, check_image_embedder_spec
 

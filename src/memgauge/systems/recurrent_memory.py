@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError, InputError
+from ..errors import ConfigFieldError, InputError, entry, option_error
 from ..models import ModelError
 from ..registry import system, uses_model
 from ..schema import Episode, ErrorInfo, EvidenceRef, Question, Response, Session, Usage
@@ -76,10 +76,10 @@ class RecurrentMemory:
         self.chunk_tokens = opts.get("chunk_tokens", 4096)
         self.variant = opts.get("variant", "aware")
         if self.memory_tokens < 16 or self.chunk_tokens < 16:
-            raise ConfigError("--system-option memory_tokens and chunk_tokens must be at "
-                              "least 16")
+            raise ConfigFieldError(f"{entry('system_options', 'memory_tokens')} and "
+                                   "chunk_tokens must be at least 16", "system_options")
         if self.variant not in ("aware", "blind"):
-            raise ConfigError(f"--system-option variant={self.variant!r}: use aware or blind")
+            raise option_error("variant", "use aware or blind", repr(self.variant))
         self.modality = text_modality(ctx)
         self.reset_state()
 

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigFieldError, entry
 from ..models import Message, TextPart
 from ..registry import system, uses_model
 from ..schema import Episode, EvidenceRef, ImageRef, Question, Response, Session
@@ -93,7 +93,8 @@ class StateMemory:
         self.top_k = opts.get("top_k", 10)
         self.max_images = opts.get("max_images", 8)
         if self.top_k < 1 or self.max_images < 0:
-            raise ConfigError("--system-option top_k must be at least 1, max_images at least 0")
+            raise ConfigFieldError(f"{entry('system_options', 'top_k')} must be at least 1, "
+                                   "max_images at least 0", "system_options")
         self.images_mode = {"image": "image", "caption": "caption"}.get(ctx.context_mode, "text")
         # Honest: only image context mode sends pixels (at ingest and to the reader).
         self.modality = self.images_mode

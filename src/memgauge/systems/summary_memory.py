@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import option_error
 from ..registry import system, uses_model
 from ..schema import Episode, EvidenceRef, Question, Response, Session
 from ._base import MemorySystem, SystemContext, SystemFactory
@@ -82,9 +82,9 @@ class SummaryMemory:
         self.profile_on = opts.get("profile", True)
         self.retriever = opts.get("retriever", "bm25")
         if self.top_k < 1:
-            raise ConfigError(f"--system-option top_k={self.top_k}: must be at least 1")
+            raise option_error("top_k", "must be at least 1", self.top_k)
         if self.retriever not in ("bm25", "embed"):
-            raise ConfigError(f"--system-option retriever={self.retriever!r}: use bm25 or embed")
+            raise option_error("retriever", "use bm25 or embed", repr(self.retriever))
         self.embedded = embedded or embedded_texts(self.name, opts, self.retriever,
                                                    ctx.api_key_env)
         self.modality = text_modality(ctx)

@@ -108,7 +108,7 @@ def _check(v: LabelledValidation) -> dict[str, str]:
         extra=dict(v.bench_options)))
     # The caption arms run last: a local captioner's mistakes must not wait for them.
     if (v.captioner or "").startswith("local:"):
-        checked_options(v.captioner_model_options, "--captioner-model-option")
+        checked_options(v.captioner_model_options, "captioner_model_options")
         if not v.captioner_model_options.get("mmproj"):
             raise ConfigError(f"--captioner {v.captioner} cannot see images without its "
                               "projector: give --captioner-model-option mmproj=FILE")
