@@ -140,8 +140,8 @@ def test_the_gates_run_on_a_timeline(bench):
     for tier in TIERS:
         assert results["tiers"][tier]["oracle"]["verdict"] == "PASS"
         assert results["tiers"][tier]["visual_necessity"]["n"] > 0
-    assert json.loads((bench[0] / "validation" / "gates.json").read_text())["passed"] in (
-        True, False)
+        assert results["tiers"][tier]["repeats"]["verdict"] == "PASS"  # generator 8 on
+    assert json.loads((bench[0] / "validation" / "gates.json").read_text())["passed"] is True
 
 
 def test_too_small_a_tier_and_a_bad_layout_are_clear_errors(tmp_path):
