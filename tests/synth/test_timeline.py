@@ -140,6 +140,9 @@ def test_the_gates_run_on_a_timeline(bench):
     for tier in TIERS:
         assert results["tiers"][tier]["oracle"]["verdict"] == "PASS"
         assert results["tiers"][tier]["visual_necessity"]["n"] > 0
+        assert results["tiers"][tier]["repeats"]["verdict"] == "PASS"  # generator 8 on
+    # (its indistinguishability verdict is not asserted: eleven plans give about 25 evidence
+    # sessions, an interval of ±0.15, 0.50 on generator 7 and 0.615 on 8; design 0041)
     assert json.loads((bench[0] / "validation" / "gates.json").read_text())["passed"] in (
         True, False)
 

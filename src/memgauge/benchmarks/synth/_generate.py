@@ -68,6 +68,19 @@ from ._world import BASE_WORLD, World
 # words no evidence did), more wordings of the calendar and table-top lines (issue 28,
 # issue 27 §2, 0041): every benchmark's text and digest change again, the demo's included
 GENERATOR_VERSION = "7"
+# 8: the timeline layout only (and so the MemEye export): no line more than twice in its
+# conversation (the plans' sessions capped together, pool sessions taken in their order and
+# reworded where they would say a line a third time), article replies from a longer list for
+# evidence and haystack alike (issue 28, design 0041): every timeline's text and digest
+# change. A per-question benchmark is version 7's byte for byte and keeps its number.
+TIMELINE_GENERATOR_VERSION = "8"
+
+
+def generator_version(layout: str) -> str:
+    """The version a benchmark of ``layout`` is written as (its manifest, its episodes)."""
+    return TIMELINE_GENERATOR_VERSION if layout == "timeline" else GENERATOR_VERSION
+
+
 TOLERANCE = 0.03
 # Pool sessions per kind: one per this many tokens of the largest tier (at least
 # MIN_POOL). Three times as many as an episode uses, so that one which says no line a third
@@ -597,9 +610,10 @@ def _check_choices(config: SynthConfig) -> Plans | None:
 def _plans(gen: Generator, config: SynthConfig, memeye_plans: Plans | None) -> Plans:
     if config.layout != "timeline":
         return list(gen.plans())
-    from ._timeline import timeline_plans, use_timeline_pool
+    from ._timeline import limit_plan_repeats, timeline_plans, use_timeline_pool
 
     plans = memeye_plans if memeye_plans is not None else list(timeline_plans(gen))
+    limit_plan_repeats([plan for _, plan, _, _ in plans], config.seed)
     use_timeline_pool(gen, [plan for _, plan, _, _ in plans])
     return plans
 
@@ -692,7 +706,7 @@ def _manifest(gen: Generator, config: SynthConfig, plans: Plans, tiers_out: dict
     for _, plan, _, _ in plans:
         families[plan.family] = families.get(plan.family, 0) + 1
     manifest = {
-        "generator": "memgauge.synth", "generator_version": GENERATOR_VERSION,
+        "generator": "memgauge.synth", "generator_version": generator_version(config.layout),
         "config": config.describe(), "token_counter": gen.counter.describe(),
         "tolerance": TOLERANCE, "tiers": tiers_out, "families": families,
         "images": gen.store.count, "files": digests, "digest": digest,

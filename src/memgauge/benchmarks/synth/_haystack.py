@@ -19,6 +19,7 @@ from typing import Any
 from . import _world as W
 from ._families import CHAIN_STYLE_LENGTHS, FAMILIES, When, base_key
 from ._text import (
+    TIMELINE_ARTICLE_REPLIES,
     SessionPlan,
     TurnPlan,
     chain_line,
@@ -163,8 +164,11 @@ def _styled(rng: random.Random, style: str, world: W.World = W.BASE_WORLD,
         pairs = list(zip(rng.sample(W.BRANDS, 3), rng.sample(W.ORIGINS, 3), strict=True))
         clauses = [f"{b} is based in {o}" for b, o in pairs]
         text = line("article", product=product, facts="; ".join(clauses))
-        return [[say("user", text, keep=tuple(clauses)),
-                 say("assistant", "Interesting, thanks for sharing that.")]], {f"label:{product}"}
+        # The reply drawn as a timeline's ie_entity evidence draws it (one fixed reply was
+        # an "other" line the evidence lacked, the line a timeline said most: design 0041).
+        reply = TurnPlan("assistant", rng.choice(TIMELINE_ARTICLE_REPLIES),
+                         wordings=TIMELINE_ARTICLE_REPLIES)
+        return [[say("user", text, keep=tuple(clauses)), reply]], {f"label:{product}"}
     if style in ("booking", "parcel"):
         ref = W.code(rng, "BK" if style == "booking" else "PK")
         fields = ([["Hotel", rng.choice(world.stores)], ["Check-in", str(_day(rng))],

@@ -538,6 +538,25 @@ def chain_line(rng: random.Random, chain: str, step: int, /, **slots: str) -> Ph
 ARTICLE_REPLIES = ["Interesting, thanks for sharing that.", "Good to know, thanks.",
                    "Thanks, that's an interesting read.", "Huh, I didn't know that. Thanks!",
                    "Thanks for passing that on."]
+# A timeline says them all (its evidence and its haystack draw from both lists alike): one
+# conversation holds dozens of articles, and five replies said at most twice each left
+# room for ten, so the haystack's were skipped and "is based in" read as evidence (AUC
+# 0.634, 40 plans at 128k; design 0041). Not in the per-question layout, whose output they
+# would change.
+MORE_ARTICLE_REPLIES = [
+    "Thanks, I hadn't heard that.", "Oh, that's good to know.", "Noted, thanks for the link.",
+    "Interesting read, thanks.", "Thanks, I'll remember that.", "Huh, that's a surprise.",
+    "Good find, thanks.", "Thanks, that explains a lot.", "Oh, I never knew that.",
+    "Thanks for the heads-up.", "That's a useful bit of background, thanks.",
+    "Interesting. Thanks for sending it.", "Thanks, that's new to me.",
+    "Good to have that, thanks.", "Oh interesting, thanks.", "Thanks for pointing that out.",
+    "Huh. Thanks for sharing.", "Nice, I didn't know the background.",
+    "Thanks, that's worth knowing.", "Interesting, I'll keep it in mind.",
+    "Ah, that's interesting. Thanks!", "Thanks, good to know where it comes from.",
+    "Oh neat, thanks for passing it along.", "That's interesting, thank you.",
+    "Thanks! I learned something today.",
+]
+TIMELINE_ARTICLE_REPLIES = (*ARTICLE_REPLIES, *MORE_ARTICLE_REPLIES)
 SHARE_REPLIES = [
     "Thanks for sharing, I've got it.", "Nice, thanks for the photo.", "Got it, thanks.",
     "Thanks, that's clear.", "Noted, thanks for sending it over.", "Thanks, I can see it.",

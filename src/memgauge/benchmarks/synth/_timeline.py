@@ -49,6 +49,7 @@ from ._families import (
     keys_clash,
 )
 from ._haystack import STYLED
+from ._text import ARTICLE_REPLIES, TIMELINE_ARTICLE_REPLIES, limit_repeats, line_key
 from ._world import LARGE_WORLD, World
 
 if TYPE_CHECKING:
@@ -114,6 +115,24 @@ _FAMILY_STYLES = {"ie_entity": ("label_morning", "article"), "ie_scene": ("arran
                   "ie_instance": ("named",), "msr_scenes": ("arranged",),
                   "msr_parcels": ("parcel",), "ku_scene": ("arranged",), "ku_code": ("locker",),
                   "ku_instance": ("desk",)}
+
+
+def limit_plan_repeats(plans: list[QuestionPlan], seed: int) -> None:
+    """Keep the lines of every plan's sessions (evidence and decoys) within ``MAX_REPEATS``
+    across the whole conversation, as one episode's are (each plan was capped on its own
+    when planned; thirty plans on one timeline said an article reply three times).
+
+    An article reply is drawn again from the timeline's longer list, as the haystack's are
+    (``TIMELINE_ARTICLE_REPLIES``), and may take its other wordings: five replies left room
+    for ten articles a conversation. Given to the family itself, the longer list would
+    change the per-question layout's output."""
+    rng = random.Random(f"{seed}:timeline:lines")
+    sessions = [s for p in plans for s in (*p.sessions, *p.decoys)]
+    for turn in (t for s in sessions for t in s.turns):
+        if turn.role == "assistant" and turn.text in ARTICLE_REPLIES:
+            turn.text = rng.choice(TIMELINE_ARTICLE_REPLIES)
+            turn.wordings = TIMELINE_ARTICLE_REPLIES
+    limit_repeats(sessions, rng)
 
 
 def use_timeline_pool(gen: Generator, plans: list[QuestionPlan]) -> None:
@@ -289,9 +308,9 @@ def timeline_episode(gen: Generator, placed: list[Placed], tier: str) -> Episode
 
 
 def _version() -> str:
-    from ._generate import GENERATOR_VERSION
+    from ._generate import TIMELINE_GENERATOR_VERSION
 
-    return GENERATOR_VERSION
+    return TIMELINE_GENERATOR_VERSION
 
 
 def _haystack(gen: Generator, tier: str, total: int, fixed: list[tuple[datetime, Session]],
@@ -313,21 +332,29 @@ def _haystack(gen: Generator, tier: str, total: int, fixed: list[tuple[datetime,
     span = max(1, int((end - start).total_seconds() // 60))
     out: list[tuple[datetime, Session]] = []
     fills = 0
+    lines = Counter(line_key(t.text) for _, s in fixed for t in s.turns)
     while total < low:
         want_image = text_tokens >= gen.config.text_tokens_per_image * (n_images + 1)
         entry = None
         while pos[want_image] < size:
-            cand = gen.pool.get(want_image, order[want_image][pos[want_image]])
+            index = order[want_image][pos[want_image]]
+            cand = gen.pool.get(want_image, index)
             pos[want_image] += 1
-            if not (cand.keys & exclusive) and total + cand.tokens <= high:
-                entry = cand
-                break
+            if cand.keys & exclusive or total + cand.tokens > high:
+                continue
+            if not cand.fits(lines):
+                cand = gen.pool.reworded_copy(want_image, index, lines, "timeline")
+                if cand is None or total + cand.tokens > high:
+                    continue
+            entry = cand
+            break
         if entry is None:
-            entry = gen._top_up(f"timeline:{tier}:fill{fills}", hay_rng, high - total)
+            entry = gen._top_up(f"timeline:{tier}:fill{fills}", hay_rng, high - total, lines)
             fills += 1
             if entry is None:
                 break
         out.append((start + timedelta(minutes=hay_rng.randint(0, span)), entry.session))
+        lines.update(map(line_key, entry.lines))
         total += entry.tokens
         text_tokens += entry.text_tokens
         n_images += entry.images
