@@ -51,17 +51,6 @@ ALLOWED = {
                                               "memory it removes; other contents do not",
     "games/envs/crafter_env.py: health": "a crafter object: creatures have health, "
                                          "materials and plants not all",
-    "cli/_config.py: commands": "click's root command: a group has commands, a single "
-                                "command not",
-    # TEMPORARY: removed by the cli and splits branches (issue 26); delete at merge.
-    "cli/_common.py: exit_code": "TEMPORARY (removed by the cli branch)",
-    "cli/_inspect.py: protocol": "TEMPORARY (removed by the cli branch)",
-    "cli/_inspect.py: url": "TEMPORARY (removed by the cli branch)",
-    "cli/_inspect.py: missing": "TEMPORARY (removed by the cli branch)",
-    "cli/_play.py: source": "TEMPORARY (removed by the cli branch)",
-    "cli/_play.py: constrained": "TEMPORARY (removed by the cli branch)",
-    "cli/_play.py: structured": "TEMPORARY (removed by the cli branch)",
-    "runner/_answer.py: error_kind": "TEMPORARY (removed by the splits branch)",
 }
 
 
