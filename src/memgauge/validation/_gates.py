@@ -352,9 +352,10 @@ def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: i
     unlabelled ones included). See :class:`IndistinguishabilityResult`.
 
     Groups are the episode's (first) question id, so a question's sessions never straddle
-    train and test. A session that recurs across episodes (a shared pool) is kept once, in
-    the group of a question of its family (``Session.meta["family"]``) or else as a group of
-    its own. Classifier: TF-IDF of word 1-2 grams with sublinear tf,
+    train and test. A session that recurs across episodes (a shared pool) is kept once, as
+    a group of its own; every non-evidence session that carries a family
+    (``Session.meta["family"]``), shared or used once, then joins a question of its family
+    (:func:`merge_by_family`). Classifier: TF-IDF of word 1-2 grams with sublinear tf,
     then logistic regression (balanced class weights); AUC pooled over the out-of-fold
     scores of ``GroupKFold(folds)`` (folds capped at the number of groups). ``seed`` fixes
     the assignment of groups to folds. The same folds score both comparisons.
