@@ -274,30 +274,35 @@ class GateDocuments:
 
 
 def merge_by_family(groups: Sequence[str], families: Sequence[str | None],
-                    labels: Sequence[int], shared: Sequence[bool]) -> list[str]:
-    """Cross-validation groups with each shared session moved into the group of a question
-    whose evidence comes from the same family (``Session.meta["family"]``: what a
-    generated session was drawn as), the question picked by the session's group name.
-    Questions are never merged with one another; sessions without a family (every loaded
-    benchmark's) keep their groups.
+                    labels: Sequence[int], names: Sequence[str]) -> list[str]:
+    """Cross-validation groups with each non-evidence session that carries a family
+    (``Session.meta["family"]``: what a generated session was drawn as) in the group of a
+    question whose evidence comes from that family: its own group if that is already one
+    (a question's decoys), else one picked by the session's ``names`` entry (a hash, so
+    a family's haystack spreads over its questions). Questions are never merged with one
+    another; sessions without a family (every loaded benchmark's) keep their groups.
 
     A family's wording (its share lines, its kind of subject) is in its evidence and in the
     haystack drawn like it. Holding out a question takes a good part of the family's
     evidence out of training (at 40 questions, one of about four), while the family's
-    haystack sessions, each its own group, sit in every fold: in the question's fold the
-    family's words then lean "other" and its evidence scores low, in the others its
-    haystack scores high, and text that carries no tell at all scores under 0.5 (seeds 9
-    and 18 at 40 questions: 0.39-0.41, the same texts shuffled: 0.50; a built corpus:
-    0.27). Held out with a question of their family, a family's evidence and haystack are
-    scored by the same model (design 0041)."""
+    haystack, left in groups of its own or of other questions, sits in every fold: in the
+    question's fold the family's words then lean "other" and its evidence scores low, in
+    the others its haystack scores high, and text that carries no tell at all scores under
+    0.5 (seeds 9 and 18 at 40 questions: 0.39-0.41, the same texts shuffled: 0.50; a built
+    corpus: 0.27). Held out with a question of their family, a family's evidence and
+    haystack are scored by the same model (design 0041). That holds for the haystack an
+    episode uses once as for the shared one: at 40 questions a third of the other sessions
+    are used once, and left in their episode's group (a question of another family, mostly)
+    they pulled seed 15 down to 0.380; joined to their family, 0.47."""
     hosts: dict[str, set[str]] = {}
-    for group, family, label, is_shared in zip(groups, families, labels, shared, strict=True):
-        if family and label == 1 and not is_shared:
+    for group, family, label in zip(groups, families, labels, strict=True):
+        if family and label == 1:
             hosts.setdefault(family, set()).add(group)
     out = []
-    for group, family, is_shared in zip(groups, families, shared, strict=True):
-        kin = sorted(hosts.get(family or "", ())) if is_shared else []
-        out.append(kin[zlib.crc32(group.encode()) % len(kin)] if kin else group)
+    for group, family, label, name in zip(groups, families, labels, names, strict=True):
+        kin = sorted(hosts.get(family or "", ())) if label == 0 else []
+        out.append(group if not kin or group in kin else
+                   kin[zlib.crc32(name.encode()) % len(kin)])
     return out
 
 
@@ -307,6 +312,7 @@ def gate_documents(episodes: Iterable[Episode]) -> GateDocuments:
     labels: list[int] = []
     groups: list[str] = []
     families: list[str | None] = []
+    names: list[str] = []
     filler: list[bool] = []
     episodes = list(episodes)
     uses = Counter((str(s.meta.get("role")), s.session_id) for ep in episodes for s in ep.sessions)
@@ -326,10 +332,12 @@ def gate_documents(episodes: Iterable[Episode]) -> GateDocuments:
             # own group. Kept in its first question's group, the first questions' folds
             # would hold most of the haystack, and pooling scores across such lopsided
             # folds pushed the AUC of a 32k tier of 20 questions down to ~0.39 (0008).
-            groups.append(question if uses[key] == 1 else f"shared {key[0]} {key[1]}")
+            name = f"shared {key[0]} {key[1]}"
+            groups.append(question if uses[key] == 1 else name)
+            names.append(name)
             families.append(s.meta.get("family"))
             filler.append(key[0] == "filler")
-    groups = merge_by_family(groups, families, labels, [g.startswith("shared ") for g in groups])
+    groups = merge_by_family(groups, families, labels, names)
     return GateDocuments(docs=docs, labels=np.array(labels, dtype=int), groups=groups,
                          filler=np.array(filler, dtype=bool), questions=questions,
                          repeats=sum(uses.values()) - len(seen))
@@ -344,9 +352,10 @@ def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: i
     unlabelled ones included). See :class:`IndistinguishabilityResult`.
 
     Groups are the episode's (first) question id, so a question's sessions never straddle
-    train and test. A session that recurs across episodes (a shared pool) is kept once, in
-    the group of a question of its family (``Session.meta["family"]``) or else as a group of
-    its own. Classifier: TF-IDF of word 1-2 grams with sublinear tf,
+    train and test. A session that recurs across episodes (a shared pool) is kept once, as
+    a group of its own; every non-evidence session that carries a family
+    (``Session.meta["family"]``), shared or used once, then joins a question of its family
+    (:func:`merge_by_family`). Classifier: TF-IDF of word 1-2 grams with sublinear tf,
     then logistic regression (balanced class weights); AUC pooled over the out-of-fold
     scores of ``GroupKFold(folds)`` (folds capped at the number of groups). ``seed`` fixes
     the assignment of groups to folds. The same folds score both comparisons.
