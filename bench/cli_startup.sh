@@ -1,6 +1,6 @@
 #!/bin/sh
 # The CLI's start-up: modules each command imports, and CPU/wall time per command, for two
-# source trees (e.g. `git archive <commit> src | tar -x -C /tmp/before`).
+# source trees (e.g. `git archive <commit> src | tar -x -C <before-dir>`).
 #
 #   sh bench/cli_startup.sh BEFORE_SRC AFTER_SRC
 #
