@@ -141,10 +141,15 @@ def test_the_gates_run_on_a_timeline(bench):
         assert results["tiers"][tier]["oracle"]["verdict"] == "PASS"
         assert results["tiers"][tier]["visual_necessity"]["n"] > 0
         assert results["tiers"][tier]["repeats"]["verdict"] == "PASS"  # generator 8 on
-    # (its indistinguishability verdict is not asserted: eleven plans give about 25 evidence
-    # sessions, an interval of ±0.15, 0.50 on generator 7 and 0.615 on 8; design 0041)
-    assert json.loads((bench[0] / "validation" / "gates.json").read_text())["passed"] in (
-        True, False)
+    # Its verdict is not asserted: eleven plans give 24 evidence sessions, and the gate on
+    # this very benchmark with its texts shuffled (no signal at all) fails 23 % of the time
+    # (design 0041, "Sixth round"). What it can tell at this size: no clear signal, the
+    # bootstrap interval holds 0.5 (0.615, 0.44-0.76 here); the 30-plan world passes outright.
+    low, high = indist["auc_interval"]
+    assert low <= 0.5 <= high and indist["n_evidence"] >= 20
+    assert indist["note"].startswith("too few evidence sessions")  # and validate says so
+    assert json.loads((bench[0] / "validation" / "gates.json").read_text())[
+        "indistinguishability"]["auc_interval"] == [low, high]
 
 
 def test_too_small_a_tier_and_a_bad_layout_are_clear_errors(tmp_path):

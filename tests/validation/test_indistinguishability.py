@@ -204,6 +204,20 @@ def test_the_gate_reports_a_bootstrap_interval_around_its_auc():
     assert res.verdict == "PASS"
 
 
+def test_an_interval_wider_than_the_band_says_the_verdict_is_largely_chance():
+    """Few evidence sessions: the interval spans more than 0.40-0.60 and the gate says so
+    (verdict unchanged); enough of them: no such note."""
+    few = indistinguishability(mixed(n_questions=4, seed=3))
+    low, high = few.auc_interval
+    assert high - low > 0.2 and few.verdict in ("PASS", "FAIL")  # the rule reads the AUC
+    assert few.note and few.note.startswith("too few evidence sessions (8)")
+    assert f"{low:.3f}–{high:.3f}" in few.note
+    text = render_gates_markdown({"indistinguishability": few.to_dict()})
+    assert "- note: too few evidence sessions (8)" in text
+    many = indistinguishability(mixed(n_questions=80))
+    assert many.note is None and many.auc_interval[1] - many.auc_interval[0] <= 0.2
+
+
 def test_rank_auc_matches_sklearn_with_ties():
     from sklearn.metrics import roc_auc_score
 

@@ -127,7 +127,8 @@ class IndistinguishabilityResult(_ToDict):
     of its family to join (:func:`merge_by_family`); ``folds`` the folds used.
     ``auc_interval``: the gated AUC's 95 % bootstrap interval (``[low, high]``, groups
     resampled, :func:`auc_interval`), reported beside it so a marginal pass can be told from
-    a clear one; the verdict still reads ``auc`` alone.
+    a clear one; the verdict still reads ``auc`` alone. ``note``: why the gate is N/A, or,
+    when the interval is wider than the pass band, that the verdict is largely chance.
     ``top_features``: ``{"evidence": [...], "other": [...]}``, the n-grams with the largest
     positive / negative coefficients of the classifier refitted on all documents, each
     ``{"ngram", "weight", "evidence_docs", "other_docs"}`` (documents containing it).
@@ -343,6 +344,20 @@ def gate_documents(episodes: Iterable[Episode]) -> GateDocuments:
                          repeats=sum(uses.values()) - len(seen))
 
 
+def _too_few_note(interval: Sequence[float], max_deviation: float, n_evidence: int,
+                  ) -> str | None:
+    """A note when the bootstrap interval is wider than the pass band: then a benchmark with
+    no signal at all fails about one time in four (shuffled texts on an eleven-plan timeline,
+    design 0041) and the verdict says more about chance than about the wording."""
+    low, high = interval
+    if high - low <= 2 * max_deviation:
+        return None
+    return (f"too few evidence sessions ({n_evidence}) for a firm verdict: the 95 % interval "
+            f"{low:.3f}–{high:.3f} is wider than the pass band "
+            f"{0.5 - max_deviation:.2f}–{0.5 + max_deviation:.2f}, so the verdict is largely "
+            "chance; more questions narrow it")
+
+
 def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: int = 0,
                          max_deviation: float = 0.10, n_features: int = 30,
                          ) -> IndistinguishabilityResult:
@@ -381,6 +396,8 @@ def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: i
         note = ("not applicable: needs evidence and other sessions in at least 2 questions "
                 f"(found {n_ev} evidence and {len(y) - n_ev} other sessions; questions: "
                 f"{len(questions)})")
+    elif interval is not None:
+        note = _too_few_note(interval, max_deviation, n_ev)
     top = _top_features(docs, y, n_features) if 0 < n_ev < len(y) else {}
     return IndistinguishabilityResult(
         auc=_round(auc, 4), auc_without_fillers=_round(auc_wo, 4),
