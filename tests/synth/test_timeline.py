@@ -153,9 +153,19 @@ def test_the_gates_run_on_a_timeline(bench):
 
 
 def test_too_small_a_tier_and_a_bad_layout_are_clear_errors(tmp_path):
-    with pytest.raises(ConfigError, match="smaller than the evidence of 11 questions"):
+    with pytest.raises(ConfigError, match=r"smaller than the evidence of 11 questions .* "
+                                          r"use tiers of at least \d+k"):
         generate(SynthConfig(out=str(tmp_path / "a"), tiers=["8k"], questions=11,
                              layout="timeline"))
+    # the images rendered before the check are gone, so the same --out takes the next try
+    # (a folder without a manifest is refused, even with --overwrite); a folder that was
+    # there before stays, empty
+    assert not (tmp_path / "a").exists()
+    (tmp_path / "c").mkdir()
+    with pytest.raises(ConfigError, match="smaller than the evidence"):
+        generate(SynthConfig(out=str(tmp_path / "c"), tiers=["8k"], questions=11,
+                             layout="timeline"))
+    assert (tmp_path / "c").is_dir() and not any((tmp_path / "c").iterdir())
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "keep.txt").write_text("x")
     with pytest.raises(ConfigError, match="--layout 'calendar'"):

@@ -568,7 +568,33 @@ def generate(config: SynthConfig, progress: Progress = None) -> dict[str, Any]:
     the questions, naturalize their sessions (if asked), write each tier, then the
     manifest with every file's digest."""
     memeye_plans = _check_choices(config)
-    _clear_or_refuse(Path(config.out), config.overwrite)
+    root = Path(config.out)
+    _clear_or_refuse(root, config.overwrite)
+    existed = root.is_dir()
+    try:
+        return _write_benchmark(config, memeye_plans, progress)
+    except BaseException:
+        # --out is empty or new here, so all it holds is this run's partial output: without
+        # a manifest, the same command (or --overwrite) would refuse the folder next time.
+        _remove_partial(root, keep_folder=existed)
+        raise
+
+
+def _remove_partial(root: Path, *, keep_folder: bool) -> None:
+    if not root.is_dir() or (root / "manifest.json").exists():
+        return
+    if not keep_folder:
+        shutil.rmtree(root, ignore_errors=True)
+        return
+    for child in root.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+
+
+def _write_benchmark(config: SynthConfig, memeye_plans: Plans | None,
+                     progress: Progress) -> dict[str, Any]:
     gen = Generator(config)  # (it makes the image folder)
     root = gen.root
     root.mkdir(parents=True, exist_ok=True)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import math
 import random
 from collections import Counter
 from collections.abc import Iterator
@@ -262,9 +263,10 @@ def evidence_tokens(gen: Generator, placed: list[Placed], tier: str) -> int:
                         image_size=lambda p: (p.image.width, p.image.height)).tokens or 0
     total = base + sum(gen._session_tokens(s) for p in placed for _, s in p.sessions)
     if total > target * (1 + TOLERANCE):
+        fits = math.ceil(total / (1 + TOLERANCE) / 1024)
         raise ConfigError(f"tier {tier} ({target} tokens) is smaller than the evidence of "
                           f"{len(placed)} questions on one timeline ({total} tokens); use "
-                          "larger tiers or fewer --questions")
+                          f"tiers of at least {fits}k, or fewer --questions")
     return total
 
 
