@@ -76,8 +76,9 @@ def _md_indist(g: Mapping[str, Any]) -> list[str]:
             f"({g.get('n_fillers')} of them fillers; +{g.get('n_repeats', 0)} repeated copies "
             "dropped)"),
            (f"- questions: {g.get('n_questions')}; cross-validation groups: "
-            f"{g.get('n_groups')} (one per question; a shared session joins a question of its "
-            f"family, else is one of its own); folds: {g.get('folds')}")]
+            f"{g.get('n_groups')} (one per question; a shared session, or one outside every "
+            "question as in a timeline, joins a question of its family, else is a group of "
+            f"its own); folds: {g.get('folds')}")]
     if g.get("features_file"):
         out.append(f"- the classifier's top n-grams each way: `{g['features_file']}`")
     top = g.get("top_features") or {}

@@ -263,14 +263,17 @@ def _top_features(docs: Sequence[str], y: np.ndarray, n: int) -> dict[str, list[
 @dataclass(frozen=True)
 class GateDocuments:
     """The indistinguishability gate's input: one document per distinct session, its label
-    (1 = evidence), its cross-validation group and whether it is a filler; the questions seen
+    (1 = evidence), its cross-validation group and whether it is a filler; the episodes seen
+    (``units``: an episode's first question id, else its episode id, as a timeline split per
+    plan has an episode per haystack session), how many of them ask a question (``asked``)
     and how many repeated copies of shared sessions were dropped."""
 
     docs: list[str]
     labels: np.ndarray
     groups: list[str]
     filler: np.ndarray
-    questions: set[str]
+    units: set[str]
+    asked: int
     repeats: int
 
 
@@ -318,10 +321,10 @@ def gate_documents(episodes: Iterable[Episode]) -> GateDocuments:
     episodes = list(episodes)
     uses = Counter((str(s.meta.get("role")), s.session_id) for ep in episodes for s in ep.sessions)
     seen: set[tuple[str, str]] = set()
-    questions: set[str] = set()
+    units: set[str] = set()
     for ep in episodes:
         question = ep.questions[0].question_id if ep.questions else ep.episode_id
-        questions.add(question)
+        units.add(question)
         for s in ep.sessions:
             key = (str(s.meta.get("role")), s.session_id)
             if key in seen:
@@ -340,7 +343,9 @@ def gate_documents(episodes: Iterable[Episode]) -> GateDocuments:
             filler.append(key[0] == "filler")
     groups = merge_by_family(groups, families, labels, names)
     return GateDocuments(docs=docs, labels=np.array(labels, dtype=int), groups=groups,
-                         filler=np.array(filler, dtype=bool), questions=questions,
+                         filler=np.array(filler, dtype=bool), units=units,
+                         asked=len({ep.questions[0].question_id for ep in episodes
+                                    if ep.questions}),
                          repeats=sum(uses.values()) - len(seen))
 
 
@@ -376,14 +381,14 @@ def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: i
     the assignment of groups to folds. The same folds score both comparisons.
     """
     d = gate_documents(episodes)
-    docs, y, groups, is_filler, questions = d.docs, d.labels, d.groups, d.filler, d.questions
+    docs, y, groups, is_filler = d.docs, d.labels, d.groups, d.filler
     n_ev = int(y.sum())
     n_groups = len(set(groups))
 
     auc = auc_wo = None
     interval = None
     used = 0
-    if len(questions) >= 2:
+    if len(d.units) >= 2:
         scores, used = oof_scores(docs, y, groups, folds=folds, seed=seed)
         if scores is not None:
             auc = float(require("sklearn.metrics").roc_auc_score(y, scores))
@@ -395,7 +400,7 @@ def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: i
     if auc is None:
         note = ("not applicable: needs evidence and other sessions in at least 2 questions "
                 f"(found {n_ev} evidence and {len(y) - n_ev} other sessions; questions: "
-                f"{len(questions)})")
+                f"{d.asked})")
     elif interval is not None:
         note = _too_few_note(interval, max_deviation, n_ev)
     top = _top_features(docs, y, n_features) if 0 < n_ev < len(y) else {}
@@ -406,7 +411,7 @@ def indistinguishability(episodes: Iterable[Episode], *, folds: int = 5, seed: i
         verdict=_verdict_of(auc is not None,
                             auc is not None and abs(auc - 0.5) <= max_deviation + 1e-12),
         n_evidence=n_ev, n_other=len(y) - n_ev, n_fillers=int(is_filler.sum()),
-        n_repeats=d.repeats, n_questions=len(questions),
+        n_repeats=d.repeats, n_questions=d.asked,
         n_groups=n_groups, folds=used, top_features=top, note=note)
 
 
