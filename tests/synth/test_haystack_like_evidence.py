@@ -247,3 +247,37 @@ def test_seed_5_passes_its_own_gate_clearly(tmp_path):
     assert res.verdict == "PASS" and abs(res.auc - 0.5) <= 0.08, res.top_features["evidence"][:5]
     low, high = res.auc_interval
     assert low < res.auc < high and high - low < 0.2
+
+
+_A_BEFORE_VOWEL = re.compile(r"\ba ([aeiou]\w*|8\w*|11\w*|18\w*)", re.IGNORECASE)
+
+
+def test_no_template_says_a_before_a_vowel_sound_for_any_slot_value():
+    """"How often should I water a aloe vera", "a 8-day trip" (generator 7): every chat
+    line filled with every value of the slot after its "a", checked for the article."""
+    wrong = []
+    for topic in TOPICS.values():
+        for template in topic["user"] + topic["assistant"]:
+            for slot in re.findall(r"\ba \{(\w+)\}", template):
+                for value in SLOTS[slot]:
+                    text = template.replace("{" + slot + "}", value)
+                    if _A_BEFORE_VOWEL.search(text):
+                        wrong.append(text)
+    assert not wrong, wrong[:5]
+
+
+def test_a_visitor_line_keeps_the_capitals_of_the_name_it_opens_with(small):
+    """str.capitalize turned "my colleague Tom" into "My colleague tom" (generator 7)."""
+    from memgauge.benchmarks.synth import _world as W
+    from memgauge.benchmarks.synth._text import sentence_start
+
+    owners = [sentence_start(o) for o in W.OWNERS]
+    assert "My colleague Tom" in owners and "My friend Maya" in owners
+    said = [t.text for eps in small.values() for ep in eps for s in ep.sessions
+            for t in s.turns if "came over today" in t.text]
+    assert said and all(any(t.startswith(o) for o in owners) for t in said), said[:3]
+    assert any(t.startswith(("My colleague Tom", "My friend Maya")) for t in said)  # a name
+    names = {n for o in W.OWNERS for n in re.findall(r"\b[A-Z]\w+", o)}  # Tom, Maya
+    for text in (t.text for eps in small.values() for ep in eps for s in ep.sessions
+                 for t in s.turns):
+        assert not any(re.search(rf"\b{n.lower()}\b", text) for n in names), text

@@ -30,6 +30,7 @@ from ._text import (
     chat_session,
     line,
     say,
+    sentence_start,
     share_image,
 )
 
@@ -336,7 +337,7 @@ def plan_msr_entity(rng: random.Random, when: When) -> QuestionPlan:
     t1, t2 = when.days(rng, 2)
     s1 = chat_session(rng, inserts=[_needle(share_image(
         rng, "entity", other,
-        line=line("visitor", owner=owner.capitalize(), kind=kind)))])
+        line=line("visitor", owner=sentence_start(owner), kind=kind)))])
     s2 = chat_session(rng, inserts=[_needle(share_image(
         rng, "entity", named,
         line=line("named", name=name, kind=kind)))])
@@ -538,7 +539,7 @@ def plan_ie_instance(rng: random.Random, when: When) -> QuestionPlan:
     twin = W.canonical_entity({**named, "body": rng.choice(
         [c for c in W.COLOURS if c != named["body"]])})
     decoy = chat_session(rng, inserts=[share_image(rng, "entity", twin, line=line(
-        "visitor", owner=rng.choice(W.OWNERS).capitalize(), kind=kind))])
+        "visitor", owner=sentence_start(rng.choice(W.OWNERS)), kind=kind))])
     return QuestionPlan(
         decoys=[_decoy(decoy, when.days(rng, 1)[0])],
         family="ie_instance", ability=Ability.INFORMATION_EXTRACTION, subtype="entity",

@@ -67,13 +67,17 @@ from ._world import BASE_WORLD, World
 # wordings; the timeline as it was), whose screenshot ie_previnfo asks about drawn (decoys said
 # words no evidence did), more wordings of the calendar and table-top lines (issue 28,
 # issue 27 §2, 0041): every benchmark's text and digest change again, the demo's included
-GENERATOR_VERSION = "7"
 # 8: the timeline layout only (and so the MemEye export): no line more than twice in its
 # conversation (the plans' sessions capped together, pool sessions taken in their order and
 # reworded where they would say a line a third time), article replies from a longer list for
 # evidence and haystack alike (issue 28, design 0041): every timeline's text and digest
 # change. A per-question benchmark is version 7's byte for byte and keeps its number.
-TIMELINE_GENERATOR_VERSION = "8"
+# 9: both layouts, wording only: a visitor's owner opens its line as written ("My colleague
+# Tom", not str.capitalize's "My colleague tom"), "water the {plant}" (not "a aloe vera"),
+# "a trip of {n} days" (not "a 8-day trip") (issue 28, design 0041 "Sixth round"): every
+# benchmark that says one of them changes text and digest, the demo's included.
+GENERATOR_VERSION = "9"
+TIMELINE_GENERATOR_VERSION = "9"
 
 
 def generator_version(layout: str) -> str:

@@ -27,6 +27,7 @@ from ._text import (
     limit_repeats,
     line,
     say,
+    sentence_start,
     share_image,
 )
 
@@ -223,7 +224,7 @@ def _styled(rng: random.Random, style: str, world: W.World = W.BASE_WORLD,
         kind = rng.choice(_pets(world) if style != "collection" else world.entity_kinds)
         facts = W.entity_identity(rng, kind)
         share = line(style, variant=rng.randrange(4), kind=kind,
-                     owner=rng.choice(W.OWNERS).capitalize(), name=rng.choice(W.PET_NAMES))
+                     owner=sentence_start(rng.choice(W.OWNERS)), name=rng.choice(W.PET_NAMES))
         return [share_image(rng, "entity", facts, line=share)], {f"entity:{kind}"}
     if style == "clock_pair":
         act = rng.choice(world.activities)[0]

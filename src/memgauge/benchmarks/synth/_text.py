@@ -21,7 +21,7 @@ TOPICS: dict[str, dict[str, list[str]]] = {
         "user": [
             "I'm thinking about a long weekend in {city}. Is {month} a good time to go?",
             "We finally booked the trip to {city}. What should we not miss there?",
-            "How do I keep my luggage light for a {n}-day trip?",
+            "How do I keep my luggage light on a trip of {n} days?",
             "Is it worth renting a car in {city}, or is public transport fine?",
             "My flight to {city} leaves early. Any tips for sleeping before a dawn departure?",
             "What's a good way to spend a rainy afternoon in {city}?",
@@ -115,7 +115,7 @@ TOPICS: dict[str, dict[str, list[str]]] = {
         "user": [
             "My balcony gets a lot of afternoon sun from {month} on. What should I grow there?",
             "The leaves on my {plant} are turning yellow.",
-            "How often should I water a {plant} in {month}?",
+            "How often should I water the {plant} in {month}?",
             "I repotted my {plant} this weekend.",
             "Is my {plant} hard to keep alive if I forget to water it?",
             "My {plant} is leaning towards the window.",
@@ -512,6 +512,12 @@ def as_phrase(text: str) -> Phrase:
     """``text`` as a :class:`Phrase`: itself when it is one, else a phrase that keeps
     nothing and has no other wordings (a plain line, a caller's own text)."""
     return text if isinstance(text, Phrase) else Phrase(text)
+
+
+def sentence_start(text: str) -> str:
+    """``text`` to open a sentence: its first letter upper case, the rest as it is
+    (``str.capitalize`` lower-cases the rest: "My colleague tom")."""
+    return text[:1].upper() + text[1:]
 
 
 def line(template_name: str, /, variant: int = 0, **slots: str) -> Phrase:
