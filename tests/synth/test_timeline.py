@@ -149,7 +149,7 @@ def test_the_gates_run_on_a_timeline(bench):
     # Its verdict is not asserted: eleven plans give 24 evidence sessions, and the gate on
     # this very benchmark with its texts shuffled (no signal at all) fails 23 % of the time
     # (design 0041, "Sixth round"). What it can tell at this size: no clear signal, the
-    # bootstrap interval holds 0.5 (0.615, 0.44-0.76 here); the 30-plan world passes outright.
+    # bootstrap interval holds 0.5 (0.616, 0.44-0.76 here); the 30-plan world passes outright.
     low, high = indist["auc_interval"]
     assert low <= 0.5 <= high and indist["n_evidence"] >= 20
     assert indist["note"].startswith("too few evidence sessions")  # and validate says so
