@@ -45,8 +45,8 @@ def null_text(episodes: list, shuffles: int) -> str:
         return ""
     aucs = null_aucs(episodes, shuffles)
     outside = sum(abs(a - 0.5) > 0.10 for a in aucs) / len(aucs)
-    return (f" | {statistics.mean(aucs):.3f} ± {statistics.stdev(aucs):.3f}, "
-            f"{outside:.0%} outside 0.40–0.60")
+    return (f" {statistics.mean(aucs):.3f} ± {statistics.stdev(aucs):.3f}, "
+            f"{outside:.0%} outside 0.40–0.60 |")
 
 
 def main() -> None:

@@ -322,9 +322,12 @@ def gate_documents(episodes: Iterable[Episode]) -> GateDocuments:
     uses = Counter((str(s.meta.get("role")), s.session_id) for ep in episodes for s in ep.sessions)
     seen: set[tuple[str, str]] = set()
     units: set[str] = set()
+    asked: set[str] = set()
     for ep in episodes:
         question = ep.questions[0].question_id if ep.questions else ep.episode_id
         units.add(question)
+        if ep.questions:
+            asked.add(question)
         for s in ep.sessions:
             key = (str(s.meta.get("role")), s.session_id)
             if key in seen:
@@ -343,9 +346,7 @@ def gate_documents(episodes: Iterable[Episode]) -> GateDocuments:
             filler.append(key[0] == "filler")
     groups = merge_by_family(groups, families, labels, names)
     return GateDocuments(docs=docs, labels=np.array(labels, dtype=int), groups=groups,
-                         filler=np.array(filler, dtype=bool), units=units,
-                         asked=len({ep.questions[0].question_id for ep in episodes
-                                    if ep.questions}),
+                         filler=np.array(filler, dtype=bool), units=units, asked=len(asked),
                          repeats=sum(uses.values()) - len(seen))
 
 

@@ -9,6 +9,7 @@ evidence lands at uniformly random positions and update chains keep their order.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
@@ -532,11 +533,7 @@ def _clear_or_refuse(root: Path, overwrite: bool) -> None:
     if not ours:
         raise ConfigError(f"--out {root} holds something other than a generated benchmark "
                           "(no memgauge manifest.json); --overwrite only replaces a benchmark")
-    for child in root.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child)
-        else:
-            child.unlink()
+    _empty(root)
 
 
 def _write_timeline(gen: Generator, placed: list[Any], tier: str, tdir: Path,
@@ -587,14 +584,20 @@ def generate(config: SynthConfig, progress: Progress = None) -> dict[str, Any]:
 def _remove_partial(root: Path, *, keep_folder: bool) -> None:
     if not root.is_dir() or (root / "manifest.json").exists():
         return
-    if not keep_folder:
+    if keep_folder:
+        with contextlib.suppress(OSError):  # never hide the error that got us here
+            _empty(root)
+    else:
         shutil.rmtree(root, ignore_errors=True)
-        return
+
+
+def _empty(root: Path) -> None:
+    """Everything in ``root`` removed, ``root`` kept (a link is removed, never followed)."""
     for child in root.iterdir():
         if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
+            shutil.rmtree(child)
         else:
-            child.unlink(missing_ok=True)
+            child.unlink()
 
 
 def _write_benchmark(config: SynthConfig, memeye_plans: Plans | None,
