@@ -108,6 +108,12 @@ class ProxyLog:
     proxy_auth: list[str | None] = field(default_factory=list)
     forwarded_headers: list[dict[str, str]] = field(default_factory=list)
 
+    def to_test_host(self) -> list[str]:
+        """The request lines that name the test host: while a test sets HTTPS_PROXY, a
+        third-party thread in the same process (telemetry that honours it) can open its
+        own tunnel through the proxy; a fresh-clone run once saw one to a telemetry host."""
+        return [line for line in self.request_lines if HOST in line]
+
 
 class LoopbackProxy:
     """An HTTP proxy on 127.0.0.1 that connects every request to 127.0.0.1 at the port it

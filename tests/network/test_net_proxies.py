@@ -61,7 +61,7 @@ def test_an_https_url_goes_through_a_connect_tunnel_tls_end_to_end(monkeypatch, 
     with RouteServer(tls=server_tls) as srv, LoopbackProxy() as proxy:
         monkeypatch.setenv("https_proxy", proxy.url)  # the lower-case form
         assert asyncio.run(_ask(_model(f"https://{HOST}:{srv.port}/v1"))) == "red"
-    assert proxy.log.request_lines == [f"CONNECT {HOST}:{srv.port} HTTP/1.1"]
+    assert proxy.log.to_test_host() == [f"CONNECT {HOST}:{srv.port} HTTP/1.1"]
     assert srv.seen[0].path == "/v1/chat/completions"  # the request went inside the tunnel
 
 
@@ -73,7 +73,7 @@ def test_a_certificate_that_does_not_verify_is_not_retried(monkeypatch, tmp_path
             asyncio.run(_ask(_model(f"https://{HOST}:{srv.port}/v1", attempts=5)))
     assert info.value.kind == "tls" and not info.value.retryable
     assert info.value.attempts == 1 and "not retried" in info.value.message
-    assert len(proxy.log.request_lines) == 1  # one tunnel, one handshake, no retry
+    assert len(proxy.log.to_test_host()) == 1  # one tunnel, one handshake, no retry
     assert srv.seen == []
 
 
